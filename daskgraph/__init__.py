@@ -1,0 +1,81 @@
+"""daskgraph: TensorFlow-1 style device-placed computation graphs, run on Dask clusters.
+
+Build a graph under device scopes, and a :class:`Session` places every op on a device of a
+Dask cluster, lowers the placed graph into per-device Dask tasks, runs them on the workers
+that own the devices, and returns NumPy arrays::
+
+    import daskgraph as dg
+
+    with dg.device("/cpu:0"):
+        a = dg.constant([[1.0, 2.0]])
+    b = dg.matmul(a, a, transpose_b=True)
+    with dg.Session(config=dg.SessionConfig(log_device_placement=True)) as sess:
+        print(sess.run(b))
+
+Data flows one way: device -> graph -> placement -> lowering -> execution, with the session
+tying them together.
+"""
+
+from daskgraph import dtypes, errors
+from daskgraph.config import GPUOptions, SessionConfig
+from daskgraph.device import DeviceSpec
+from daskgraph.dtypes import (
+    DType,
+    as_dtype,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+)
+from daskgraph.graph import (
+    Graph,
+    Operation,
+    Tensor,
+    get_default_graph,
+    name_scope,
+    reset_default_graph,
+)
+from daskgraph.ops import *  # noqa: F403 - the op constructors are the public API
+from daskgraph.ops import __all__ as _ops_all
+from daskgraph.scopes import colocate_with, control_dependencies, device
+from daskgraph.session import Session, get_default_session
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DType",
+    "DeviceSpec",
+    "GPUOptions",
+    "Session",
+    "SessionConfig",
+    "get_default_session",
+    "Graph",
+    "Operation",
+    "Tensor",
+    "as_dtype",
+    "bool_",
+    "colocate_with",
+    "control_dependencies",
+    "device",
+    "dtypes",
+    "errors",
+    "float16",
+    "float32",
+    "float64",
+    "get_default_graph",
+    "int16",
+    "int32",
+    "int64",
+    "int8",
+    "name_scope",
+    "reset_default_graph",
+    "string",
+    "uint8",
+    *_ops_all,
+]

@@ -1,0 +1,121 @@
+"""Session configuration: ``SessionConfig`` and ``GPUOptions``, and daskgraph's Dask config keys.
+
+``SessionConfig`` carries what TensorFlow's ``ConfigProto`` does for placement
+(``log_device_placement``, ``allow_soft_placement``, ``device_count``) and GPU memory
+(``gpu_options``). Values are validated when the session starts, so a mistake is reported
+with the field's name before anything runs.
+
+Cluster-wide settings live in Dask's config under ``daskgraph`` (defaults in
+``daskgraph.yaml``): ``daskgraph.virtual-gpus`` (environment ``DASK_DASKGRAPH__VIRTUAL_GPUS``)
+adds N virtual GPU workers to the embedded cluster.
+
+>>> cfg = SessionConfig(allow_soft_placement=True)
+>>> cfg.gpu_options.allow_growth = True
+>>> cfg.validate().gpu_options.allow_growth
+True
+>>> SessionConfig(gpu_options=GPUOptions(per_process_gpu_memory_fraction=1.5)).validate()
+Traceback (most recent call last):
+...
+ValueError: gpu_options.per_process_gpu_memory_fraction must be in [0, 1] (0 means no cap); got 1.5
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass, field
+
+import dask.config
+import yaml
+
+__all__ = ["GPUOptions", "SessionConfig", "virtual_gpu_count"]
+
+_defaults = yaml.safe_load((pathlib.Path(__file__).parent / "daskgraph.yaml").read_text())
+dask.config.update_defaults(_defaults)
+
+
+@dataclass
+class GPUOptions:
+    """GPU memory options, as TensorFlow's ``GPUOptions``.
+
+    Attributes
+    ----------
+    allow_growth
+        Grow the GPU memory pool on demand instead of reserving it up front.
+    per_process_gpu_memory_fraction
+        Cap each GPU worker at this fraction of its device's memory (0: no cap).
+    visible_device_list
+        Comma-separated GPU ids the embedded cluster may use ('' for all).
+    """
+
+    allow_growth: bool = False
+    per_process_gpu_memory_fraction: float = 0.0
+    visible_device_list: str = ""
+
+    def validate(self) -> GPUOptions:
+        if not isinstance(self.allow_growth, bool):
+            raise TypeError(f"gpu_options.allow_growth must be a bool; got {self.allow_growth!r}")
+        fraction = self.per_process_gpu_memory_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+            raise TypeError(
+                f"gpu_options.per_process_gpu_memory_fraction must be a number; got {fraction!r}"
+            )
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(
+                "gpu_options.per_process_gpu_memory_fraction must be in [0, 1] (0 means no cap);"
+                f" got {fraction!r}"
+            )
+        ids = [s.strip() for s in self.visible_device_list.split(",") if s.strip()]
+        if any(not s.isdigit() for s in ids):
+            raise ValueError(
+                "gpu_options.visible_device_list must be comma-separated GPU ids like '0,1'; got "
+                f"{self.visible_device_list!r}"
+            )
+        return self
+
+
+@dataclass
+class SessionConfig:
+    """How a :class:`~daskgraph.session.Session` places and runs ops.
+
+    Attributes
+    ----------
+    log_device_placement
+        Log the device mapping and each op's device (logger ``daskgraph.placement`` and stderr).
+    allow_soft_placement
+        Fall back to an available device when a request cannot be met.
+    gpu_options
+        GPU memory options (:class:`GPUOptions`).
+    device_count
+        Maximum number of devices of a type to use, e.g. ``{"GPU": 0}`` to hide GPUs.
+    """
+
+    log_device_placement: bool = False
+    allow_soft_placement: bool = False
+    gpu_options: GPUOptions = field(default_factory=GPUOptions)
+    device_count: dict[str, int] = field(default_factory=dict)
+
+    def validate(self) -> SessionConfig:
+        for name in ("log_device_placement", "allow_soft_placement"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
+        if not isinstance(self.gpu_options, GPUOptions):
+            raise TypeError(f"gpu_options must be a GPUOptions; got {self.gpu_options!r}")
+        self.gpu_options.validate()
+        for key, value in dict(self.device_count).items():
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"device_count[{key!r}] must be an int >= 0; got {value!r}")
+        return self
+
+
+def virtual_gpu_count() -> int:
+    """How many virtual GPU workers the embedded cluster adds (``daskgraph.virtual-gpus``)."""
+    value = dask.config.get("daskgraph.virtual-gpus", 0)
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        count = -1
+    if count < 0:
+        raise ValueError(
+            f"daskgraph.virtual-gpus (DASK_DASKGRAPH__VIRTUAL_GPUS) must be an int >= 0; got {value!r}"
+        )
+    return count

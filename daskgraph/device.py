@@ -1,0 +1,333 @@
+"""Parse, print and merge TensorFlow device specifications.
+
+Strings such as ``/job:worker/replica:0/task:1/device:GPU:0`` become immutable, normalised
+:class:`DeviceSpec` values that print canonically, merge and match partial patterns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from typing import Any
+
+__all__ = ["CPU", "GPU", "DeviceSpec", "parse"]
+
+CPU = "CPU"
+GPU = "GPU"
+
+_EXAMPLE = "/job:worker/replica:0/task:1/device:GPU:0"
+_JOB_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+_TYPE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_INT_RE = re.compile(r"[0-9]+\Z")
+_SHORT_TYPES = frozenset({"cpu", "gpu"})
+_FIELD_NAMES = ("job", "replica", "task", "device_type", "device_index")
+
+_Fields = tuple[str | None, int | None, int | None, str | None, int | None]
+
+
+def _normalise_type(device_type: str) -> str:
+    """Upper-case ``cpu``/``gpu``; keep any other device type as written."""
+    return device_type.upper() if device_type.lower() in _SHORT_TYPES else device_type
+
+
+def _malformed(spec: str, reason: str) -> ValueError:
+    return ValueError(
+        f"Malformed device specification {spec!r}: {reason}. Expected a string like {_EXAMPLE!r}"
+    )
+
+
+def _parse_int(spec: str, name: str, text: str, allow_star: bool) -> int | None:
+    if allow_star and text == "*":
+        return None
+    if not _INT_RE.match(text):
+        wanted = "a non-negative integer or '*'" if allow_star else "a non-negative integer"
+        raise _malformed(spec, f"{name} must be {wanted}, got {text!r}")
+    return int(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_fields(spec: str) -> _Fields:
+    """Parse ``spec`` into ``(job, replica, task, device_type, device_index)``."""
+    body = spec[1:] if spec.startswith("/") else spec
+    if not body:
+        return (None, None, None, None, None)
+    if body.endswith("/"):
+        body = body[:-1]
+    named: dict[str, Any] = {}
+    device_type: str | None = None
+    device_index: int | None = None
+    for piece in body.split("/"):
+        if not piece:
+            raise _malformed(spec, "empty component (two slashes in a row?)")
+        key, *values = piece.split(":")
+        if key in ("job", "replica", "task"):
+            if key in named:
+                raise _malformed(spec, f"field {key!r} given twice")
+            if len(values) != 1 or not values[0]:
+                raise _malformed(spec, f"{key!r} needs exactly one value, as in '{key}:VALUE'")
+            if key == "job":
+                if not _JOB_RE.match(values[0]):
+                    raise _malformed(spec, f"invalid job name {values[0]!r}")
+                named[key] = values[0]
+            else:
+                named[key] = _parse_int(spec, key, values[0], allow_star=False)
+        elif key == "device" or key.lower() in _SHORT_TYPES:
+            if key == "device":
+                if not 1 <= len(values) <= 2:
+                    raise _malformed(spec, "'device' takes the form 'device:TYPE[:INDEX]'")
+                name, index_text = values[0], values[1] if len(values) == 2 else "*"
+                if not _TYPE_RE.match(name):
+                    raise _malformed(spec, f"invalid device type {name!r}")
+            else:
+                if len(values) > 1:
+                    raise _malformed(spec, f"{key!r} takes the form '{key}[:INDEX]'")
+                name, index_text = key, values[0] if values else "*"
+            name = _normalise_type(name)
+            if device_type is not None:
+                raise _malformed(spec, f"two device types given ({device_type} and {name})")
+            device_type = name
+            device_index = _parse_int(spec, "device index", index_text, allow_star=True)
+        else:
+            raise _malformed(
+                spec, f"unknown field {key!r} (expected job, replica, task, device, cpu or gpu)"
+            )
+    return (named.get("job"), named.get("replica"), named.get("task"), device_type, device_index)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, repr=False)
+class DeviceSpec:
+    """An immutable, normalised TensorFlow device specification.
+
+    Every field is optional; ``None`` means "not specified". ``cpu``/``gpu`` device
+    types are upper-cased, so equal specs compare and hash equal whatever their
+    spelling. A ``device_index`` needs a ``device_type``.
+
+    Examples
+    --------
+    >>> spec = DeviceSpec(job="worker", task=1, device_type="gpu", device_index=0)
+    >>> spec
+    DeviceSpec('/job:worker/task:1/device:GPU:0')
+    >>> spec == DeviceSpec.from_string("/job:worker/task:1/gpu:0")
+    True
+    """
+
+    job: str | None = None
+    replica: int | None = None
+    task: int | None = None
+    device_type: str | None = None
+    device_index: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.job is not None and not (isinstance(self.job, str) and _JOB_RE.match(self.job)):
+            raise ValueError(f"DeviceSpec.job must be a name like 'worker', got {self.job!r}")
+        for name in ("replica", "task", "device_index"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"DeviceSpec.{name} must be an int, got {type(value).__name__}")
+            if value < 0:
+                raise ValueError(f"DeviceSpec.{name} must be non-negative, got {value}")
+        if self.device_type is None:
+            if self.device_index is not None:
+                raise ValueError("DeviceSpec.device_index needs a device_type")
+        elif isinstance(self.device_type, str) and _TYPE_RE.match(self.device_type):
+            object.__setattr__(self, "device_type", _normalise_type(self.device_type))
+        else:
+            raise ValueError(
+                f"DeviceSpec.device_type must be a name like 'GPU', got {self.device_type!r}"
+            )
+
+    @classmethod
+    def from_string(cls, spec: str) -> DeviceSpec:
+        """Parse a TensorFlow device string.
+
+        Parameters
+        ----------
+        spec : str
+            A device string such as ``"/job:worker/task:1/device:GPU:0"``, ``"/gpu:1"``,
+            ``"cpu:0"`` or ``""``. Fields may come in any order.
+
+        Returns
+        -------
+        DeviceSpec
+            The parsed, normalised specification.
+
+        Raises
+        ------
+        TypeError
+            If ``spec`` is not a string.
+        ValueError
+            If ``spec`` is malformed; the message quotes it.
+
+        Examples
+        --------
+        >>> DeviceSpec.from_string("/replica:1/task:0/gpu:*")
+        DeviceSpec('/replica:1/task:0/device:GPU:*')
+        >>> DeviceSpec.from_string("/gpu:0/cpu:0")
+        Traceback (most recent call last):
+        ...
+        ValueError: Malformed device specification '/gpu:0/cpu:0': two device types given (GPU and CPU). Expected a string like '/job:worker/replica:0/task:1/device:GPU:0'
+        """  # noqa: E501
+        if not isinstance(spec, str):
+            raise TypeError(f"device specification must be a str, got {type(spec).__name__}")
+        return cls(*_parse_fields(spec))
+
+    def to_string(self) -> str:
+        """Return the canonical string, ``/job:J/replica:R/task:T/device:TYPE:N``.
+
+        Examples
+        --------
+        >>> DeviceSpec.from_string("gpu:1/job:worker").to_string()
+        '/job:worker/device:GPU:1'
+        >>> DeviceSpec(device_type="TPU").to_string()
+        '/device:TPU:*'
+        >>> DeviceSpec().to_string()
+        ''
+        """
+        parts = []
+        if self.job is not None:
+            parts.append(f"/job:{self.job}")
+        if self.replica is not None:
+            parts.append(f"/replica:{self.replica}")
+        if self.task is not None:
+            parts.append(f"/task:{self.task}")
+        if self.device_type is not None:
+            index = "*" if self.device_index is None else self.device_index
+            parts.append(f"/device:{self.device_type}:{index}")
+        return "".join(parts)
+
+    def __str__(self) -> str:
+        return self.to_string()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.to_string()!r})"
+
+    def __reduce__(self) -> tuple[type[DeviceSpec], _Fields]:
+        return (type(self), self._fields())
+
+    def _fields(self) -> _Fields:
+        return (self.job, self.replica, self.task, self.device_type, self.device_index)
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether no field is set.
+
+        Examples
+        --------
+        >>> DeviceSpec.from_string("").is_empty, DeviceSpec.from_string("/cpu:0").is_empty
+        (True, False)
+        """
+        return all(value is None for value in self._fields())
+
+    @property
+    def is_fully_specified(self) -> bool:
+        """Whether all five fields are set.
+
+        Examples
+        --------
+        >>> DeviceSpec.from_string("/job:w/replica:0/task:1/gpu:0").is_fully_specified
+        True
+        >>> DeviceSpec.from_string("/job:w/gpu:0").is_fully_specified
+        False
+        """
+        return all(value is not None for value in self._fields())
+
+    def make_merged_spec(self, other: DeviceSpec) -> DeviceSpec:
+        """Return ``self`` overridden by the fields ``other`` sets.
+
+        Device type and index merge as a unit: when ``other`` sets a device type, its
+        index (even ``None``) replaces ours.
+
+        Parameters
+        ----------
+        other : DeviceSpec
+            The inner (more specific) specification.
+
+        Examples
+        --------
+        >>> outer = DeviceSpec.from_string("/job:worker/task:1/gpu:0")
+        >>> outer.make_merged_spec(DeviceSpec.from_string("/task:2"))
+        DeviceSpec('/job:worker/task:2/device:GPU:0')
+        >>> outer.make_merged_spec(DeviceSpec.from_string("/device:CPU:*"))
+        DeviceSpec('/job:worker/task:1/device:CPU:*')
+        """
+        if not isinstance(other, DeviceSpec):
+            raise TypeError(f"can only merge a DeviceSpec, got {type(other).__name__}")
+        merged = {
+            name: value
+            for name, value in zip(_FIELD_NAMES[:3], other._fields()[:3], strict=True)
+            if value is not None
+        }
+        if other.device_type is not None:
+            merged.update(device_type=other.device_type, device_index=other.device_index)
+        return dataclasses.replace(self, **merged)
+
+    def replace(self, **fields: Any) -> DeviceSpec:
+        """Return a copy with the given fields replaced (and validated).
+
+        Raises
+        ------
+        TypeError
+            If a field name is unknown or a value has the wrong type.
+        ValueError
+            If a value is invalid, such as a negative task.
+
+        Examples
+        --------
+        >>> DeviceSpec.from_string("/job:worker/cpu:0").replace(device_type="gpu", task=3)
+        DeviceSpec('/job:worker/task:3/device:GPU:0')
+        """
+        unknown = sorted(set(fields) - set(_FIELD_NAMES))
+        if unknown:
+            raise TypeError(f"DeviceSpec has no field {unknown[0]!r}; fields are {_FIELD_NAMES}")
+        return dataclasses.replace(self, **fields)
+
+    def matches(self, other: DeviceSpec) -> bool:
+        """Whether ``other`` has every field that this (partial) pattern sets.
+
+        Examples
+        --------
+        >>> pattern = DeviceSpec.from_string("/job:worker/device:GPU:*")
+        >>> pattern.matches(DeviceSpec.from_string("/job:worker/task:1/device:GPU:3"))
+        True
+        >>> pattern.matches(DeviceSpec.from_string("/job:worker/task:1/device:CPU:0"))
+        False
+        """
+        if not isinstance(other, DeviceSpec):
+            raise TypeError(f"can only match a DeviceSpec, got {type(other).__name__}")
+        return all(
+            mine is None or mine == theirs
+            for mine, theirs in zip(self._fields(), other._fields(), strict=True)
+        )
+
+
+def parse(spec: str | DeviceSpec | None) -> DeviceSpec:
+    """Coerce ``spec`` to a :class:`DeviceSpec`.
+
+    Parameters
+    ----------
+    spec : str, DeviceSpec or None
+        ``None`` or ``""`` give the empty spec, a ``DeviceSpec`` is returned as is and a
+        string is parsed with :meth:`DeviceSpec.from_string`.
+
+    Raises
+    ------
+    TypeError
+        For any other type.
+
+    Examples
+    --------
+    >>> parse(None).is_empty
+    True
+    >>> parse("/GPU:1") == parse(DeviceSpec(device_type="GPU", device_index=1))
+    True
+    """
+    if spec is None:
+        return DeviceSpec()
+    if isinstance(spec, DeviceSpec):
+        return spec
+    if isinstance(spec, str):
+        return DeviceSpec.from_string(spec)
+    raise TypeError(f"expected a device string, DeviceSpec or None, got {type(spec).__name__}")

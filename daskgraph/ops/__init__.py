@@ -1,0 +1,77 @@
+"""The ops users build graphs from, each registered once with its kernels per device type.
+
+:mod:`~daskgraph.ops.registry` holds the registry; :mod:`~daskgraph.ops.array`,
+:mod:`~daskgraph.ops.math` and :mod:`~daskgraph.ops.state` define the ops and their builders.
+"""
+
+from daskgraph.ops.array import (
+    cast,
+    constant,
+    convert_to_tensor,
+    group,
+    identity,
+    no_op,
+    placeholder,
+    reshape,
+    transpose,
+)
+from daskgraph.ops.math import (
+    abs,
+    add,
+    add_n,
+    divide,
+    exp,
+    matmul,
+    maximum,
+    multiply,
+    negative,
+    reduce_max,
+    reduce_mean,
+    reduce_sum,
+    sqrt,
+    square,
+    subtract,
+    tanh,
+)
+from daskgraph.ops.state import (
+    Variable,
+    assign,
+    assign_add,
+    global_variables,
+    global_variables_initializer,
+    variables_initializer,
+)
+
+__all__ = [
+    "Variable",
+    "abs",
+    "add",
+    "add_n",
+    "assign",
+    "assign_add",
+    "cast",
+    "constant",
+    "convert_to_tensor",
+    "divide",
+    "exp",
+    "global_variables",
+    "global_variables_initializer",
+    "group",
+    "identity",
+    "matmul",
+    "maximum",
+    "multiply",
+    "negative",
+    "no_op",
+    "placeholder",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_sum",
+    "reshape",
+    "sqrt",
+    "square",
+    "subtract",
+    "tanh",
+    "transpose",
+    "variables_initializer",
+]

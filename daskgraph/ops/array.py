@@ -1,0 +1,216 @@
+"""Array ops: constants, placeholders, identity, reshape, transpose, cast and no-op.
+
+Each function adds one operation to the default graph and returns its output tensor, with
+TensorFlow's op types and default names.
+
+>>> import daskgraph as dg
+>>> with dg.Graph().as_default():
+...     a = constant([[1.0, 2.0, 3.0]], name="a")
+...     p = placeholder(dg.float32, [None, 3])
+...     t = transpose(a)
+>>> a, p.shape, t.shape
+(<Tensor 'a:0' shape=(1, 3) dtype=float32>, (None, 3), (3, 1))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from daskgraph import dtypes
+from daskgraph.graph import Operation, Shape, Tensor, as_operation, get_default_graph
+from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
+
+__all__ = [
+    "cast",
+    "constant",
+    "convert_to_tensor",
+    "group",
+    "identity",
+    "no_op",
+    "placeholder",
+    "reshape",
+    "transpose",
+]
+
+
+# -- kernels ------------------------------------------------------------------------------------
+def _const_kernel(xp, *, value):
+    return value if xp is np else xp.asarray(value)
+
+
+def _identity_kernel(xp, x):
+    return x
+
+
+def _reshape_kernel(xp, x, *, shape):
+    return xp.reshape(x, shape)
+
+
+def _transpose_kernel(xp, x, *, perm):
+    return xp.transpose(x, perm)
+
+
+def _cast_kernel(xp, x, *, dtype):
+    return xp.asarray(x).astype(dtype)
+
+
+def _no_op_kernel(xp):
+    return None
+
+
+def _placeholder_kernel(xp):  # the executor fills placeholders from feeds; never called
+    raise AssertionError("placeholder kernels are not executed")
+
+
+register("Const", _const_kernel)
+register("Placeholder", _placeholder_kernel)
+register("Identity", _identity_kernel, gpu=GPU_NUMERIC)
+register("Reshape", _reshape_kernel)
+register("Transpose", _transpose_kernel)
+register("Cast", _cast_kernel, cpu=CPU_ALL - {dtypes.string})
+register("NoOp", _no_op_kernel)
+
+
+# -- shapes -------------------------------------------------------------------------------------
+def as_shape(shape: Any, where: str) -> Shape | None:
+    """Normalise a user-given shape (None, int, or sequence of ints/None) to a tuple."""
+    if shape is None:
+        return None
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(None if d is None or d == -1 else int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{where}: shape must be None or a sequence of ints and None; got {shape!r}"
+        ) from None
+    if any(d is not None and d < 0 for d in dims):
+        raise ValueError(f"{where}: shape dimensions must be >= 0 or None; got {shape!r}")
+    return dims
+
+
+# -- builders -----------------------------------------------------------------------------------
+def constant(
+    value: Any,
+    dtype: Any = None,
+    shape: Any = None,
+    name: str = "Const",
+) -> Tensor:
+    """A constant tensor: numbers, nested lists, NumPy arrays or strings.
+
+    Like ``tf.constant``, a scalar or a list whose size divides nothing is broadcast or
+    reshaped to ``shape`` when one is given.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     c = constant(0.0, shape=[2, 2])
+    ...     s = constant("hello")
+    >>> c.shape, c.dtype, s.dtype
+    ((2, 2), float32, string)
+    """
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.infer_dtype(value)
+    array = np.array(value, dtype=dtype.numpy)
+    target = as_shape(shape, "constant")
+    if target is not None:
+        if None in target:
+            raise ValueError(f"constant: shape must be fully defined; got {shape!r}")
+        if array.size == 1:
+            array = np.full(target, array.reshape(()), dtype=dtype.numpy)
+        elif array.size == int(np.prod(target)):
+            array = array.reshape(target)
+        else:
+            raise ValueError(
+                f"constant: cannot give a value with {array.size} elements the shape {target}"
+            )
+    array.flags.writeable = False
+    op = get_default_graph().create_op(
+        "Const", [], dtype=dtype, shape=array.shape, attrs={"value": array}, name=name
+    )
+    return op.outputs[0]
+
+
+def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Tensor:
+    """A tensor whose value must be fed to ``Session.run`` through ``feed_dict``."""
+    dtype = dtypes.as_dtype(dtype)
+    op = get_default_graph().create_op(
+        "Placeholder", [], dtype=dtype, shape=as_shape(shape, "placeholder"), name=name
+    )
+    return op.outputs[0]
+
+
+def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None) -> Tensor:
+    """``value`` itself if it is a tensor (or a Variable), else a new constant."""
+    if isinstance(value, Tensor):
+        if dtype is not None and dtypes.as_dtype(dtype) != value.dtype:
+            raise TypeError(
+                f"Tensor {value.name!r} has dtype {value.dtype.name}; {dtypes.as_dtype(dtype)}"
+                " was expected"
+            )
+        return value
+    to_tensor = getattr(value, "_as_tensor", None)
+    if to_tensor is not None:
+        return to_tensor()
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+def identity(x: Any, name: str | None = None) -> Tensor:
+    x = convert_to_tensor(x)
+    return _unary("Identity", x, x.shape, name)
+
+
+def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Tensor:
+    """Reshape ``x``; one dimension may be -1 (inferred), as in ``tf.reshape``."""
+    x = convert_to_tensor(x)
+    dims = tuple(int(d) for d in shape)
+    static = tuple(None if d == -1 else d for d in dims)
+    if x.shape is not None and None not in x.shape and dims.count(-1) <= 1:
+        size = int(np.prod(x.shape))
+        known = int(np.prod([d for d in dims if d != -1]))
+        if (-1 not in dims and known != size) or (-1 in dims and (known == 0 or size % known)):
+            raise ValueError(f"reshape: cannot reshape {x.name!r} of shape {x.shape} to {dims}")
+        static = tuple(size // known if d == -1 else d for d in dims)
+    return _unary("Reshape", x, static, name, shape=dims)
+
+
+def transpose(x: Any, perm: Sequence[int] | None = None, name: str | None = None) -> Tensor:
+    """Permute the dimensions of ``x`` (reverse them by default)."""
+    x = convert_to_tensor(x)
+    if x.shape is None:
+        raise ValueError(f"transpose: the rank of {x.name!r} must be known")
+    rank = len(x.shape)
+    perm = tuple(range(rank - 1, -1, -1)) if perm is None else tuple(int(p) for p in perm)
+    if sorted(perm) != list(range(rank)):
+        raise ValueError(f"transpose: perm {perm} is not a permutation of the {rank} dims")
+    return _unary("Transpose", x, tuple(x.shape[p] for p in perm), name, perm=perm)
+
+
+def cast(x: Any, dtype: Any, name: str | None = None) -> Tensor:
+    x = convert_to_tensor(x)
+    dtype = dtypes.as_dtype(dtype)
+    op = get_default_graph().create_op(
+        "Cast", [x], dtype=dtype, shape=x.shape, attrs={"dtype": dtype.numpy}, name=name
+    )
+    return op.outputs[0]
+
+
+def no_op(name: str | None = None) -> Operation:
+    """An operation that does nothing (useful with control dependencies)."""
+    return get_default_graph().create_op("NoOp", [], dtype=None, name=name)
+
+
+def group(*inputs: Any, name: str | None = None) -> Operation:
+    """An operation that runs after all ``inputs`` (operations, tensors or Variables)."""
+    ops = [as_operation(i, "group") for i in inputs]
+    return get_default_graph().create_op("NoOp", [], dtype=None, name=name, control_inputs=ops)
+
+
+def _unary(op_type: str, x: Tensor, shape: Shape | None, name: str | None, **attrs) -> Tensor:
+    op = get_default_graph().create_op(
+        op_type, [x], dtype=x.dtype, shape=shape, attrs=attrs, name=name
+    )
+    return op.outputs[0]

@@ -1,0 +1,270 @@
+"""Variables: state that lives on the worker of its device and survives between runs.
+
+A :class:`Variable` builds TensorFlow 1's ops: ``name`` (``VariableV2``, whose output is a
+reference to the stored value), ``name/initial_value``, ``name/Assign`` (the initializer) and
+``name/read`` (an ``Identity`` snapshot used wherever the variable is read). The reference
+consumers are colocated with the variable, so the placer puts the whole group on one device.
+As in TensorFlow, integer variables have no GPU kernel.
+
+>>> import daskgraph as dg
+>>> with dg.Graph().as_default() as g:
+...     v = Variable(0, name="counter")
+...     step = v.assign_add(1)
+...     init = global_variables_initializer()
+>>> [op.name for op in g.get_operations()]
+['counter/initial_value', 'counter', 'counter/Assign', 'counter/read', 'AssignAdd', 'init']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daskgraph import dtypes
+from daskgraph.graph import GLOBAL_VARIABLES, Operation, Tensor, get_default_graph
+from daskgraph.graph import _name_scope as graph_name_scope
+from daskgraph.ops.array import convert_to_tensor
+from daskgraph.ops.registry import register
+
+__all__ = [
+    "Variable",
+    "VariableRef",
+    "assign",
+    "assign_add",
+    "global_variables",
+    "global_variables_initializer",
+    "variables_initializer",
+]
+
+_GPU_VARIABLE_DTYPES = dtypes.FLOATING  # TensorFlow: no GPU kernel for integer variables
+
+
+class VariableRef:
+    """What a ``VariableV2`` op outputs at run time: the name of the variable in the store."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self):
+        return (VariableRef, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"VariableRef({self.name!r})"
+
+
+# -- kernels: ``store`` is the worker's variable store of the running session -----------------
+def _variable_kernel(xp, store, *, var_name, shape, dtype):
+    return VariableRef(var_name)
+
+
+def _assign_kernel(xp, store, ref, value, *, validate_shape, shape):
+    value = xp.asarray(value)
+    if validate_shape and shape is not None and tuple(value.shape) != shape:
+        from daskgraph.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"Assign to {ref.name!r}: value of shape {tuple(value.shape)} does not match the "
+            f"variable's shape {shape}",
+            op=ref.name,
+        )
+    store.assign(ref.name, value)
+    return value
+
+
+def _assign_add_kernel(xp, store, ref, delta):
+    value = xp.add(store.read(ref.name), delta)
+    store.assign(ref.name, value)
+    return value
+
+
+_VAR_DTYPES = {"cpu": dtypes.ALL - {dtypes.string}, "gpu": _GPU_VARIABLE_DTYPES}
+register("VariableV2", _variable_kernel, stateful=True, produces_ref=True, **_VAR_DTYPES)
+register("Assign", _assign_kernel, stateful=True, ref_inputs=(0,), **_VAR_DTYPES)
+register("AssignAdd", _assign_add_kernel, stateful=True, ref_inputs=(0,), **_VAR_DTYPES)
+
+
+class Variable:
+    """A mutable tensor kept on its device across ``Session.run`` calls.
+
+    Parameters
+    ----------
+    initial_value
+        A tensor or a value convertible to one.
+    name
+        The variable's name (default ``"Variable"``, made unique).
+    dtype
+        Converts ``initial_value`` to this dtype when given.
+    trainable
+        Recorded for training code.
+    """
+
+    def __init__(
+        self,
+        initial_value: Any,
+        trainable: bool = True,
+        name: str | None = None,
+        dtype: Any = None,
+        validate_shape: bool = True,
+    ) -> None:
+        graph = get_default_graph()
+        base = graph.unique_name(name or "Variable")
+        with graph_name_scope(graph, base + "/"):
+            initial = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
+        self._initial_value = initial
+        self.trainable = trainable
+        attrs = {"var_name": base, "shape": initial.shape, "dtype": initial.dtype.numpy}
+        self._variable_op = graph.create_op(
+            "VariableV2", [], dtype=initial.dtype, shape=initial.shape, attrs=attrs, exact_name=base
+        )
+        ref = self._variable_op.outputs[0]
+        with graph_name_scope(graph, base + "/"):
+            self._initializer_op = _make_assign(ref, initial, validate_shape, name="Assign")
+            self._snapshot = graph.create_op(
+                "Identity",
+                [ref],
+                dtype=initial.dtype,
+                shape=initial.shape,
+                name="read",
+                colocate_with=self._variable_op,
+            ).outputs[0]
+        graph.add_to_collection(GLOBAL_VARIABLES, self)
+
+    # -- identity -------------------------------------------------------------------------------
+    @property
+    def op(self) -> Operation:
+        return self._variable_op
+
+    @property
+    def name(self) -> str:
+        return f"{self._variable_op.name}:0"
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return self._snapshot.dtype
+
+    @property
+    def shape(self):
+        return self._snapshot.shape
+
+    @property
+    def device(self) -> str:
+        return self._variable_op.device
+
+    @property
+    def graph(self):
+        return self._variable_op.graph
+
+    @property
+    def initializer(self) -> Operation:
+        return self._initializer_op
+
+    @property
+    def initial_value(self) -> Tensor:
+        return self._initial_value
+
+    def value(self) -> Tensor:
+        """The tensor that reads the variable (``name/read``)."""
+        return self._snapshot
+
+    read_value = value
+
+    def _as_tensor(self) -> Tensor:
+        return self._snapshot
+
+    def _ref(self) -> Tensor:
+        return self._variable_op.outputs[0]
+
+    # -- updates --------------------------------------------------------------------------------
+    def assign(self, value: Any, name: str | None = None) -> Tensor:
+        """An op that stores ``value`` in the variable and outputs it."""
+        return assign(self, value, name=name)
+
+    def assign_add(self, delta: Any, name: str | None = None) -> Tensor:
+        """An op that adds ``delta`` to the variable and outputs the new value."""
+        return assign_add(self, delta, name=name)
+
+    def eval(self, session: Any = None) -> Any:
+        from daskgraph.session import get_default_session  # a TF1 convenience
+
+        return (session or get_default_session()).run(self)
+
+    def __repr__(self) -> str:
+        return f"<Variable {self.name!r} shape={self.shape} dtype={self.dtype.name}>"
+
+
+def _delegate_operators() -> None:
+    """Give Variable the arithmetic operators of its value, as ``tf.Variable`` has."""
+    names = "add radd sub rsub mul rmul truediv rtruediv matmul rmatmul neg abs".split()
+    for short in names:
+        dunder = f"__{short}__"
+        method = getattr(Tensor, dunder)
+        setattr(Variable, dunder, _operator(method))
+
+
+def _operator(method):
+    def call(self, *args):
+        return method(self._snapshot, *args)
+
+    return call
+
+
+def _make_assign(ref: Tensor, value: Tensor, validate_shape: bool, name: str) -> Operation:
+    return ref.graph.create_op(
+        "Assign",
+        [ref, value],
+        dtype=ref.dtype,
+        shape=ref.shape,
+        attrs={"validate_shape": validate_shape, "shape": ref.shape if validate_shape else None},
+        name=name,
+        colocate_with=ref.op,
+    )
+
+
+def _as_variable(var: Any, where: str) -> Variable:
+    if not isinstance(var, Variable):
+        raise TypeError(f"{where} expects a Variable; got {var!r}")
+    return var
+
+
+def assign(var: Variable, value: Any, name: str | None = None) -> Tensor:
+    """Store ``value`` in ``var``; the op outputs the stored value."""
+    var = _as_variable(var, "assign")
+    value = convert_to_tensor(value, dtype=var.dtype)
+    return _make_assign(var._ref(), value, True, name or "Assign").outputs[0]
+
+
+def assign_add(var: Variable, delta: Any, name: str | None = None) -> Tensor:
+    """Add ``delta`` to ``var``; the op outputs the new value."""
+    var = _as_variable(var, "assign_add")
+    delta = convert_to_tensor(delta, dtype=var.dtype)
+    ref = var._ref()
+    op = ref.graph.create_op(
+        "AssignAdd",
+        [ref, delta],
+        dtype=ref.dtype,
+        shape=ref.shape,
+        name=name,
+        colocate_with=ref.op,
+    )
+    return op.outputs[0]
+
+
+def global_variables(graph: Any = None) -> list[Variable]:
+    """The variables of ``graph`` (default graph by default), in creation order."""
+    return (graph or get_default_graph()).get_collection(GLOBAL_VARIABLES)
+
+
+def variables_initializer(var_list: list[Variable], name: str = "init") -> Operation:
+    """An op that runs the initializers of ``var_list``."""
+    graph = get_default_graph()
+    initializers = [_as_variable(v, "variables_initializer").initializer for v in var_list]
+    return graph.create_op("NoOp", [], dtype=None, name=name, control_inputs=initializers)
+
+
+def global_variables_initializer() -> Operation:
+    """An op (``init``) that initializes every variable of the default graph."""
+    return variables_initializer(global_variables(), name="init")
+
+
+_delegate_operators()

@@ -1,0 +1,180 @@
+"""Construction scopes: ``device``, ``colocate_with`` and ``control_dependencies``.
+
+Each scope is a :class:`contextvars.ContextVar`, as ``dask.annotate`` does it: entering a scope
+merges the new request into the current value, and leaving resets it in ``finally``, so scopes
+nest, survive exceptions, and are private to each thread and asyncio task.
+
+Device scopes merge field by field with the inner scope winning, as ``tf.device`` does:
+
+>>> with device("/job:worker/task:1"):
+...     with device("/gpu:0"):
+...         current_device_scope().spec.to_string()
+'/job:worker/task:1/device:GPU:0'
+>>> with device("/gpu:0"):
+...     with device(None):
+...         current_device_scope().spec.to_string()
+''
+
+A device may also be a *device function*: a callable from the new operation to a device
+string (or ``DeviceSpec``), as TensorFlow's ``replica_device_setter`` is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from daskgraph.device import DeviceSpec, parse
+
+if TYPE_CHECKING:
+    from daskgraph.graph import Operation
+
+__all__ = [
+    "DeviceScope",
+    "colocate_with",
+    "control_dependencies",
+    "current_colocation",
+    "current_control_inputs",
+    "current_device_scope",
+    "device",
+]
+
+DeviceFunction = Callable[["Operation"], str | DeviceSpec | None]
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceScope:
+    """The device request in force: a merged static spec, then device functions (outer first).
+
+    Once a device function is in force, later static specs are kept as functions too, so that
+    the order of application matches the order of the ``with`` statements.
+    """
+
+    spec: DeviceSpec = DeviceSpec()
+    functions: tuple[DeviceFunction, ...] = ()
+
+    def enter(self, request: str | DeviceSpec | DeviceFunction | None) -> DeviceScope:
+        """The scope that results from entering ``device(request)`` inside this one."""
+        if request is None:
+            return _EMPTY_SCOPE
+        if callable(request) and not isinstance(request, DeviceSpec):
+            return DeviceScope(self.spec, (*self.functions, request))
+        spec = parse(request)
+        if self.functions:
+            return DeviceScope(self.spec, (*self.functions, _Merge(spec)))
+        return DeviceScope(self.spec.make_merged_spec(spec), ())
+
+    def device_for(self, op: Operation) -> DeviceSpec:
+        """The device requested for ``op``, applying the device functions to it."""
+        spec = self.spec
+        for function in self.functions:
+            spec = function(spec) if isinstance(function, _Merge) else parse(function(op))
+        return spec
+
+
+class _Merge:
+    """A static spec after a device function: merged into whatever the function chose."""
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec: DeviceSpec) -> None:
+        self.spec = spec
+
+    def __call__(self, current: DeviceSpec) -> DeviceSpec:
+        return current.make_merged_spec(self.spec)
+
+
+_EMPTY_SCOPE = DeviceScope()
+_device_scope: ContextVar[DeviceScope] = ContextVar("daskgraph_device", default=_EMPTY_SCOPE)
+_colocation: ContextVar[Operation | None] = ContextVar("daskgraph_colocation", default=None)
+_control_inputs: ContextVar[tuple[Operation, ...]] = ContextVar(
+    "daskgraph_control_inputs", default=()
+)
+
+
+def current_device_scope() -> DeviceScope:
+    """The device scope in force in this context."""
+    return _device_scope.get()
+
+
+def current_colocation() -> Operation | None:
+    """The operation new operations must be colocated with, if any."""
+    return _colocation.get()
+
+
+def current_control_inputs() -> tuple[Operation, ...]:
+    """The operations new operations must run after."""
+    return _control_inputs.get()
+
+
+@contextmanager
+def device(request: str | DeviceSpec | DeviceFunction | None) -> Iterator[None]:
+    """Request a device for the operations created in this block.
+
+    Parameters
+    ----------
+    request
+        A device string (``"/gpu:1"``, ``"/job:worker/device:GPU:*"``), a
+        :class:`~daskgraph.device.DeviceSpec`, a callable from the new operation to one of
+        those, or ``None`` to clear every enclosing request.
+
+    Examples
+    --------
+    >>> with device("/cpu:0"):
+    ...     current_device_scope().spec
+    DeviceSpec('/device:CPU:0')
+    >>> device("/gpu:0/cpu:0").__enter__()
+    Traceback (most recent call last):
+    ...
+    ValueError: Malformed device specification '/gpu:0/cpu:0': ...
+    """
+    token = _device_scope.set(_device_scope.get().enter(request))
+    try:
+        yield
+    finally:
+        _device_scope.reset(token)
+
+
+@contextmanager
+def colocate_with(op: Any, ignore_existing: bool = False) -> Iterator[None]:
+    """Place the operations created in this block on the same device as ``op``.
+
+    ``op`` may be an operation, a tensor (its operation) or a Variable. As in TensorFlow,
+    the colocation request takes precedence over the device scopes in force.
+    """
+    target = _as_operation(op, "colocate_with")
+    token = _colocation.set(target)
+    device_token = _device_scope.set(_EMPTY_SCOPE) if ignore_existing else None
+    try:
+        yield
+    finally:
+        if device_token is not None:
+            _device_scope.reset(device_token)
+        _colocation.reset(token)
+
+
+@contextmanager
+def control_dependencies(ops: Iterable[Any] | None) -> Iterator[None]:
+    """Make the operations created in this block run after ``ops``.
+
+    ``None`` clears the enclosing control dependencies, as in TensorFlow.
+    """
+    if ops is None:
+        new: tuple[Operation, ...] = ()
+    else:
+        extra = tuple(_as_operation(o, "control_dependencies") for o in ops)
+        new = _control_inputs.get() + tuple(o for o in extra if o not in _control_inputs.get())
+    token = _control_inputs.set(new)
+    try:
+        yield
+    finally:
+        _control_inputs.reset(token)
+
+
+def _as_operation(value: Any, where: str) -> Operation:
+    from daskgraph.graph import as_operation  # the graph module builds on this one
+
+    return as_operation(value, where)

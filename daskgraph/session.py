@@ -1,0 +1,397 @@
+"""The Session: connect to a Dask cluster, then place, lower and run fetches, returning NumPy.
+
+A :class:`Session` ties the stages together. On ``run`` it checks the fetches and feeds, places
+the graph on the cluster's devices (once per graph version), lowers the fetched subgraph into
+per-device partitions (once per fetch/feed signature, TensorFlow's ``make_callable`` idea),
+submits one pinned Dask task per partition, and hands back the results in the structure of the
+fetches.
+
+``target=None`` starts an embedded local cluster (:mod:`daskgraph.cluster`); an address such as
+``"tcp://host:port"`` or a ``distributed.Client`` connects to an existing Dask cluster, whose
+scheduler plays the role of TensorFlow's ``ClusterSpec``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+from distributed import Client
+
+from daskgraph.cluster import local_cluster
+from daskgraph.config import SessionConfig
+from daskgraph.errors import InvalidArgumentError
+from daskgraph.execution import drop_session, execute_partition
+from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
+from daskgraph.lowering import Plan, build_task_graph, lower
+from daskgraph.placement import Placement, format_placement_log, place
+from daskgraph.topology import Device, devices_from_workers, format_device_mapping
+
+__all__ = ["Session", "get_default_session"]
+
+logger = logging.getLogger("daskgraph.placement")
+
+_default_session: ContextVar[Session | None] = ContextVar("daskgraph_session", default=None)
+
+
+def get_default_session() -> Session:
+    """The session of the innermost ``with Session(...)`` block."""
+    session = _default_session.get()
+    if session is None:
+        raise ValueError(
+            "No default session: run this inside `with Session() as sess:` or pass session=."
+        )
+    return session
+
+
+class Session:
+    """Runs fetches of a graph on a Dask cluster.
+
+    Parameters
+    ----------
+    target
+        ``None`` for an embedded local cluster (one CPU worker with all cores, plus one worker
+        per GPU or virtual GPU), a scheduler address (``"tcp://host:port"``), or a
+        ``distributed.Client``.
+    graph
+        The graph to run (the default graph by default).
+    config
+        A :class:`~daskgraph.config.SessionConfig`.
+    """
+
+    def __init__(
+        self,
+        target: str | Client | None = None,
+        graph: Graph | None = None,
+        config: SessionConfig | None = None,
+    ) -> None:
+        if graph is not None and not isinstance(graph, Graph):
+            raise TypeError(f"graph must be a daskgraph Graph; got {graph!r}")
+        if config is not None and not isinstance(config, SessionConfig):
+            raise TypeError(f"config must be a SessionConfig (or tf.ConfigProto); got {config!r}")
+        self._graph = graph if graph is not None else get_default_graph()
+        self._config = (config or SessionConfig()).validate()
+        self._id = uuid.uuid4().hex[:12]
+        self._runs = 0
+        self._closed = False
+        self._placement: Placement | None = None
+        self._plans: dict[tuple, Plan] = {}
+        self._tokens: list = []
+        self._cluster, self._client, self._owns_client = _connect(target)
+        try:
+            self._devices = self._discover_devices()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- properties -----------------------------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @property
+    def client(self) -> Client:
+        """The ``distributed.Client`` the session submits to."""
+        return self._client
+
+    @property
+    def config(self) -> SessionConfig:
+        return self._config
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def list_devices(self) -> list[Device]:
+        """The devices of the cluster this session places ops on."""
+        return list(self._devices)
+
+    # -- running --------------------------------------------------------------------------------
+    def run(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> Any:
+        """Run the ops needed for ``fetches`` and return their values.
+
+        ``fetches`` may be a tensor, an operation, a Variable, a name, or a (nested) list,
+        tuple or dict of them; results come back in the same structure, as NumPy arrays (or
+        NumPy scalars for 0-d tensors), with ``None`` for operations.
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        items, rebuild = _flatten_fetches(fetches, self._graph)
+        feeds, values = _check_feeds(feed_dict, self._graph)
+        plan = self._plan(items, feeds)
+        results = self._execute(plan, values) if plan.partitions else []
+        by_item = []
+        for location in plan.fetches:
+            if location is None:
+                by_item.append(None)
+            else:
+                partition, index = location
+                by_item.append(_as_result(results[partition][index]))
+        return rebuild(by_item)
+
+    def _plan(self, items: list[Tensor | Operation], feeds: list[Tensor]) -> Plan:
+        placement = self._current_placement()
+        key = (
+            placement.graph_version,
+            id(placement),
+            *(_item_key(i) for i in items),
+            "|",
+            *(t.name for t in feeds),
+        )
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = lower(placement, items, feeds)
+        return plan
+
+    def _current_placement(self, refresh: bool = False) -> Placement:
+        placement = self._placement
+        if refresh or placement is None or placement.graph_version != self._graph.version:
+            if refresh:
+                self._devices = self._discover_devices()
+            placement = place(
+                self._graph,
+                self._devices,
+                allow_soft_placement=self._config.allow_soft_placement,
+            )
+            self._placement = placement
+            self._plans.clear()
+            if self._config.log_device_placement:
+                self._log_placement(placement)
+        return placement
+
+    def _execute(self, plan: Plan, values: list[Any]) -> dict[int, tuple]:
+        live = set(self._client.scheduler_info(n_workers=-1)["workers"])
+        missing = plan.workers - live
+        if missing:
+            # a device's worker is gone: place again on the devices there are now
+            gone = sorted(p.device for p in plan.partitions if p.worker in missing)
+            self._current_placement(refresh=True)
+            raise InvalidArgumentError(
+                f"The workers of devices {', '.join(gone)} are no longer in the cluster; "
+                f"available devices: {', '.join(d.name for d in self._devices)}. The graph was "
+                "placed again; run again to use the devices there are now.",
+                missing=gone,
+                available=[d.name for d in self._devices],
+            )
+        self._runs += 1
+        prefix = f"dg-{self._id}-{self._runs}"
+        dsk, keys = build_task_graph(plan, prefix, self._id, values, execute_partition)
+        wanted = [keys[i] for i in plan.result_partitions]
+        futures = self._client.get(dsk, wanted, sync=False)
+        try:
+            gathered = self._client.gather(futures)
+        finally:
+            del futures
+        return dict(zip(plan.result_partitions, gathered, strict=True))
+
+    # -- devices and logging --------------------------------------------------------------------
+    def _discover_devices(self) -> list[Device]:
+        workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        devices = devices_from_workers(workers)
+        limits = self._config.device_count
+        if limits:
+            counts: dict[str, int] = {}
+            kept = []
+            for d in devices:
+                counts[d.device_type] = counts.get(d.device_type, 0) + 1
+                if counts[d.device_type] <= limits.get(d.device_type, len(devices)):
+                    kept.append(d)
+            devices = kept
+        return devices
+
+    def _log_placement(self, placement: Placement) -> None:
+        lines = [format_device_mapping(list(placement.devices)), *format_placement_log(placement)]
+        text = "\n".join(lines)
+        for line in text.splitlines():
+            logger.info(line)
+        print(text, file=sys.stderr, flush=True)
+
+    # -- life cycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Drop this session's variables from the workers and release what it started."""
+        if self._closed:
+            return
+        self._closed = True
+        client = getattr(self, "_client", None)
+        if client is not None and client.status == "running":
+            try:
+                client.run(drop_session, self._id)
+            except Exception:  # a worker that is gone has nothing left to drop
+                logger.debug("could not drop session %s from every worker", self._id)
+        if client is not None and self._owns_client:
+            client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+    def as_default(self):
+        """Make this session the default one in a ``with`` block (without closing it)."""
+        return _DefaultSession(self)
+
+    def __enter__(self) -> Session:
+        self._tokens.append(_default_session.set(self))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _default_session.reset(self._tokens.pop())
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._devices)} devices"
+        return f"<daskgraph.Session {self._id} {state}>"
+
+
+class _DefaultSession:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.token = None
+
+    def __enter__(self) -> Session:
+        self.token = _default_session.set(self.session)
+        return self.session
+
+    def __exit__(self, *exc: Any) -> None:
+        _default_session.reset(self.token)
+
+
+def _connect(target: Any):
+    """(owned cluster or None, client, whether the session owns the client)."""
+    if target is None or target == "":
+        cluster = local_cluster()
+        try:
+            client = Client(cluster, set_as_default=False)
+            client.wait_for_workers(len(cluster.worker_spec), timeout=_startup_timeout())
+        except BaseException:
+            cluster.close()
+            raise
+        return cluster, client, True
+    if isinstance(target, Client):
+        return None, target, False
+    if isinstance(target, str):
+        address = target if "://" in target else f"tcp://{target}"
+        try:
+            client = Client(address, set_as_default=False, timeout=_startup_timeout())
+        except OSError as exc:
+            raise InvalidArgumentError(
+                f"Cannot connect to the Dask scheduler at {target!r}: {exc}. Expected the "
+                "address of a running scheduler, e.g. 'tcp://127.0.0.1:8786'.",
+                target=target,
+            ) from exc
+        return None, client, True
+    raise TypeError(
+        "Session target must be None (embedded cluster), a scheduler address string or a "
+        f"distributed.Client; got {target!r}"
+    )
+
+
+def _startup_timeout() -> float:
+    import dask.config
+
+    return float(dask.config.get("daskgraph.local.startup-timeout"))
+
+
+# -- fetches and feeds ----------------------------------------------------------------------------
+def _resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
+    if isinstance(item, str):
+        try:
+            return (
+                graph.get_tensor_by_name(item) if ":" in item else graph.get_operation_by_name(item)
+            )
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"{what} {item!r} names nothing in the graph: {exc}") from None
+    to_tensor = getattr(item, "_as_tensor", None)
+    if to_tensor is not None:
+        item = to_tensor()
+    if not isinstance(item, (Tensor, Operation)):
+        raise TypeError(
+            f"{what} {item!r} has invalid type {type(item).__name__}; expected a Tensor, an "
+            "Operation, a Variable, a name, or a list, tuple or dict of them."
+        )
+    if item.graph is not graph:
+        raise ValueError(
+            f"{what} {item!r} is not an element of this session's graph: it was built in "
+            "another graph. Run it with a session of that graph, or build it in this one."
+        )
+    return item
+
+
+def _flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], Any]]:
+    """The unique fetch items of a nested structure, and a function that rebuilds it."""
+    items: list[Tensor | Operation] = []
+    index: dict[int, int] = {}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            parts = [walk(v) for v in value]
+            if hasattr(value, "_fields"):  # a namedtuple
+                return lambda r: type(value)(*(p(r) for p in parts))
+            return lambda r: type(value)(p(r) for p in parts)
+        if isinstance(value, Mapping):
+            parts = {k: walk(v) for k, v in value.items()}
+            return lambda r: type(value)((k, p(r)) for k, p in parts.items())
+        item = _resolve(value, graph, "Fetch argument")
+        position = index.get(id(item))
+        if position is None:
+            position = index[id(item)] = len(items)
+            items.append(item)
+        return lambda r: r[position]
+
+    rebuild = walk(fetches)
+    return items, rebuild
+
+
+def _check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list, list]:
+    if feed_dict is None:
+        return [], []
+    if not isinstance(feed_dict, Mapping):
+        raise TypeError(f"feed_dict must be a dict of tensor -> value; got {feed_dict!r}")
+    tensors, values = [], []
+    for key, value in feed_dict.items():
+        tensor = _resolve(key, graph, "Feed key")
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"Feed key {key!r} is an operation; feed one of its output tensors.")
+        tensors.append(tensor)
+        values.append(_check_feed_value(tensor, value))
+    return tensors, values
+
+
+def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
+    dtype = tensor.dtype
+    if isinstance(value, (Tensor, Operation)):
+        raise TypeError(
+            f"The value of a feed cannot be a Tensor ({value!r}); feed NumPy arrays or Python "
+            f"values to {tensor.name!r}."
+        )
+    array = np.asarray(value, dtype=dtype.numpy if dtype.name == "string" else None)
+    if array.dtype != dtype.numpy:
+        if array.dtype.kind in "OUS" or not np.can_cast(array.dtype, dtype.numpy, "same_kind"):
+            raise ValueError(
+                f"Cannot feed value of dtype {array.dtype} to tensor {tensor.name!r} of dtype "
+                f"{dtype.name}: convert it first (e.g. np.asarray(value, np.{dtype.name}))."
+            )
+        array = array.astype(dtype.numpy)
+    shape = tensor.shape
+    if shape is not None and (
+        len(shape) != array.ndim
+        or any(d is not None and d != n for d, n in zip(shape, array.shape, strict=True))
+    ):
+        wanted = tuple("?" if d is None else d for d in shape)
+        raise ValueError(
+            f"Cannot feed value of shape {array.shape} for tensor {tensor.name!r}, which has "
+            f"shape {wanted}".replace("'?'", "?")
+        )
+    return array
+
+
+def _item_key(item: Tensor | Operation) -> str:
+    return item.name if isinstance(item, Tensor) else f"^{item.name}"
+
+
+def _as_result(value: Any) -> Any:
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value

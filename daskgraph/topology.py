@@ -1,0 +1,170 @@
+"""The devices of a Dask cluster: which worker stands for which TensorFlow device.
+
+A worker started by daskgraph stands for one device: its Dask ``name`` is the device's full
+name (``/job:localhost/replica:0/task:0/device:GPU:1``) and it carries a resource (``GPU: 1``
+or ``CPU: 1``); a virtual GPU also carries ``VIRTUAL_GPU: 1``. Workers of a plain Dask cluster
+that daskgraph did not start are mapped by their resources, in a stable order (host, then
+name, then address): a worker with ``GPU: n`` gives ``n`` GPU devices, any other a CPU device,
+all in ``/job:localhost/replica:0/task:0``.
+
+This module is pure: it reads the worker records of ``Client.scheduler_info()``.
+
+>>> workers = {
+...     "tcp://127.0.0.1:4001": {"name": "/job:localhost/replica:0/task:0/device:CPU:0",
+...                              "resources": {"CPU": 1}, "host": "127.0.0.1"},
+...     "tcp://127.0.0.1:4002": {"name": "/job:localhost/replica:0/task:0/device:GPU:0",
+...                              "resources": {"GPU": 1, "VIRTUAL_GPU": 1},
+...                              "host": "127.0.0.1"},
+... }
+>>> for d in devices_from_workers(workers):
+...     print(d.name, d.kind, d.worker)
+/job:localhost/replica:0/task:0/device:CPU:0 cpu tcp://127.0.0.1:4001
+/job:localhost/replica:0/task:0/device:GPU:0 virtual-gpu tcp://127.0.0.1:4002
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from daskgraph.device import CPU, GPU, DeviceSpec
+from daskgraph.errors import InvalidArgumentError
+
+__all__ = [
+    "VIRTUAL_GPU_RESOURCE",
+    "Device",
+    "devices_from_workers",
+    "format_device_mapping",
+]
+
+#: resource a daskgraph worker carries when it is a virtual GPU (GPU code path over NumPy)
+VIRTUAL_GPU_RESOURCE = "VIRTUAL_GPU"
+DEFAULT_JOB = "localhost"
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One device of the cluster, as the placer and the lowering see it.
+
+    Attributes
+    ----------
+    name
+        Full canonical name, ``/job:J/replica:R/task:T/device:TYPE:N``.
+    worker
+        Address of the Dask worker that owns the device.
+    kind
+        ``"cpu"``, ``"gpu"`` (CuPy on a real GPU) or ``"virtual-gpu"`` (GPU kernels over NumPy).
+    description
+        What the device mapping prints after the name.
+    """
+
+    name: str
+    worker: str
+    kind: str
+    description: str = ""
+
+    @property
+    def spec(self) -> DeviceSpec:
+        return DeviceSpec.from_string(self.name)
+
+    @property
+    def device_type(self) -> str:
+        return GPU if self.kind in ("gpu", "virtual-gpu") else CPU
+
+    @property
+    def array_backend(self) -> str:
+        """The array module its kernels run on: ``"cupy"`` or ``"numpy"``."""
+        return "cupy" if self.kind == "gpu" else "numpy"
+
+
+def devices_from_workers(workers: Mapping[str, Mapping[str, Any]]) -> list[Device]:
+    """Map Dask worker records (address -> info) to devices, sorted by name.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When two workers claim the same device name.
+    """
+    devices: list[Device] = []
+    plain: list[tuple[str, Mapping[str, Any]]] = []
+    for address, info in workers.items():
+        name = str(info.get("name", ""))
+        if name.startswith("/job:"):
+            devices.append(_named_device(address, name, info))
+        else:
+            plain.append((address, info))
+    plain.sort(key=lambda item: (str(item[1].get("host", "")), str(item[1].get("name")), item[0]))
+    counts = {CPU: 0, GPU: 0}
+    for address, info in plain:
+        resources = info.get("resources") or {}
+        n_gpus = int(resources.get(GPU, 0))
+        for _ in range(n_gpus):
+            devices.append(_plain_device(address, info, GPU, counts[GPU]))
+            counts[GPU] += 1
+        if not n_gpus:
+            devices.append(_plain_device(address, info, CPU, counts[CPU]))
+            counts[CPU] += 1
+    seen: dict[str, str] = {}
+    for d in devices:
+        if d.name in seen:
+            raise InvalidArgumentError(
+                f"Two workers claim device {d.name}: {seen[d.name]} and {d.worker}. "
+                "Give every daskgraph worker a distinct device name.",
+                device=d.name,
+            )
+        seen[d.name] = d.worker
+    return sorted(devices, key=_device_order)
+
+
+def _named_device(address: str, name: str, info: Mapping[str, Any]) -> Device:
+    spec = DeviceSpec.from_string(name)
+    resources = info.get("resources") or {}
+    if spec.device_type == GPU:
+        kind = "virtual-gpu" if resources.get(VIRTUAL_GPU_RESOURCE) else "gpu"
+    else:
+        kind = "cpu"
+    return Device(spec.to_string(), address, kind, _describe(kind, spec, info))
+
+
+def _plain_device(address: str, info: Mapping[str, Any], device_type: str, index: int) -> Device:
+    spec = DeviceSpec(DEFAULT_JOB, 0, 0, device_type, index)
+    kind = "gpu" if device_type == GPU else "cpu"
+    return Device(spec.to_string(), address, kind, _describe(kind, spec, info))
+
+
+def _describe(kind: str, spec: DeviceSpec, info: Mapping[str, Any]) -> str:
+    threads = info.get("nthreads")
+    where = f"worker: {info.get('name')}" if not str(info.get("name", "")).startswith("/") else ""
+    parts = {
+        "cpu": [f"threads: {threads}"] if threads else [],
+        "gpu": [f"device: {spec.device_index}"],
+        "virtual-gpu": [f"device: {spec.device_index}", "name: virtual GPU (NumPy)"],
+    }[kind]
+    return ", ".join([*parts, where] if where else parts)
+
+
+def _device_order(device: Device) -> tuple:
+    spec = device.spec
+    return (
+        spec.job or "",
+        spec.replica or 0,
+        spec.task or 0,
+        spec.device_type or "",
+        spec.device_index or 0,
+    )
+
+
+def format_device_mapping(devices: list[Device]) -> str:
+    """The ``Device mapping:`` block TensorFlow prints when logging placement.
+
+    >>> print(format_device_mapping([Device("/job:localhost/replica:0/task:0/device:CPU:0",
+    ...                                     "tcp://127.0.0.1:1", "cpu", "threads: 2")]))
+    Device mapping:
+    /job:localhost/replica:0/task:0/device:CPU:0 -> threads: 2, address: tcp://127.0.0.1:1
+    """
+    lines = ["Device mapping:"]
+    for d in devices:
+        detail = f"{d.description}, address: {d.worker}" if d.description else d.worker
+        lines.append(f"{d.name} -> {detail}")
+    return "\n".join(lines)
