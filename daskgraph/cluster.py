@@ -125,6 +125,6 @@ def local_cluster(
         workers=workers,
         scheduler=scheduler_spec(),
         asynchronous=asynchronous,
-        silence_logs=False if not processes else "error",
+        silence_logs="error",
         name="daskgraph-local",
     )

@@ -116,6 +116,7 @@ def virtual_gpu_count() -> int:
         count = -1
     if count < 0:
         raise ValueError(
-            f"daskgraph.virtual-gpus (DASK_DASKGRAPH__VIRTUAL_GPUS) must be an int >= 0; got {value!r}"
+            "daskgraph.virtual-gpus (DASK_DASKGRAPH__VIRTUAL_GPUS) must be an int >= 0; "
+            f"got {value!r}"
         )
     return count

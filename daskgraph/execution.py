@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, OpError
 from daskgraph.lowering import PartitionProgram
 from daskgraph.ops.state import VariableRef
 
-__all__ = ["VariableStore", "drop_session", "execute_partition", "store_for"]
+__all__ = [
+    "DeviceStepStats",
+    "NodeStats",
+    "RunFailure",
+    "VariableStore",
+    "drop_session",
+    "execute_partition",
+    "store_for",
+]
 
 
 class VariableStore:
@@ -35,8 +45,8 @@ class VariableStore:
             return self._values[name]
         except KeyError:
             raise FailedPreconditionError(
-                f"Attempting to use uninitialized value {name!r} (on {self.device or 'its device'})."
-                " Run its initializer first, e.g. session.run(global_variables_initializer()).",
+                f"Attempting to use uninitialized value {name!r} "
+                f"(on {self.device or 'its device'}). Run its initializer first, e.g. session.run(global_variables_initializer()).",
                 op=name,
                 variable=name,
             ) from None
@@ -101,10 +111,57 @@ def _to_host(value: Any) -> Any:
     return get() if get is not None else value
 
 
+@dataclass(frozen=True, slots=True)
+class RunFailure:
+    """What a partition returns instead of raising: the error, carried to the client.
+
+    Returning the failure (rather than raising on the worker) keeps user errors such as an
+    uninitialized variable out of the workers' error logs, and lets dependent partitions
+    pass it on without running.
+    """
+
+    error: Exception
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStats:
+    """Timing of one op of a traced run (microseconds since the epoch, and duration)."""
+
+    node_name: str
+    op_type: str
+    all_start_micros: int
+    op_end_rel_micros: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceStepStats:
+    """What one partition of a traced run did: where it ran (device *and* worker) and its ops."""
+
+    device: str
+    worker: str
+    node_stats: tuple[NodeStats, ...]
+
+
+def _current_address() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except ValueError:
+        return ""
+
+
 def execute_partition(
-    program: PartitionProgram, session_id: str, feeds: tuple, *dependencies: tuple
-) -> tuple:
+    program: PartitionProgram,
+    session_id: str,
+    feeds: tuple,
+    trace: bool,
+    *dependencies: Any,
+) -> Any:
     """Run ``program`` on this worker; return the values listed in ``program.outputs``.
+
+    With ``trace`` the result ends with a :class:`DeviceStepStats`. An error comes back as
+    a :class:`RunFailure`; a failure among the dependencies is passed on without running.
 
     Examples
     --------
@@ -114,17 +171,34 @@ def execute_partition(
     >>> from daskgraph.ops.math import _add
     >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 2, (), ((0, 0),),
     ...     (Instruction("add", "Add", _add, {}, (0, 0), 1, False, ()),), ((1, False),))
-    >>> execute_partition(prog, "doc", (3.0,))
+    >>> execute_partition(prog, "doc", (3.0,), False)
     (6.0,)
     """
-    xp = _array_module(program.backend)
-    slots: list[Any] = [None] * program.n_slots
-    for position, index, slot in program.inputs:
-        slots[slot] = _to_backend(dependencies[position][index], xp)
-    for position, slot in program.feeds:
-        slots[slot] = _to_backend(feeds[position], xp)
+    for dependency in dependencies:
+        if isinstance(dependency, RunFailure):
+            return dependency
+    try:
+        xp = _array_module(program.backend)
+        slots: list[Any] = [None] * program.n_slots
+        for position, index, slot in program.inputs:
+            slots[slot] = _to_backend(dependencies[position][index], xp)
+        for position, slot in program.feeds:
+            slots[slot] = _to_backend(feeds[position], xp)
+        stats = _run(program, slots, xp, session_id, trace)
+        outputs = tuple(_to_host(slots[s]) if host else slots[s] for s, host in program.outputs)
+    except OpError as exc:
+        return RunFailure(exc)
+    if trace:
+        return (*outputs, DeviceStepStats(program.device, _current_address(), tuple(stats)))
+    return outputs
+
+
+def _run(program: PartitionProgram, slots: list, xp: Any, session_id: str, trace: bool) -> list:
+    """The instruction loop: one kernel call and one list store per op."""
     store = None
+    stats: list[NodeStats] = []
     for ins in program.instructions:
+        start = time.time() if trace else 0.0
         try:
             args = [slots[a] for a in ins.args]
             if ins.stateful or ins.deref:
@@ -133,11 +207,11 @@ def execute_partition(
                 for i in ins.deref:
                     args[i] = store.read(args[i].name)
                 if ins.stateful:
-                    slots[ins.out] = ins.kernel(xp, store, *args, **ins.attrs)
-                    continue
-            result = ins.kernel(xp, *args, **ins.attrs)
-            if ins.out >= 0:
-                slots[ins.out] = result
+                    result = ins.kernel(xp, store, *args, **ins.attrs)
+                else:
+                    result = ins.kernel(xp, *args, **ins.attrs)
+            else:
+                result = ins.kernel(xp, *args, **ins.attrs)
         except OpError:
             raise
         except Exception as exc:
@@ -147,4 +221,11 @@ def execute_partition(
                 op=ins.op_name,
                 device=program.device,
             ) from exc
-    return tuple(_to_host(slots[s]) if host else slots[s] for s, host in program.outputs)
+        if ins.out >= 0:
+            slots[ins.out] = result
+        if trace:
+            stop = time.time()
+            stats.append(
+                NodeStats(ins.op_name, ins.op_type, int(start * 1e6), int((stop - start) * 1e6))
+            )
+    return stats

@@ -400,6 +400,7 @@ def reset_default_graph() -> None:
     """Replace the global default graph by a new, empty one."""
     if _default_graph.get() is not None:
         raise RuntimeError(
-            "reset_default_graph() was called inside `with graph.as_default()`; leave the block first"
+            "reset_default_graph() was called inside `with graph.as_default()`; "
+            "leave the block first"
         )
     _global_graph[:] = [Graph()]

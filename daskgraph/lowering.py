@@ -288,16 +288,18 @@ def build_task_graph(
     session_id: str,
     feed_values: Sequence[Any],
     execute: Any,
+    trace: bool = False,
 ) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
     """The Dask graph of one run: one task per partition, each restricted to its worker.
 
-    ``execute`` is the worker-side function ``execute(program, session_id, feeds, *deps)``.
+    ``execute`` is the worker-side function ``execute(program, session_id, feeds, trace,
+    *dependency_outputs)``.
     Returns the graph and the key of every partition, in plan order.
     """
     keys = [(f"{key_prefix}-{_short(p.device)}", p.index) for p in plan.partitions]
     layers: dict[str, MaterializedLayer] = {}
     dependencies: dict[str, set[str]] = {}
-    for p, key in zip(plan.partitions, keys):
+    for p, key in zip(plan.partitions, keys, strict=True):
         feeds = tuple(feed_values[i] for i, _ in p.program.feeds)
         task = Task(
             key,
@@ -305,6 +307,7 @@ def build_task_graph(
             DataNode(None, p.program),
             session_id,
             DataNode(None, feeds),
+            trace,
             *(TaskRef(keys[d]) for d in p.dependencies),
         )
         name = f"{key[0]}-{key[1]}"

@@ -137,8 +137,10 @@ def place(
     ...         a = dg.constant(1.0, name="a")
     ...     b = a * 2.0
     >>> p = place(g, devs)
-    >>> p["a"].device, p["mul"].device, p["mul"].reason
-    ('/job:localhost/replica:0/task:0/device:CPU:0', '/job:localhost/replica:0/task:0/device:GPU:0', 'automatic')
+    >>> p["a"].device
+    '/job:localhost/replica:0/task:0/device:CPU:0'
+    >>> p["mul"].device, p["mul"].reason
+    ('/job:localhost/replica:0/task:0/device:GPU:0', 'automatic')
     """
     if not devices:
         raise InvalidArgumentError(

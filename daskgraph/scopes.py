@@ -45,6 +45,9 @@ __all__ = [
 DeviceFunction = Callable[["Operation"], str | DeviceSpec | None]
 
 
+_EMPTY_SPEC = DeviceSpec()
+
+
 @dataclass(frozen=True, slots=True)
 class DeviceScope:
     """The device request in force: a merged static spec, then device functions (outer first).
@@ -53,7 +56,7 @@ class DeviceScope:
     the order of application matches the order of the ``with`` statements.
     """
 
-    spec: DeviceSpec = DeviceSpec()
+    spec: DeviceSpec = _EMPTY_SPEC
     functions: tuple[DeviceFunction, ...] = ()
 
     def enter(self, request: str | DeviceSpec | DeviceFunction | None) -> DeviceScope:

@@ -26,13 +26,13 @@ from distributed import Client
 from daskgraph.cluster import local_cluster
 from daskgraph.config import SessionConfig
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.execution import drop_session, execute_partition
+from daskgraph.execution import DeviceStepStats, RunFailure, drop_session, execute_partition
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
 from daskgraph.lowering import Plan, build_task_graph, lower
 from daskgraph.placement import Placement, format_placement_log, place
 from daskgraph.topology import Device, devices_from_workers, format_device_mapping
 
-__all__ = ["Session", "get_default_session"]
+__all__ = ["RunMetadata", "RunOptions", "Session", "StepStats", "get_default_session"]
 
 logger = logging.getLogger("daskgraph.placement")
 
@@ -47,6 +47,45 @@ def get_default_session() -> Session:
             "No default session: run this inside `with Session() as sess:` or pass session=."
         )
     return session
+
+
+class RunOptions:
+    """Options of one ``Session.run``, as TensorFlow's ``RunOptions``."""
+
+    NO_TRACE = 0
+    FULL_TRACE = 3
+
+    def __init__(self, trace_level: int = NO_TRACE) -> None:
+        self.trace_level = trace_level
+
+
+class StepStats:
+    """Per-partition statistics of a traced run: ``dev_stats`` is a list of
+    :class:`~daskgraph.execution.DeviceStepStats` (device, worker, node_stats)."""
+
+    def __init__(self, dev_stats: list[DeviceStepStats]) -> None:
+        self.dev_stats = dev_stats
+
+    def worker_of(self, op_name: str) -> str:
+        """Address of the worker that actually ran ``op_name``."""
+        return self._stats_of(op_name).worker
+
+    def device_of(self, op_name: str) -> str:
+        """Device name of the partition that actually ran ``op_name``."""
+        return self._stats_of(op_name).device
+
+    def _stats_of(self, op_name: str) -> DeviceStepStats:
+        for stats in self.dev_stats:
+            if any(node.node_name == op_name for node in stats.node_stats):
+                return stats
+        raise KeyError(f"Op {op_name!r} did not run in this step")
+
+
+class RunMetadata:
+    """Filled by a traced ``Session.run``: ``step_stats`` says where and when each op ran."""
+
+    def __init__(self) -> None:
+        self.step_stats = StepStats([])
 
 
 class Session:
@@ -112,19 +151,31 @@ class Session:
         return list(self._devices)
 
     # -- running --------------------------------------------------------------------------------
-    def run(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> Any:
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: Mapping[Any, Any] | None = None,
+        options: RunOptions | None = None,
+        run_metadata: RunMetadata | None = None,
+    ) -> Any:
         """Run the ops needed for ``fetches`` and return their values.
 
         ``fetches`` may be a tensor, an operation, a Variable, a name, or a (nested) list,
         tuple or dict of them; results come back in the same structure, as NumPy arrays (or
-        NumPy scalars for 0-d tensors), with ``None`` for operations.
+        NumPy scalars for 0-d tensors), with ``None`` for operations. With
+        ``options=RunOptions(trace_level=RunOptions.FULL_TRACE)`` and a ``run_metadata``,
+        the metadata records, per partition, the device, the worker it actually ran on and
+        the timing of each op.
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         items, rebuild = _flatten_fetches(fetches, self._graph)
         feeds, values = _check_feeds(feed_dict, self._graph)
         plan = self._plan(items, feeds)
-        results = self._execute(plan, values) if plan.partitions else []
+        trace = bool(options is not None and options.trace_level and run_metadata is not None)
+        results = self._execute(plan, values, trace) if plan.partitions else {}
+        if trace:
+            run_metadata.step_stats = StepStats([results[i][-1] for i in sorted(results)])
         by_item = []
         for location in plan.fetches:
             if location is None:
@@ -164,7 +215,7 @@ class Session:
                 self._log_placement(placement)
         return placement
 
-    def _execute(self, plan: Plan, values: list[Any]) -> dict[int, tuple]:
+    def _execute(self, plan: Plan, values: list[Any], trace: bool) -> dict[int, tuple]:
         live = set(self._client.scheduler_info(n_workers=-1)["workers"])
         missing = plan.workers - live
         if missing:
@@ -180,14 +231,19 @@ class Session:
             )
         self._runs += 1
         prefix = f"dg-{self._id}-{self._runs}"
-        dsk, keys = build_task_graph(plan, prefix, self._id, values, execute_partition)
-        wanted = [keys[i] for i in plan.result_partitions]
+        dsk, keys = build_task_graph(plan, prefix, self._id, values, execute_partition, trace)
+        # with tracing, every partition reports where it ran; otherwise only results matter
+        parts = range(len(plan.partitions)) if trace else plan.result_partitions
+        wanted = [keys[i] for i in parts]
         futures = self._client.get(dsk, wanted, sync=False)
         try:
             gathered = self._client.gather(futures)
         finally:
             del futures
-        return dict(zip(plan.result_partitions, gathered, strict=True))
+        for result in gathered:
+            if isinstance(result, RunFailure):
+                raise result.error
+        return dict(zip(parts, gathered, strict=True))
 
     # -- devices and logging --------------------------------------------------------------------
     def _discover_devices(self) -> list[Device]:

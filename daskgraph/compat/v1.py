@@ -1,0 +1,148 @@
+"""TensorFlow 1's names for daskgraph's objects, so TF1 programs run with one changed import.
+
+Its one job is to map names: every attribute is the native daskgraph object itself (no
+wrappers, no logic), so ``import daskgraph.compat.v1 as tf`` lets a TensorFlow 1
+device-placement program run unchanged::
+
+    import daskgraph.compat.v1 as tf
+
+    with tf.device("/cpu:0"):
+        a = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[2, 3], name="a")
+        b = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[3, 2], name="b")
+    c = tf.matmul(a, b)
+    with tf.Session(config=tf.ConfigProto(log_device_placement=True)) as sess:
+        print(sess.run(c))
+
+``tf.ConfigProto`` *is* :class:`daskgraph.SessionConfig` and ``tf.errors`` *is*
+:mod:`daskgraph.errors`. What TensorFlow 1 has and daskgraph does not (``tf.train.Server``,
+``tf.nn``, ...) is simply absent: using it raises ``AttributeError``.
+
+>>> import daskgraph
+>>> import daskgraph.compat.v1 as tf
+>>> tf.ConfigProto is daskgraph.SessionConfig and tf.Session is daskgraph.Session
+True
+"""
+
+from daskgraph import dtypes, errors
+from daskgraph.config import GPUOptions
+from daskgraph.config import SessionConfig as ConfigProto
+from daskgraph.device import DeviceSpec
+from daskgraph.dtypes import (
+    DType,
+    as_dtype,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+)
+from daskgraph.dtypes import bool_ as bool  # TensorFlow's name: tf.bool
+from daskgraph.graph import (
+    Graph,
+    Operation,
+    Tensor,
+    get_default_graph,
+    name_scope,
+    reset_default_graph,
+)
+from daskgraph.ops import (
+    Variable,
+    abs,
+    add,
+    add_n,
+    assign,
+    assign_add,
+    cast,
+    constant,
+    convert_to_tensor,
+    divide,
+    exp,
+    global_variables,
+    global_variables_initializer,
+    group,
+    identity,
+    matmul,
+    maximum,
+    multiply,
+    negative,
+    no_op,
+    placeholder,
+    reduce_max,
+    reduce_mean,
+    reduce_sum,
+    reshape,
+    sqrt,
+    square,
+    subtract,
+    tanh,
+    transpose,
+    variables_initializer,
+)
+from daskgraph.scopes import colocate_with, control_dependencies, device
+from daskgraph.session import Session, get_default_session
+
+__all__ = [
+    "ConfigProto",
+    "DType",
+    "DeviceSpec",
+    "GPUOptions",
+    "Graph",
+    "Operation",
+    "Session",
+    "Tensor",
+    "Variable",
+    "abs",
+    "add",
+    "add_n",
+    "as_dtype",
+    "assign",
+    "assign_add",
+    "bool",
+    "cast",
+    "colocate_with",
+    "constant",
+    "control_dependencies",
+    "convert_to_tensor",
+    "device",
+    "divide",
+    "dtypes",
+    "errors",
+    "exp",
+    "float16",
+    "float32",
+    "float64",
+    "get_default_graph",
+    "get_default_session",
+    "global_variables",
+    "global_variables_initializer",
+    "group",
+    "identity",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "matmul",
+    "maximum",
+    "multiply",
+    "name_scope",
+    "negative",
+    "no_op",
+    "placeholder",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_sum",
+    "reset_default_graph",
+    "reshape",
+    "sqrt",
+    "square",
+    "string",
+    "subtract",
+    "tanh",
+    "transpose",
+    "uint8",
+    "variables_initializer",
+]

@@ -1,0 +1,169 @@
+"""pytest support for daskgraph users: local clusters with virtual GPUs, sessions, a ``gpu`` marker.
+
+Installed as a pytest plugin (entry point ``pytest11``), so in any project that has daskgraph
+installed a test can simply ask for the fixtures::
+
+    import pytest
+    import daskgraph as dg
+
+    @pytest.mark.virtual_gpus(2)
+    def test_towers(dg_session):
+        with dg.device("/gpu:1"):
+            x = dg.constant(2.0) * 3.0
+        assert dg_session.run(x) == 6.0
+
+Fixtures
+--------
+``dg_cluster``
+    A running embedded cluster (threads, loopback only) with as many virtual GPUs as the
+    test's ``@pytest.mark.virtual_gpus(N)`` asks for (default 2). Clusters are shared by the
+    tests of a pytest session that ask for the same size.
+``dg_client``
+    A ``distributed.Client`` of ``dg_cluster``.
+``dg_session``
+    A :class:`~daskgraph.Session` on ``dg_client`` over a fresh graph, which is the default
+    graph for the duration of the test.
+``dg_cluster_factory``
+    ``make(virtual_gpus=0, processes=False)`` starts a private cluster, closed after the test
+    (for tests that break their cluster).
+
+Markers
+-------
+``gpu``
+    The test needs a real NVIDIA GPU; it is skipped where none is found.
+``virtual_gpus(n)``
+    Size of ``dg_cluster``.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from distributed import Client, SpecCluster
+
+from daskgraph.cluster import local_cluster
+from daskgraph.config import SessionConfig
+from daskgraph.graph import Graph
+from daskgraph.session import Session
+
+__all__ = ["gpu_available"]
+
+DEFAULT_VIRTUAL_GPUS = 2
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_available() -> bool:
+    """Whether this machine has an NVIDIA GPU (asks ``nvidia-smi``; creates no CUDA context)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu: needs a real NVIDIA GPU (skipped without one)")
+    config.addinivalue_line(
+        "markers", "virtual_gpus(n): number of virtual GPUs of the dg_cluster fixture"
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is not None and not gpu_available():
+        pytest.skip("needs an NVIDIA GPU; none was found (nvidia-smi -L)")
+
+
+class _ClusterPool:
+    """Embedded clusters shared across tests, one per number of virtual GPUs."""
+
+    def __init__(self) -> None:
+        self._clusters: dict[int, tuple[SpecCluster, Client]] = {}
+
+    def get(self, virtual_gpus: int) -> tuple[SpecCluster, Client]:
+        entry = self._clusters.get(virtual_gpus)
+        if entry is not None and entry[1].status == "running":
+            live = len(entry[1].scheduler_info(n_workers=-1)["workers"])
+            if live == virtual_gpus + 1:
+                return entry
+            self._close(entry)
+        cluster = local_cluster(virtual_gpus=virtual_gpus, processes=False, cpu_threads=2)
+        client = Client(cluster, set_as_default=False)
+        client.wait_for_workers(virtual_gpus + 1, timeout=60)
+        self._clusters[virtual_gpus] = (cluster, client)
+        return cluster, client
+
+    @staticmethod
+    def _close(entry: tuple[SpecCluster, Client]) -> None:
+        cluster, client = entry
+        client.close()
+        cluster.close()
+
+    def close(self) -> None:
+        for entry in self._clusters.values():
+            self._close(entry)
+        self._clusters.clear()
+
+
+@pytest.fixture(scope="session")
+def _dg_cluster_pool() -> Iterator[_ClusterPool]:
+    pool = _ClusterPool()
+    yield pool
+    pool.close()
+
+
+def _virtual_gpus(request: pytest.FixtureRequest) -> int:
+    marker = request.node.get_closest_marker("virtual_gpus")
+    if marker is None:
+        return DEFAULT_VIRTUAL_GPUS
+    if len(marker.args) != 1 or not isinstance(marker.args[0], int) or marker.args[0] < 0:
+        raise pytest.UsageError(
+            f"@pytest.mark.virtual_gpus expects one int >= 0; got {marker.args!r}"
+        )
+    return marker.args[0]
+
+
+@pytest.fixture
+def dg_cluster(request: pytest.FixtureRequest, _dg_cluster_pool: _ClusterPool) -> SpecCluster:
+    """A shared embedded cluster with ``@pytest.mark.virtual_gpus(N)`` virtual GPUs."""
+    return _dg_cluster_pool.get(_virtual_gpus(request))[0]
+
+
+@pytest.fixture
+def dg_client(request: pytest.FixtureRequest, _dg_cluster_pool: _ClusterPool) -> Client:
+    """A client of ``dg_cluster``."""
+    return _dg_cluster_pool.get(_virtual_gpus(request))[1]
+
+
+@pytest.fixture
+def dg_session(dg_client: Client) -> Iterator[Session]:
+    """A Session on ``dg_client`` over a fresh graph, made the default graph of the test."""
+    graph = Graph()
+    with graph.as_default():
+        session = Session(dg_client, graph=graph, config=SessionConfig())
+        try:
+            yield session
+        finally:
+            session.close()
+
+
+@pytest.fixture
+def dg_cluster_factory() -> Iterator[Callable[..., SpecCluster]]:
+    """Start private embedded clusters: ``make(virtual_gpus=0, processes=False)``."""
+    started: list[SpecCluster] = []
+
+    def make(virtual_gpus: int = 0, processes: bool = False, **kwargs: Any) -> SpecCluster:
+        cluster = local_cluster(virtual_gpus=virtual_gpus, processes=processes, **kwargs)
+        started.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in started:
+        cluster.close()
