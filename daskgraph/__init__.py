@@ -44,7 +44,7 @@ from daskgraph.graph import (
 from daskgraph.ops import *  # noqa: F403 - the op constructors are the public API
 from daskgraph.ops import __all__ as _ops_all
 from daskgraph.scopes import colocate_with, control_dependencies, device
-from daskgraph.session import Session, get_default_session
+from daskgraph.session import RunMetadata, RunOptions, Session, get_default_session
 
 __version__ = "0.1.0"
 
@@ -52,6 +52,8 @@ __all__ = [
     "DType",
     "DeviceSpec",
     "GPUOptions",
+    "RunMetadata",
+    "RunOptions",
     "Session",
     "SessionConfig",
     "get_default_session",

@@ -46,7 +46,8 @@ class VariableStore:
         except KeyError:
             raise FailedPreconditionError(
                 f"Attempting to use uninitialized value {name!r} "
-                f"(on {self.device or 'its device'}). Run its initializer first, e.g. session.run(global_variables_initializer()).",
+                f"(on {self.device or 'its device'}). Run its initializer first, e.g. "
+                "session.run(global_variables_initializer()).",
                 op=name,
                 variable=name,
             ) from None
