@@ -102,7 +102,7 @@ class SessionConfig:
             raise TypeError(f"gpu_options must be a GPUOptions; got {self.gpu_options!r}")
         self.gpu_options.validate()
         for key, value in dict(self.device_count).items():
-            if not isinstance(value, int) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"device_count[{key!r}] must be an int >= 0; got {value!r}")
         return self
 
@@ -112,6 +112,8 @@ def virtual_gpu_count() -> int:
     value = dask.config.get("daskgraph.virtual-gpus", 0)
     try:
         count = int(value)
+        if isinstance(value, bool) or count != float(value):
+            count = -1
     except (TypeError, ValueError):
         count = -1
     if count < 0:

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np  # noqa: F401 - used by the doctests
+
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, OpError
 from daskgraph.lowering import PartitionProgram
 from daskgraph.ops.state import VariableRef
@@ -172,8 +174,8 @@ def execute_partition(
     >>> from daskgraph.ops.math import _add
     >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 2, (), ((0, 0),),
     ...     (Instruction("add", "Add", _add, {}, (0, 0), 1, False, ()),), ((1, False),))
-    >>> execute_partition(prog, "doc", (3.0,), False)
-    (6.0,)
+    >>> execute_partition(prog, "doc", (np.float32(3.0),), False)
+    (np.float32(6.0),)
     """
     for dependency in dependencies:
         if isinstance(dependency, RunFailure):

@@ -257,7 +257,14 @@ class Graph:
                     op=op_type,
                     tensor=tensor.name,
                 )
+        target = colocate_with or scopes.current_colocation()
         scope_controls = scopes.current_control_inputs()
+        for other in (target, *control_inputs, *scope_controls):
+            if other is not None and other.graph is not self:
+                raise ValueError(
+                    f"Operation {other.name!r} belongs to another graph; it cannot be a control "
+                    f"input of, or colocated with, a new {op_type} op of this graph."
+                )
         controls = tuple(control_inputs) + tuple(
             c for c in scope_controls if c not in control_inputs
         )
@@ -272,7 +279,6 @@ class Graph:
         )
         if dtype is not None:
             op.outputs.append(Tensor(op, 0, dtype, shape))
-        target = colocate_with or scopes.current_colocation()
         scope = scopes.current_device_scope()
         if target is not None:
             op.colocation = target.colocation or target.name

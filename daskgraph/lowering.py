@@ -80,7 +80,7 @@ class Partition:
     worker: str
     program: PartitionProgram
     dependencies: tuple[int, ...]  # partition indices, in the order the program reads them
-    feed_tensors: tuple[str, ...]  # names of the fed tensors it reads, in program order
+    feed_indices: tuple[int, ...]  # positions in Plan.feeds of the feeds it reads, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +181,7 @@ def lower(
         for op in ops:
             if _is_fed(op, fed):
                 for t in op.outputs:
-                    feed_lists[p].append((fed[t], slots[t.name]))
+                    feed_lists[p].append((fed[t], slots[t.name]))  # global index for now
                 continue
             opdef = lookup(op.type)
             args = tuple(local_slot(t) for t in op.inputs)
@@ -235,7 +235,7 @@ def lower(
             device.array_backend,
             len(slot_of[p]),
             tuple(inputs[p]),
-            tuple(feed_lists[p]),
+            tuple((local, slot) for local, (_, slot) in enumerate(feed_lists[p])),
             tuple(instructions[p]),
             tuple(outputs[p]),
         )
@@ -246,7 +246,7 @@ def lower(
                 device.worker,
                 program,
                 tuple(renumber[d] for d in deps[p]),
-                tuple(feeds[i].name for i, _ in feed_lists[p]),
+                tuple(i for i, _ in feed_lists[p]),
             )
         )
     return Plan(
@@ -300,7 +300,7 @@ def build_task_graph(
     layers: dict[str, MaterializedLayer] = {}
     dependencies: dict[str, set[str]] = {}
     for p, key in zip(plan.partitions, keys, strict=True):
-        feeds = tuple(feed_values[i] for i, _ in p.program.feeds)
+        feeds = tuple(feed_values[i] for i in p.feed_indices)
         task = Task(
             key,
             execute,

@@ -139,7 +139,7 @@ def place(
     >>> p = place(g, devs)
     >>> p["a"].device
     '/job:localhost/replica:0/task:0/device:CPU:0'
-    >>> p["mul"].device, p["mul"].reason
+    >>> p["Mul"].device, p["Mul"].reason
     ('/job:localhost/replica:0/task:0/device:GPU:0', 'automatic')
     """
     if not devices:
@@ -208,7 +208,7 @@ def place(
         if reason == SOFT:
             reasons[op.id] = SOFT
             details[op.id] = detail
-        elif root != op.id or op.colocation is not None:
+        elif root != op.id or op.colocation is not None or (reason == EXPLICIT and not op.device):
             reasons[op.id] = COLOCATED
         else:
             reasons[op.id] = reason

@@ -50,44 +50,43 @@ _EMPTY_SPEC = DeviceSpec()
 
 @dataclass(frozen=True, slots=True)
 class DeviceScope:
-    """The device request in force: a merged static spec, then device functions (outer first).
+    """The device requests in force, outermost first.
 
-    Once a device function is in force, later static specs are kept as functions too, so that
-    the order of application matches the order of the ``with`` statements.
+    ``spec`` is the merged static request while no device function is in force (the fast
+    path). Once one is, every later request is kept in ``entries`` and :meth:`device_for`
+    applies them as TensorFlow does: innermost first, a device function's result replacing
+    the device so far, and an outer static spec filling only the fields still unset.
     """
 
     spec: DeviceSpec = _EMPTY_SPEC
-    functions: tuple[DeviceFunction, ...] = ()
+    entries: tuple[DeviceSpec | DeviceFunction, ...] = ()
+
+    @property
+    def functions(self) -> bool:
+        """Whether a device function is in force (the op must be shown to it)."""
+        return any(callable(e) and not isinstance(e, DeviceSpec) for e in self.entries)
 
     def enter(self, request: str | DeviceSpec | DeviceFunction | None) -> DeviceScope:
         """The scope that results from entering ``device(request)`` inside this one."""
         if request is None:
             return _EMPTY_SCOPE
         if callable(request) and not isinstance(request, DeviceSpec):
-            return DeviceScope(self.spec, (*self.functions, request))
+            return DeviceScope(self.spec, (*self.entries, request))
         spec = parse(request)
-        if self.functions:
-            return DeviceScope(self.spec, (*self.functions, _Merge(spec)))
-        return DeviceScope(self.spec.make_merged_spec(spec), ())
+        return DeviceScope(self.spec.make_merged_spec(spec), (*self.entries, spec))
 
     def device_for(self, op: Operation) -> DeviceSpec:
         """The device requested for ``op``, applying the device functions to it."""
-        spec = self.spec
-        for function in self.functions:
-            spec = function(spec) if isinstance(function, _Merge) else parse(function(op))
+        if not self.functions:
+            return self.spec
+        spec = _EMPTY_SPEC
+        for entry in reversed(self.entries):
+            if isinstance(entry, DeviceSpec):
+                spec = entry.make_merged_spec(spec)  # the inner result so far wins
+            else:
+                op.device = spec.to_string()  # a device function may look at the device so far
+                spec = parse(entry(op))
         return spec
-
-
-class _Merge:
-    """A static spec after a device function: merged into whatever the function chose."""
-
-    __slots__ = ("spec",)
-
-    def __init__(self, spec: DeviceSpec) -> None:
-        self.spec = spec
-
-    def __call__(self, current: DeviceSpec) -> DeviceSpec:
-        return current.make_merged_spec(self.spec)
 
 
 _EMPTY_SCOPE = DeviceScope()
@@ -150,12 +149,13 @@ def colocate_with(op: Any, ignore_existing: bool = False) -> Iterator[None]:
     """
     target = _as_operation(op, "colocate_with")
     token = _colocation.set(target)
-    device_token = _device_scope.set(_EMPTY_SCOPE) if ignore_existing else None
+    # As in TensorFlow, enclosing device scopes do not apply inside a colocation block: the
+    # new ops take the device of the op they are colocated with.
+    device_token = _device_scope.set(_EMPTY_SCOPE)
     try:
         yield
     finally:
-        if device_token is not None:
-            _device_scope.reset(device_token)
+        _device_scope.reset(device_token)
         _colocation.reset(token)
 
 

@@ -94,7 +94,7 @@ def devices_from_workers(workers: Mapping[str, Mapping[str, Any]]) -> list[Devic
             devices.append(_named_device(address, name, info))
         else:
             plain.append((address, info))
-    plain.sort(key=lambda item: (str(item[1].get("host", "")), str(item[1].get("name")), item[0]))
+    plain.sort(key=_plain_order)
     counts = {CPU: 0, GPU: 0}
     for address, info in plain:
         resources = info.get("resources") or {}
@@ -115,6 +115,14 @@ def devices_from_workers(workers: Mapping[str, Mapping[str, Any]]) -> list[Devic
             )
         seen[d.name] = d.worker
     return sorted(devices, key=_device_order)
+
+
+def _plain_order(item: tuple[str, Mapping[str, Any]]) -> tuple:
+    """Host, then name (numbers in numeric order, as LocalCluster names workers 0, 1, ...)."""
+    address, info = item
+    name = str(info.get("name", ""))
+    by_name = (0, int(name), "") if name.isdigit() else (1, 0, name)
+    return (str(info.get("host", "")), by_name, address)
 
 
 def _named_device(address: str, name: str, info: Mapping[str, Any]) -> Device:

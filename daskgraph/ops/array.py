@@ -114,7 +114,7 @@ def constant(
     ((2, 2), float32, string)
     """
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.infer_dtype(value)
-    array = np.array(value, dtype=dtype.numpy)
+    array = _convert(value, dtype, name)
     target = as_shape(shape, "constant")
     if target is not None:
         if None in target:
@@ -132,6 +132,25 @@ def constant(
         "Const", [], dtype=dtype, shape=array.shape, attrs={"value": array}, name=name
     )
     return op.outputs[0]
+
+
+def _convert(value: Any, dtype: dtypes.DType, name: str) -> np.ndarray:
+    """``value`` as an array of ``dtype``; refuses conversions that would change values."""
+    source = np.asarray(value)
+    try:
+        array = np.array(source, dtype=dtype.numpy)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"constant {name!r}: cannot convert {value!r} to {dtype.name}: {exc}"
+        ) from None
+    if source.dtype.kind in "fc" and array.dtype.kind in "iub" and not np.array_equal(
+        array, source
+    ):
+        raise TypeError(
+            f"constant {name!r}: expected {dtype.name}, got {value!r} whose values are not "
+            f"{dtype.name}; cast explicitly (e.g. cast(x, {source.dtype.name})) if you mean it"
+        )
+    return array
 
 
 def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Tensor:
@@ -167,6 +186,8 @@ def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Tensor:
     """Reshape ``x``; one dimension may be -1 (inferred), as in ``tf.reshape``."""
     x = convert_to_tensor(x)
     dims = tuple(int(d) for d in shape)
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        raise ValueError(f"reshape: at most one dimension may be -1, others >= 0; got {dims}")
     static = tuple(None if d == -1 else d for d in dims)
     if x.shape is not None and None not in x.shape and dims.count(-1) <= 1:
         size = int(np.prod(x.shape))
@@ -174,7 +195,7 @@ def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Tensor:
         if (-1 not in dims and known != size) or (-1 in dims and (known == 0 or size % known)):
             raise ValueError(f"reshape: cannot reshape {x.name!r} of shape {x.shape} to {dims}")
         static = tuple(size // known if d == -1 else d for d in dims)
-    return _unary("Reshape", x, static, name, shape=dims)
+    return _unary("Reshape", x, static, name, {"shape": dims})
 
 
 def transpose(x: Any, perm: Sequence[int] | None = None, name: str | None = None) -> Tensor:
@@ -186,7 +207,7 @@ def transpose(x: Any, perm: Sequence[int] | None = None, name: str | None = None
     perm = tuple(range(rank - 1, -1, -1)) if perm is None else tuple(int(p) for p in perm)
     if sorted(perm) != list(range(rank)):
         raise ValueError(f"transpose: perm {perm} is not a permutation of the {rank} dims")
-    return _unary("Transpose", x, tuple(x.shape[p] for p in perm), name, perm=perm)
+    return _unary("Transpose", x, tuple(x.shape[p] for p in perm), name, {"perm": perm})
 
 
 def cast(x: Any, dtype: Any, name: str | None = None) -> Tensor:
@@ -209,7 +230,9 @@ def group(*inputs: Any, name: str | None = None) -> Operation:
     return get_default_graph().create_op("NoOp", [], dtype=None, name=name, control_inputs=ops)
 
 
-def _unary(op_type: str, x: Tensor, shape: Shape | None, name: str | None, **attrs) -> Tensor:
+def _unary(
+    op_type: str, x: Tensor, shape: Shape | None, name: str | None, attrs: dict | None = None
+) -> Tensor:
     op = get_default_graph().create_op(
         op_type, [x], dtype=x.dtype, shape=shape, attrs=attrs, name=name
     )

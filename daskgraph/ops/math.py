@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from daskgraph import dtypes
 from daskgraph.graph import Shape, Tensor, get_default_graph
 from daskgraph.ops.array import convert_to_tensor
@@ -321,7 +323,7 @@ def _reduce(op_type: str, x: Any, axis: Any, keepdims: bool, name: str | None) -
 def _normalise_axis(axis: Any, x: Tensor, op_type: str) -> tuple[int, ...] | None:
     if axis is None:
         return None
-    axes = (axis,) if isinstance(axis, int) else tuple(int(a) for a in axis)
+    axes = (int(axis),) if isinstance(axis, (int, np.integer)) else tuple(int(a) for a in axis)
     if x.shape is None:
         return axes
     rank = len(x.shape)

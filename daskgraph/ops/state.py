@@ -12,7 +12,7 @@ As in TensorFlow, integer variables have no GPU kernel.
 ...     step = v.assign_add(1)
 ...     init = global_variables_initializer()
 >>> [op.name for op in g.get_operations()]
-['counter/initial_value', 'counter', 'counter/Assign', 'counter/read', 'AssignAdd', 'init']
+['counter/initial_value', 'counter', 'counter/Assign', 'counter/read', 'Const', 'AssignAdd', 'init']
 """
 
 from __future__ import annotations

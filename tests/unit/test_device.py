@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from daskgraph import device
-from daskgraph.device import CPU, GPU, DeviceSpec, parse
+from daskgraph.device import CPU, GPU, DeviceSpec, _parse_fields, parse
 
 # (input, (job, replica, task, device_type, device_index), canonical string)
 VALID = [
@@ -131,12 +130,12 @@ def test_errors_are_raised_again_after_caching() -> None:
 
 
 def test_parser_is_lru_cached() -> None:
-    info = device._parse_fields.cache_info()
+    info = _parse_fields.cache_info()
     assert info.maxsize == 4096
     DeviceSpec.from_string("/job:cache-probe/gpu:5")
-    before = device._parse_fields.cache_info().hits
+    before = _parse_fields.cache_info().hits
     DeviceSpec.from_string("/job:cache-probe/gpu:5")
-    assert device._parse_fields.cache_info().hits == before + 1
+    assert _parse_fields.cache_info().hits == before + 1
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,130 @@
+"""Unit tests for the embedded cluster's specs (pure data; no cluster is started)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import dask
+import pytest
+from distributed import Nanny, Scheduler, Worker
+
+from daskgraph import cluster
+from daskgraph.cluster import scheduler_spec, worker_specs
+from daskgraph.topology import devices_from_workers
+
+LOCAL = "/job:localhost/replica:0/task:0/device:"
+
+
+@pytest.mark.parametrize("virtual_gpus", [0, 1, 3], ids=["cpu-only", "one-gpu", "three-gpus"])
+def test_worker_names_and_resources(virtual_gpus: int) -> None:
+    specs = worker_specs(virtual_gpus=virtual_gpus, cpu_threads=4)
+    expected = [LOCAL + "CPU:0"] + [f"{LOCAL}GPU:{i}" for i in range(virtual_gpus)]
+    assert list(specs) == expected
+    for name, spec in specs.items():
+        options = spec["options"]
+        assert options["name"] == name
+        if name.endswith("CPU:0"):
+            assert options["resources"] == {"CPU": 1}
+            assert options["nthreads"] == 4
+        else:
+            assert options["resources"] == {"GPU": 1, "VIRTUAL_GPU": 1}
+            assert options["nthreads"] == 1
+
+
+def test_cpu_threads_default_to_all_cores() -> None:
+    specs = worker_specs()
+    assert specs[LOCAL + "CPU:0"]["options"]["nthreads"] == (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize(
+    ("processes", "cls", "silenced"),
+    [(True, Nanny, True), (False, Worker, False)],
+    ids=["processes", "threads"],
+)
+def test_worker_class_and_logs(processes: bool, cls: type, silenced: bool) -> None:
+    for spec in worker_specs(virtual_gpus=1, processes=processes).values():
+        assert spec["cls"] is cls
+        assert ("silence_logs" in spec["options"]) is silenced
+
+
+def test_workers_listen_on_loopback_by_default() -> None:
+    for spec in worker_specs(virtual_gpus=2).values():
+        assert spec["options"]["host"] == "127.0.0.1"
+        assert spec["options"]["memory_limit"] == "auto"
+
+
+def test_host_memory_job_and_task_are_configurable() -> None:
+    specs = worker_specs(virtual_gpus=1, job="worker", task=2, host="10.1.2.3", memory_limit="2GB")
+    assert list(specs) == [
+        "/job:worker/replica:0/task:2/device:CPU:0",
+        "/job:worker/replica:0/task:2/device:GPU:0",
+    ]
+    for spec in specs.values():
+        assert spec["options"]["host"] == "10.1.2.3"
+        assert spec["options"]["memory_limit"] == "2GB"
+
+
+def test_negative_virtual_gpus_raise() -> None:
+    with pytest.raises(ValueError, match="virtual_gpus must be >= 0; got -1"):
+        worker_specs(virtual_gpus=-1)
+
+
+def test_worker_specs_round_trip_through_topology() -> None:
+    """The workers these specs start are recognised as the devices they are named after."""
+    specs = worker_specs(virtual_gpus=2, cpu_threads=2)
+    records = {
+        f"tcp://127.0.0.1:{4000 + i}": {
+            "name": spec["options"]["name"],
+            "resources": spec["options"]["resources"],
+            "nthreads": spec["options"]["nthreads"],
+            "host": spec["options"]["host"],
+        }
+        for i, spec in enumerate(specs.values())
+    }
+    devices = devices_from_workers(records)
+    assert [(d.name, d.kind) for d in devices] == [
+        (LOCAL + "CPU:0", "cpu"),
+        (LOCAL + "GPU:0", "virtual-gpu"),
+        (LOCAL + "GPU:1", "virtual-gpu"),
+    ]
+
+
+# -- scheduler --------------------------------------------------------------------------------
+def _with_bokeh(monkeypatch: pytest.MonkeyPatch, installed: bool) -> None:
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args, **kwargs):
+        if name == "bokeh":
+            return real("daskgraph") if installed else None
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(cluster.importlib.util, "find_spec", find_spec)
+
+
+def test_scheduler_binds_loopback_without_bokeh(monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_bokeh(monkeypatch, installed=False)
+    spec = scheduler_spec()
+    assert spec["cls"] is Scheduler
+    assert spec["options"] == {"host": "127.0.0.1", "port": 0, "dashboard": False}
+
+
+def test_scheduler_dashboard_on_loopback_with_bokeh(monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_bokeh(monkeypatch, installed=True)
+    with dask.config.set({"daskgraph.local.dashboard-address": "127.0.0.1:0"}):
+        spec = scheduler_spec()
+    assert spec["options"] == {
+        "host": "127.0.0.1",
+        "port": 0,
+        "dashboard_address": "127.0.0.1:0",
+    }
+    with dask.config.set({"daskgraph.local.dashboard-address": "127.0.0.1:8799"}):
+        assert scheduler_spec()["options"]["dashboard_address"] == "127.0.0.1:8799"
+    assert scheduler_spec(dashboard_address="127.0.0.1:1")["options"]["dashboard_address"] == (
+        "127.0.0.1:1"
+    )
+
+
+def test_scheduler_host_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_bokeh(monkeypatch, installed=False)
+    assert scheduler_spec(host="0.0.0.0")["options"]["host"] == "0.0.0.0"
