@@ -18,11 +18,13 @@ worker stands for one device: it is named by the device's full name and carries 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 from typing import Any
 
 import dask.config
-from distributed import Nanny, Scheduler, SpecCluster, Worker
+from distributed import Scheduler, SpecCluster, Worker
+from distributed.deploy.subprocess import SubprocessWorker
 
 from daskgraph.config import virtual_gpu_count
 from daskgraph.device import CPU, GPU, DeviceSpec
@@ -64,44 +66,57 @@ def worker_specs(
     """
     if virtual_gpus < 0:
         raise ValueError(f"virtual_gpus must be >= 0; got {virtual_gpus}")
-    cls = Nanny if processes else Worker
     threads = cpu_threads or os.cpu_count() or 1
-    common = {"host": host, "memory_limit": memory_limit}
-    if processes:
-        common["silence_logs"] = "error"
-    specs = {
-        _device_name(job, task, CPU, 0): {
-            "cls": cls,
-            "options": {
-                **common,
-                "name": _device_name(job, task, CPU, 0),
-                "nthreads": threads,
-                "resources": {CPU: 1},
-            },
-        }
+    devices = [(_device_name(job, task, CPU, 0), threads, {CPU: 1})]
+    devices += [
+        (_device_name(job, task, GPU, i), 1, {GPU: 1, VIRTUAL_GPU_RESOURCE: 1})
+        for i in range(virtual_gpus)
+    ]
+    return {
+        name: _worker_spec(name, nthreads, resources, processes, host, memory_limit)
+        for name, nthreads, resources in devices
     }
-    for index in range(virtual_gpus):
-        name = _device_name(job, task, GPU, index)
-        specs[name] = {
-            "cls": cls,
-            "options": {
-                **common,
-                "name": name,
-                "nthreads": 1,
-                "resources": {GPU: 1, VIRTUAL_GPU_RESOURCE: 1},
-            },
-        }
-    return specs
+
+
+def _worker_spec(
+    name: str,
+    nthreads: int,
+    resources: dict[str, int],
+    processes: bool,
+    host: str,
+    memory_limit: str | int,
+) -> dict[str, Any]:
+    """One worker's spec. A process worker is a Nanny started in a fresh interpreter
+    (``SubprocessWorker``), so that scripts without an ``if __name__ == "__main__":`` guard
+    (every TF1 program) can start the embedded cluster: nothing re-imports the user's script.
+    """
+    options = {
+        "name": name,
+        "nthreads": nthreads,
+        "resources": resources,
+        "host": host,
+        "dashboard_address": f"{host}:0",
+        "memory_limit": memory_limit,
+    }
+    if not processes:
+        return {"cls": Worker, "options": options}
+    return {
+        "cls": SubprocessWorker,
+        "options": {
+            "worker_class": "distributed.Nanny",
+            "name": name,
+            "worker_kwargs": {**options, "silence_logs": logging.ERROR},
+        },
+    }
 
 
 def scheduler_spec(host: str = LOOPBACK, dashboard_address: str | None = None) -> dict[str, Any]:
     """The scheduler's spec: listening on ``host``, dashboard only where Bokeh is installed."""
     if dashboard_address is None:
         dashboard_address = dask.config.get("daskgraph.local.dashboard-address")
-    options: dict[str, Any] = {"host": host, "port": 0}
-    if importlib.util.find_spec("bokeh") is not None:
-        options["dashboard_address"] = dashboard_address
-    else:
+    # the scheduler serves HTTP (health, metrics, and the dashboard where Bokeh is installed)
+    options: dict[str, Any] = {"host": host, "port": 0, "dashboard_address": dashboard_address}
+    if importlib.util.find_spec("bokeh") is None:
         options["dashboard"] = False
     return {"cls": Scheduler, "options": options}
 

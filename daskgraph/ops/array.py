@@ -143,8 +143,10 @@ def _convert(value: Any, dtype: dtypes.DType, name: str) -> np.ndarray:
         raise TypeError(
             f"constant {name!r}: cannot convert {value!r} to {dtype.name}: {exc}"
         ) from None
-    if source.dtype.kind in "fc" and array.dtype.kind in "iub" and not np.array_equal(
-        array, source
+    if (
+        source.dtype.kind in "fc"
+        and array.dtype.kind in "iub"
+        and not np.array_equal(array, source)
     ):
         raise TypeError(
             f"constant {name!r}: expected {dtype.name}, got {value!r} whose values are not "
