@@ -30,7 +30,7 @@ from daskgraph.config import virtual_gpu_count
 from daskgraph.device import CPU, GPU, DeviceSpec
 from daskgraph.topology import VIRTUAL_GPU_RESOURCE
 
-__all__ = ["local_cluster", "scheduler_spec", "worker_specs"]
+__all__ = ["local_cluster", "scheduler_spec", "worker_options", "worker_specs"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -76,6 +76,17 @@ def worker_specs(
         name: _worker_spec(name, nthreads, resources, processes, host, memory_limit)
         for name, nthreads, resources in devices
     }
+
+
+def worker_options(spec: dict[str, Any]) -> dict[str, Any]:
+    """The Dask worker options of a spec from :func:`worker_specs`, whatever runs the worker.
+
+    >>> (spec,) = worker_specs(processes=True, cpu_threads=2).values()
+    >>> worker_options(spec)["nthreads"], worker_options(spec)["resources"]
+    (2, {'CPU': 1})
+    """
+    options = spec["options"]
+    return options.get("worker_kwargs", options)
 
 
 def _worker_spec(

@@ -7,10 +7,11 @@ import os
 
 import dask
 import pytest
-from distributed import Nanny, Scheduler, Worker
+from distributed import Scheduler, Worker
+from distributed.deploy.subprocess import SubprocessWorker
 
 from daskgraph import cluster
-from daskgraph.cluster import scheduler_spec, worker_specs
+from daskgraph.cluster import scheduler_spec, worker_options, worker_specs
 from daskgraph.topology import devices_from_workers
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
@@ -22,7 +23,7 @@ def test_worker_names_and_resources(virtual_gpus: int) -> None:
     expected = [LOCAL + "CPU:0"] + [f"{LOCAL}GPU:{i}" for i in range(virtual_gpus)]
     assert list(specs) == expected
     for name, spec in specs.items():
-        options = spec["options"]
+        options = worker_options(spec)
         assert options["name"] == name
         if name.endswith("CPU:0"):
             assert options["resources"] == {"CPU": 1}
@@ -34,24 +35,27 @@ def test_worker_names_and_resources(virtual_gpus: int) -> None:
 
 def test_cpu_threads_default_to_all_cores() -> None:
     specs = worker_specs()
-    assert specs[LOCAL + "CPU:0"]["options"]["nthreads"] == (os.cpu_count() or 1)
+    assert worker_options(specs[LOCAL + "CPU:0"])["nthreads"] == (os.cpu_count() or 1)
 
 
 @pytest.mark.parametrize(
     ("processes", "cls", "silenced"),
-    [(True, Nanny, True), (False, Worker, False)],
+    [(True, SubprocessWorker, True), (False, Worker, False)],
     ids=["processes", "threads"],
 )
 def test_worker_class_and_logs(processes: bool, cls: type, silenced: bool) -> None:
     for spec in worker_specs(virtual_gpus=1, processes=processes).values():
         assert spec["cls"] is cls
-        assert ("silence_logs" in spec["options"]) is silenced
+        assert ("silence_logs" in worker_options(spec)) is silenced
+        if processes:  # a Nanny in a fresh interpreter: restarts its worker, needs no main guard
+            assert spec["options"]["worker_class"] == "distributed.Nanny"
 
 
 def test_workers_listen_on_loopback_by_default() -> None:
     for spec in worker_specs(virtual_gpus=2).values():
-        assert spec["options"]["host"] == "127.0.0.1"
-        assert spec["options"]["memory_limit"] == "auto"
+        assert worker_options(spec)["host"] == "127.0.0.1"
+        assert worker_options(spec)["dashboard_address"] == "127.0.0.1:0"
+        assert worker_options(spec)["memory_limit"] == "auto"
 
 
 def test_host_memory_job_and_task_are_configurable() -> None:
@@ -61,8 +65,8 @@ def test_host_memory_job_and_task_are_configurable() -> None:
         "/job:worker/replica:0/task:2/device:GPU:0",
     ]
     for spec in specs.values():
-        assert spec["options"]["host"] == "10.1.2.3"
-        assert spec["options"]["memory_limit"] == "2GB"
+        assert worker_options(spec)["host"] == "10.1.2.3"
+        assert worker_options(spec)["memory_limit"] == "2GB"
 
 
 def test_negative_virtual_gpus_raise() -> None:
@@ -75,10 +79,10 @@ def test_worker_specs_round_trip_through_topology() -> None:
     specs = worker_specs(virtual_gpus=2, cpu_threads=2)
     records = {
         f"tcp://127.0.0.1:{4000 + i}": {
-            "name": spec["options"]["name"],
-            "resources": spec["options"]["resources"],
-            "nthreads": spec["options"]["nthreads"],
-            "host": spec["options"]["host"],
+            "name": worker_options(spec)["name"],
+            "resources": worker_options(spec)["resources"],
+            "nthreads": worker_options(spec)["nthreads"],
+            "host": worker_options(spec)["host"],
         }
         for i, spec in enumerate(specs.values())
     }
@@ -106,7 +110,12 @@ def test_scheduler_binds_loopback_without_bokeh(monkeypatch: pytest.MonkeyPatch)
     _with_bokeh(monkeypatch, installed=False)
     spec = scheduler_spec()
     assert spec["cls"] is Scheduler
-    assert spec["options"] == {"host": "127.0.0.1", "port": 0, "dashboard": False}
+    assert spec["options"] == {
+        "host": "127.0.0.1",
+        "port": 0,
+        "dashboard_address": "127.0.0.1:0",
+        "dashboard": False,
+    }
 
 
 def test_scheduler_dashboard_on_loopback_with_bokeh(monkeypatch: pytest.MonkeyPatch) -> None:
