@@ -139,7 +139,7 @@ def place(
     >>> p = place(g, devs)
     >>> p["a"].device
     '/job:localhost/replica:0/task:0/device:CPU:0'
-    >>> p["Mul"].device, p["Mul"].reason
+    >>> p["mul"].device, p["mul"].reason
     ('/job:localhost/replica:0/task:0/device:GPU:0', 'automatic')
     """
     if not devices:

@@ -352,19 +352,23 @@ def reduce_max(x: Any, axis: Any = None, keepdims: bool = False, name: str | Non
 
 # -- Tensor operators -----------------------------------------------------------------------------
 def _install_operators() -> None:
-    def swap(f):
-        return lambda self, other: f(other, self)
+    """Operators name their ops as TensorFlow 1 does: ``a + b`` is ``add`` of type ``Add``."""
 
-    Tensor.__add__ = lambda self, other: add(self, other)
-    Tensor.__radd__ = swap(add)
-    Tensor.__sub__ = lambda self, other: subtract(self, other)
-    Tensor.__rsub__ = swap(subtract)
-    Tensor.__mul__ = lambda self, other: multiply(self, other)
-    Tensor.__rmul__ = swap(multiply)
-    Tensor.__truediv__ = lambda self, other: divide(self, other)
-    Tensor.__rtruediv__ = swap(divide)
-    Tensor.__matmul__ = lambda self, other: matmul(self, other)
-    Tensor.__rmatmul__ = swap(matmul)
+    def forward(f, name):
+        return lambda self, other: f(self, other, name=name)
+
+    def reflected(f, name):
+        return lambda self, other: f(other, self, name=name)
+
+    for dunder, function, name in (
+        ("add", add, "add"),
+        ("sub", subtract, "sub"),
+        ("mul", multiply, "mul"),
+        ("truediv", divide, "truediv"),
+        ("matmul", matmul, "matmul"),
+    ):
+        setattr(Tensor, f"__{dunder}__", forward(function, name))
+        setattr(Tensor, f"__r{dunder}__", reflected(function, name))
     Tensor.__neg__ = lambda self: negative(self)
     Tensor.__abs__ = lambda self: abs(self)
 

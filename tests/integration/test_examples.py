@@ -1,0 +1,144 @@
+"""Run every program of examples/ as a user would, on the embedded cluster, and check its output.
+
+Each example is started as ``python examples/NAME.py`` in a subprocess. It must exit with 0
+(the examples check their own results against NumPy), and its output (the result on stdout,
+the placement log on stderr) must show each op on the device TensorFlow's placer would choose.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+TIMEOUT_S = 120
+DEVICE = "/job:localhost/replica:0/task:0/device:"
+CPU0, GPU0, GPU1 = f"{DEVICE}CPU:0", f"{DEVICE}GPU:0", f"{DEVICE}GPU:1"
+
+
+def placed(op: str, op_type: str, device: str) -> str:
+    """A line of the placement log, in TensorFlow's format."""
+    return f"{op}: ({op_type}): {device}"
+
+
+CASES = [
+    pytest.param(
+        "log_device_placement.py",
+        [],
+        [
+            "a + b = [2. 4. 6.]",
+            placed("a", "Const", GPU0),
+            placed("b", "Const", GPU0),
+            placed("x", "Const", GPU0),
+            placed("y", "Const", GPU0),
+            placed("MatMul", "MatMul", GPU0),
+        ],
+        id="log_device_placement",
+    ),
+    pytest.param(
+        "manual_placement.py",
+        [],
+        [
+            " [49. 64.]]",
+            placed("a", "Const", CPU0),
+            placed("b", "Const", CPU0),
+            placed("MatMul", "MatMul", GPU0),
+        ],
+        id="manual_placement",
+    ),
+    pytest.param(
+        "soft_placement.py",
+        [],
+        [
+            # with soft placement, /gpu:2 falls back to GPU:0 and the int32 Variable to the CPU
+            placed("a", "Const", GPU0),
+            placed("MatMul", "MatMul", GPU0),
+            placed("counter", "VariableV2", CPU0),
+            placed("counter/Assign", "Assign", CPU0),
+            placed("AssignAdd", "AssignAdd", CPU0),
+            "counter = 3",
+        ],
+        id="soft_placement",
+    ),
+    pytest.param(
+        "multi_tower.py",
+        [],
+        [
+            placed("Const", "Const", GPU0),
+            placed("MatMul", "MatMul", GPU0),
+            placed("Const_2", "Const", GPU1),
+            placed("MatMul_1", "MatMul", GPU1),
+            placed("AddN", "AddN", CPU0),
+        ],
+        id="multi_tower",
+    ),
+    pytest.param(
+        "matpow.py",
+        ["--size", "200"],
+        [
+            "A^10 + B^10 for 200x200 float32 matrices",
+            placed("A", "Placeholder", GPU0),
+            placed("MatMul", "MatMul", GPU0),
+            placed("MatMul_8", "MatMul", GPU0),
+            placed("B", "Placeholder", GPU1),
+            placed("MatMul_9", "MatMul", GPU1),
+            placed("MatMul_17", "MatMul", GPU1),
+            placed("AddN", "AddN", CPU0),
+        ],
+        id="matpow",
+    ),
+]
+
+
+def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=EXAMPLES.parent,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(("name", "args", "expected_lines"), CASES)
+def test_example_runs_and_places_like_tensorflow(
+    name: str, args: list[str], expected_lines: list[str]
+) -> None:
+    proc = run_example(name, *args)
+    output = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    assert proc.returncode == 0, f"{name} exited with {proc.returncode}\n{output}"
+    assert "OK: result" in proc.stdout, output
+    lines = (proc.stdout + "\n" + proc.stderr).splitlines()
+    for expected in expected_lines:
+        assert expected in lines, f"{name}: no line {expected!r} in the output\n{output}"
+
+
+def test_soft_placement_reports_the_unsatisfiable_request() -> None:
+    """Without soft placement, the printed error names the op, the request and the devices."""
+    proc = run_example("soft_placement.py")
+    output = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    assert proc.returncode == 0, output
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("InvalidArgumentError:")]
+    assert len(errors) == 1, output
+    message = errors[0]
+    assert "'a'" in message, message  # the first op created under /gpu:2
+    assert "'/device:GPU:2'" in message, message
+    assert "available devices:" in message, message
+    for device in (CPU0, GPU0, GPU1):
+        assert device in message, message
+    assert f"{DEVICE}GPU:2" not in message, message
+    assert "soft placement: requested '/device:GPU:2'" in proc.stderr, output
+    assert "soft placement: requested '/device:GPU:0'" in proc.stderr, output
+
+
+def test_matpow_prints_its_wall_time() -> None:
+    proc = run_example("matpow.py", "--size", "50", "--n", "3")
+    output = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    assert proc.returncode == 0, output
+    assert "A^3 + B^3 for 50x50 float32 matrices" in proc.stdout, output
+    assert "session.run wall time: " in proc.stdout, output
+    assert placed("MatMul_3", "MatMul", GPU1) in proc.stderr.splitlines(), output
