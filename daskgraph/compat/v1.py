@@ -1,7 +1,9 @@
 """TensorFlow 1's names for daskgraph's objects, so TF1 programs run with one changed import.
 
-Its one job is to map names: every attribute is the native daskgraph object itself (no
-wrappers, no logic), so ``import daskgraph.compat.v1 as tf`` lets a TensorFlow 1
+Its one job is to map names: every attribute is the native daskgraph object itself, except
+for the few whose TF1 call signatures differ (``Variable``, ``assign``, ``assign_add``,
+``global_variables``, ``reduce_*``), which come from :mod:`daskgraph.compat._signatures` and
+only translate arguments. So ``import daskgraph.compat.v1 as tf`` lets a TensorFlow 1
 device-placement program run unchanged::
 
     import daskgraph.compat.v1 as tf
@@ -24,6 +26,15 @@ True
 """
 
 from daskgraph import dtypes, errors
+from daskgraph.compat._signatures import (
+    Variable,
+    assign,
+    assign_add,
+    global_variables,
+    reduce_max,
+    reduce_mean,
+    reduce_sum,
+)
 from daskgraph.config import GPUOptions
 from daskgraph.config import SessionConfig as ConfigProto
 from daskgraph.device import DeviceSpec
@@ -50,18 +61,14 @@ from daskgraph.graph import (
     reset_default_graph,
 )
 from daskgraph.ops import (
-    Variable,
     abs,
     add,
     add_n,
-    assign,
-    assign_add,
     cast,
     constant,
     convert_to_tensor,
     divide,
     exp,
-    global_variables,
     global_variables_initializer,
     group,
     identity,
@@ -71,9 +78,6 @@ from daskgraph.ops import (
     negative,
     no_op,
     placeholder,
-    reduce_max,
-    reduce_mean,
-    reduce_sum,
     reshape,
     sqrt,
     square,

@@ -1,0 +1,88 @@
+"""TensorFlow 1 call signatures for the few daskgraph functions whose native ones differ.
+
+The native API keeps Pythonic signatures (``keepdims``, keyword ``name``); TF1 programs pass
+``keep_dims=``/``reduction_indices=``, give ``tf.Variable`` its arguments in TF1's positional
+order, or ask ``tf.global_variables(scope)`` by name scope. These adapters translate the call
+and hand it to the native function; they hold no other logic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daskgraph import ops
+from daskgraph.graph import Tensor, get_default_graph
+
+
+class Variable(ops.Variable):
+    """``tf.Variable`` with TF1's positional order (``collections`` third, ``name`` sixth)."""
+
+    def __init__(
+        self,
+        initial_value: Any = None,
+        trainable: bool = True,
+        collections: Any = None,
+        validate_shape: bool = True,
+        caching_device: Any = None,
+        name: str | None = None,
+        variable_def: Any = None,
+        dtype: Any = None,
+        expected_shape: Any = None,
+        import_scope: Any = None,
+    ) -> None:
+        if initial_value is None:
+            raise ValueError("tf.Variable: initial_value must be given")
+        super().__init__(
+            initial_value,
+            trainable=trainable,
+            name=name,
+            dtype=dtype,
+            validate_shape=validate_shape,
+        )
+
+
+def _reduction(native):
+    def reduce(
+        input_tensor: Any,
+        axis: Any = None,
+        keepdims: bool | None = None,
+        name: str | None = None,
+        reduction_indices: Any = None,
+        keep_dims: bool | None = None,
+    ) -> Tensor:
+        if axis is not None and reduction_indices is not None:
+            raise ValueError("Cannot specify both 'axis' and 'reduction_indices'")
+        if keepdims is not None and keep_dims is not None:
+            raise ValueError("Cannot specify both 'keepdims' and 'keep_dims'")
+        axis = axis if axis is not None else reduction_indices
+        keep = bool(keepdims if keepdims is not None else keep_dims)
+        return native(input_tensor, axis=axis, keepdims=keep, name=name)
+
+    reduce.__name__ = native.__name__
+    reduce.__doc__ = native.__doc__
+    return reduce
+
+
+reduce_sum = _reduction(ops.reduce_sum)
+reduce_mean = _reduction(ops.reduce_mean)
+reduce_max = _reduction(ops.reduce_max)
+
+
+def assign(
+    ref: Any, value: Any, validate_shape: Any = None, use_locking: Any = None, name: Any = None
+) -> Tensor:
+    """``tf.assign(ref, value, validate_shape, use_locking, name)``."""
+    return ops.assign(ref, value, name=name)
+
+
+def assign_add(ref: Any, value: Any, use_locking: Any = None, name: Any = None) -> Tensor:
+    """``tf.assign_add(ref, value, use_locking, name)``."""
+    return ops.assign_add(ref, value, name=name)
+
+
+def global_variables(scope: str | None = None) -> list[ops.Variable]:
+    """``tf.global_variables(scope)``: the default graph's variables under a name scope."""
+    variables = ops.global_variables(get_default_graph())
+    if scope is None:
+        return variables
+    return [v for v in variables if v.op.name.startswith(scope)]
