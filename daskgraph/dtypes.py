@@ -36,9 +36,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class DType:
-    """A tensor element type.
+    """A tensor element type. Each type is one object (compared and hashed by identity, which
+    keeps the placer's per-op kernel lookups cheap); unpickling returns that same object.
 
     Attributes
     ----------
@@ -70,6 +71,9 @@ class DType:
 
     def __repr__(self) -> str:
         return self.name
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
 
 
 float16 = DType("float16", np.dtype(np.float16))

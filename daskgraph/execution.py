@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np  # noqa: F401 - used by the doctests
+import numpy as np
 
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, OpError
 from daskgraph.lowering import PartitionProgram
@@ -55,6 +55,11 @@ class VariableStore:
             ) from None
 
     def assign(self, name: str, value: Any) -> None:
+        """Store ``value``. NumPy values are kept as read-only views, so that no caller (a
+        fetch on an in-process worker, say) can change a variable behind the store's back."""
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            value = value.view()
+            value.flags.writeable = False
         with self._lock:
             self._values[name] = value
 

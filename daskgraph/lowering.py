@@ -22,14 +22,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 from dask._task_spec import DataNode, Task, TaskRef
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.graph import Operation, Tensor
-from daskgraph.ops.registry import lookup
+from daskgraph.ops.registry import lookup, ref_producing_types
 from daskgraph.placement import Placement
 
 __all__ = ["Instruction", "PartitionProgram", "Plan", "build_task_graph", "lower"]
@@ -38,9 +38,12 @@ __all__ = ["Instruction", "PartitionProgram", "Plan", "build_task_graph", "lower
 FEED = -1
 
 
-@dataclass(frozen=True, slots=True)
-class Instruction:
-    """One op of a partition: ``slots[out] = kernel(xp, [store,] *slots[args], **attrs)``."""
+class Instruction(NamedTuple):
+    """One op of a partition: ``slots[out] = kernel(xp, [store,] *slots[args], **attrs)``.
+
+    A named tuple, not a dataclass: programs hold thousands of them, and tuples pickle and
+    unpickle several times faster.
+    """
 
     op_name: str
     op_type: str
@@ -110,165 +113,30 @@ def lower(
     Raises
     ------
     InvalidArgumentError
-        If a placeholder the fetches depend on is not fed.
+        If a placeholder the fetches depend on is not fed, or a variable reference is fetched.
     """
     fed = {t: i for i, t in enumerate(feeds)}
-    needed = _needed_ops(fetches, fed)
-    devices = placement.devices
-
-    # rank and partition of every needed op, in graph (topological) order
-    part_of: dict[int, int] = {}
-    keys: dict[tuple[int, int], int] = {}
-    members: list[list[Operation]] = []
-    part_device: list[int] = []
-    part_rank: list[int] = []
-    for op in needed:
-        dev = placement.device_index(op)
-        rank = 0
-        if not _is_fed(op, fed):
-            for dep in chain([t.op for t in op.inputs], op.control_inputs):
-                p = part_of[dep.id]
-                rank = max(rank, part_rank[p] + (part_device[p] != dev))
-        key = (dev, rank)
-        p = keys.get(key)
-        if p is None:
-            p = keys[key] = len(members)
-            members.append([])
-            part_device.append(dev)
-            part_rank.append(rank)
-        part_of[op.id] = p
-        members[p].append(op)
-    order = sorted(range(len(members)), key=lambda p: (part_rank[p], part_device[p]))
-    renumber = {old: new for new, old in enumerate(order)}
-
-    # slots and cross-partition outputs
-    out_index: dict[tuple[int, str], int] = {}  # (producer partition, tensor name) -> output idx
-    outputs: list[list[tuple[int, bool]]] = [[] for _ in members]
-    slot_of: list[dict[str, int]] = [{} for _ in members]
-    for p, ops in enumerate(members):
-        slots = slot_of[p]
-        for op in ops:
-            for t in op.outputs:
-                slots[t.name] = len(slots)
-
-    def export(producer: int, tensor: Tensor, to_host: bool) -> int:
-        key = (producer, tensor.name + ("@host" if to_host else ""))
-        idx = out_index.get(key)
-        if idx is None:
-            idx = out_index[key] = len(outputs[producer])
-            outputs[producer].append((slot_of[producer][tensor.name], to_host))
-        return idx
-
-    inputs: list[list[tuple[int, int, int]]] = [[] for _ in members]
-    deps: list[list[int]] = [[] for _ in members]
-    feed_lists: list[list[tuple[int, int]]] = [[] for _ in members]
-    instructions: list[list[Instruction]] = [[] for _ in members]
-    for p, ops in enumerate(members):
-        slots = slot_of[p]
-        device = devices[part_device[p]]
-
-        def local_slot(t: Tensor, p: int = p, slots: dict = slots) -> int:
-            if t.name in slots:
-                return slots[t.name]
-            producer = part_of[t.op.id]
-            idx = export(producer, t, to_host=False)
-            if producer not in deps[p]:
-                deps[p].append(producer)
-            slot = slots[t.name] = len(slots)
-            inputs[p].append((deps[p].index(producer), idx, slot))
-            return slot
-
-        for op in ops:
-            if _is_fed(op, fed):
-                for t in op.outputs:
-                    feed_lists[p].append((fed[t], slots[t.name]))  # global index for now
-                continue
-            opdef = lookup(op.type)
-            args = tuple(local_slot(t) for t in op.inputs)
-            for c in op.control_inputs:
-                producer = part_of.get(c.id)
-                if producer is not None and producer != p and producer not in deps[p]:
-                    deps[p].append(producer)
-            deref = tuple(
-                i
-                for i, t in enumerate(op.inputs)
-                if i not in opdef.ref_inputs and lookup(t.op.type).produces_ref
-            )
-            instructions[p].append(
-                Instruction(
-                    op.name,
-                    op.type,
-                    opdef.kernel_for(device.device_type),
-                    op.attrs,
-                    args,
-                    slots[op.outputs[0].name] if op.outputs else -1,
-                    opdef.stateful,
-                    deref,
-                )
-            )
-
-    fetch_locations: list[tuple[int, int] | None] = []
-    for f in fetches:
-        if isinstance(f, Operation):
-            fetch_locations.append(None)
-            continue
-        producer = part_of[f.op.id]
-        to_host = devices[part_device[producer]].array_backend != "numpy"
-        if lookup(f.op.type).produces_ref:
-            raise InvalidArgumentError(
-                f"Cannot fetch {f.name!r}: it is a variable reference; fetch the variable "
-                "(or its value()) instead.",
-                op=f.op.name,
-            )
-        fetch_locations.append((renumber[producer], export(producer, f, to_host)))
-
-    has_consumer = {d for p in range(len(members)) for d in deps[p]}
-    result_parts = {loc[0] for loc in fetch_locations if loc is not None}
-    result_parts |= {renumber[p] for p in range(len(members)) if p not in has_consumer}
-
-    partitions = []
-    for p in order:
-        device = devices[part_device[p]]
-        program = PartitionProgram(
-            device.name,
-            device.device_type,
-            device.array_backend,
-            len(slot_of[p]),
-            tuple(inputs[p]),
-            tuple((local, slot) for local, (_, slot) in enumerate(feed_lists[p])),
-            tuple(instructions[p]),
-            tuple(outputs[p]),
-        )
-        partitions.append(
-            Partition(
-                renumber[p],
-                device.name,
-                device.worker,
-                program,
-                tuple(renumber[d] for d in deps[p]),
-                tuple(i for i, _ in feed_lists[p]),
-            )
-        )
-    return Plan(
-        tuple(partitions), tuple(fetch_locations), tuple(feeds), tuple(sorted(result_parts))
-    )
+    ops = placement.ops
+    fed_ops = {t.op.id for t in feeds if all(o in fed for o in t.op.outputs)}
+    needed = _needed_ops(ops, fetches, fed_ops)
+    cut = _cut(needed, placement, fed_ops)
+    return _Emitter(cut, placement, fed, fed_ops).plan(fetches, feeds)
 
 
-def _is_fed(op: Operation, fed: dict[Tensor, int]) -> bool:
-    return bool(op.outputs) and all(t in fed for t in op.outputs)
-
-
-def _needed_ops(fetches: Sequence[Tensor | Operation], fed: dict[Tensor, int]) -> list[Operation]:
-    """The ops the fetches depend on, cut at fed tensors (their ops become sources), in order."""
-    seen: dict[int, Operation] = {}
-    stack = [f if isinstance(f, Operation) else f.op for f in fetches]
+def _needed_ops(
+    ops: Sequence[Operation], fetches: Sequence[Tensor | Operation], fed_ops: set[int]
+) -> list[Operation]:
+    """The ops the fetches depend on, cut at fed ops (which become sources), in graph order."""
+    mark = bytearray(len(ops))
+    stack = [f.id if isinstance(f, Operation) else f.op.id for f in fetches]
     while stack:
-        op = stack.pop()
-        if op.id in seen:
+        i = stack.pop()
+        if mark[i]:
             continue
-        seen[op.id] = op
-        if _is_fed(op, fed):
+        mark[i] = 1
+        if i in fed_ops:
             continue
+        op = ops[i]
         if op.type == "Placeholder":
             t = op.outputs[0]
             shape = "unknown" if t.shape is None else list(t.shape)
@@ -277,9 +145,167 @@ def _needed_ops(fetches: Sequence[Tensor | Operation], fed: dict[Tensor, int]) -
                 f"{t.dtype.name} and shape {shape}: pass it in feed_dict.",
                 op=op.name,
             )
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    return [seen[i] for i in sorted(seen)]
+        stack.extend([t.op.id for t in op.inputs])
+        stack.extend([c.id for c in op.control_inputs])
+    return [ops[i] for i in range(len(ops)) if mark[i]]
+
+
+class _Cut(NamedTuple):
+    members: list[list[Operation]]  # ops of each partition, in graph order
+    part_of: dict[int, int]  # op id -> partition
+    device: list[int]  # partition -> device index
+    rank: list[int]  # partition -> rank
+
+
+def _cut(needed: list[Operation], placement: Placement, fed_ops: set[int]) -> _Cut:
+    """Partition ``needed`` by (device, rank); see the module docstring for why it is acyclic."""
+    where = [placement.device_index(op) for op in needed]
+    part_of: dict[int, int] = {}
+    keys: dict[tuple[int, int], int] = {}
+    members: list[list[Operation]] = []
+    part_device: list[int] = []
+    part_rank: list[int] = []
+    for op, dev in zip(needed, where, strict=True):
+        rank = 0
+        if op.id not in fed_ops:
+            for dep in chain([t.op.id for t in op.inputs], [c.id for c in op.control_inputs]):
+                p = part_of[dep]
+                r = part_rank[p] + (part_device[p] != dev)
+                if r > rank:
+                    rank = r
+        p = keys.get((dev, rank))
+        if p is None:
+            p = keys[(dev, rank)] = len(members)
+            members.append([])
+            part_device.append(dev)
+            part_rank.append(rank)
+        part_of[op.id] = p
+        members[p].append(op)
+    return _Cut(members, part_of, part_device, part_rank)
+
+
+class _Emitter:
+    """Turns a cut into programs: slots, instructions, transfers between partitions."""
+
+    def __init__(
+        self, cut: _Cut, placement: Placement, fed: dict[Tensor, int], fed_ops: set[int]
+    ) -> None:
+        self.cut = cut
+        self.devices = placement.devices
+        self.fed = fed
+        self.fed_ops = fed_ops
+        n = len(cut.members)
+        self.slots: list[dict[Tensor, int]] = [
+            {t: i for i, t in enumerate(t for op in ops for t in op.outputs)} for ops in cut.members
+        ]
+        self.outputs: list[list[tuple[int, bool]]] = [[] for _ in range(n)]
+        self.exported: dict[tuple[int, Tensor, bool], int] = {}
+        self.inputs: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        self.deps: list[list[int]] = [[] for _ in range(n)]
+        self.feeds: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.instructions: list[list[Instruction]] = [[] for _ in range(n)]
+        self.ref_types = ref_producing_types()
+
+    def export(self, producer: int, tensor: Tensor, to_host: bool) -> int:
+        """Make ``tensor`` an output of partition ``producer``; return its output index."""
+        key = (producer, tensor, to_host)
+        index = self.exported.get(key)
+        if index is None:
+            index = self.exported[key] = len(self.outputs[producer])
+            self.outputs[producer].append((self.slots[producer][tensor], to_host))
+        return index
+
+    def depend(self, p: int, producer: int) -> int:
+        deps = self.deps[p]
+        if producer not in deps:
+            deps.append(producer)
+        return deps.index(producer)
+
+    def slot(self, p: int, tensor: Tensor) -> int:
+        """The slot of ``tensor`` in partition ``p``, receiving it from its producer if needed."""
+        slots = self.slots[p]
+        found = slots.get(tensor)
+        if found is None:
+            producer = self.cut.part_of[tensor.op.id]
+            index = self.export(producer, tensor, to_host=False)
+            found = slots[tensor] = len(slots)
+            self.inputs[p].append((self.depend(p, producer), index, found))
+        return found
+
+    def emit(self, p: int) -> None:
+        device_type = self.devices[self.cut.device[p]].device_type
+        kernels: dict[str, tuple] = {}
+        for op in self.cut.members[p]:
+            if op.id in self.fed_ops:
+                for t in op.outputs:
+                    self.feeds[p].append((self.fed[t], self.slots[p][t]))
+                continue
+            known = kernels.get(op.type)
+            if known is None:
+                opdef = lookup(op.type)
+                known = kernels[op.type] = (opdef, opdef.kernel_for(device_type))
+            opdef, kernel = known
+            args = tuple([self.slot(p, t) for t in op.inputs])
+            deref = tuple(
+                i
+                for i, t in enumerate(op.inputs)
+                if t.op.type in self.ref_types and i not in opdef.ref_inputs
+            )
+            for c in op.control_inputs:
+                producer = self.cut.part_of[c.id]
+                if producer != p:
+                    self.depend(p, producer)
+            out = self.slots[p][op.outputs[0]] if op.outputs else -1
+            self.instructions[p].append(
+                Instruction(op.name, op.type, kernel, op.attrs, args, out, opdef.stateful, deref)
+            )
+
+    def plan(self, fetches: Sequence[Tensor | Operation], feeds: Sequence[Tensor]) -> Plan:
+        cut = self.cut
+        for p in range(len(cut.members)):
+            self.emit(p)
+        order = sorted(range(len(cut.members)), key=lambda p: (cut.rank[p], cut.device[p]))
+        renumber = {old: new for new, old in enumerate(order)}
+        locations: list[tuple[int, int] | None] = []
+        for f in fetches:
+            if isinstance(f, Operation):
+                locations.append(None)
+                continue
+            if f.op.type in self.ref_types:
+                raise InvalidArgumentError(
+                    f"Cannot fetch {f.name!r}: it is a variable reference; fetch the variable "
+                    "(or its value()) instead.",
+                    op=f.op.name,
+                )
+            producer = cut.part_of[f.op.id]
+            to_host = self.devices[cut.device[producer]].array_backend != "numpy"
+            locations.append((renumber[producer], self.export(producer, f, to_host)))
+        consumed = {d for deps in self.deps for d in deps}
+        results = {loc[0] for loc in locations if loc is not None}
+        results |= {renumber[p] for p in range(len(cut.members)) if p not in consumed}
+        partitions = tuple(self.partition(p, renumber[p], renumber) for p in order)
+        return Plan(partitions, tuple(locations), tuple(feeds), tuple(sorted(results)))
+
+    def partition(self, p: int, index: int, renumber: dict[int, int]) -> Partition:
+        device = self.devices[self.cut.device[p]]
+        program = PartitionProgram(
+            device.name,
+            device.device_type,
+            device.array_backend,
+            len(self.slots[p]),
+            tuple(self.inputs[p]),
+            tuple((local, slot) for local, (_, slot) in enumerate(self.feeds[p])),
+            tuple(self.instructions[p]),
+            tuple(self.outputs[p]),
+        )
+        return Partition(
+            index,
+            device.name,
+            device.worker,
+            program,
+            tuple(renumber[d] for d in self.deps[p]),
+            tuple(i for i, _ in self.feeds[p]),
+        )
 
 
 def build_task_graph(
@@ -289,11 +315,13 @@ def build_task_graph(
     feed_values: Sequence[Any],
     execute: Any,
     trace: bool = False,
+    program_keys: Sequence[Any] | None = None,
 ) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
     """The Dask graph of one run: one task per partition, each restricted to its worker.
 
     ``execute`` is the worker-side function ``execute(program, session_id, feeds, trace,
-    *dependency_outputs)``.
+    *dependency_outputs)``. ``program_keys`` are the keys of the programs already on their
+    workers (see :mod:`daskgraph.dispatch`); without them the programs travel in the graph.
     Returns the graph and the key of every partition, in plan order.
     """
     keys = [(f"{key_prefix}-{_short(p.device)}", p.index) for p in plan.partitions]
@@ -301,10 +329,15 @@ def build_task_graph(
     dependencies: dict[str, set[str]] = {}
     for p, key in zip(plan.partitions, keys, strict=True):
         feeds = tuple(feed_values[i] for i in p.feed_indices)
+        program = (
+            TaskRef(program_keys[p.index])
+            if program_keys is not None
+            else DataNode(None, p.program)
+        )
         task = Task(
             key,
             execute,
-            DataNode(None, p.program),
+            program,
             session_id,
             DataNode(None, feeds),
             trace,
@@ -315,6 +348,7 @@ def build_task_graph(
             {key: task}, annotations={"workers": [p.worker], "allow_other_workers": False}
         )
         dependencies[name] = {f"{keys[d][0]}-{keys[d][1]}" for d in p.dependencies}
+
     return HighLevelGraph(layers, dependencies), keys
 
 

@@ -177,13 +177,16 @@ def place(
     request: dict[int, tuple[DeviceSpec, str]] = {}
     kernel_types: dict[int, tuple[str, ...]] = {}
     type_cache: dict[tuple, tuple[str, ...]] = {}
+    specs: dict[str, DeviceSpec] = {}
     for op in ops:
         root = find(op.id)
         types = _kernel_types(op, type_cache)
         known = kernel_types.get(root)
         kernel_types[root] = types if known is None else tuple(t for t in known if t in types)
         if op.device:
-            spec = DeviceSpec.from_string(op.device)
+            spec = specs.get(op.device)
+            if spec is None:
+                spec = specs[op.device] = DeviceSpec.from_string(op.device)
             if root in request:
                 request[root] = _merge_group_request(request[root], spec, op, allow_soft_placement)
             else:

@@ -16,19 +16,23 @@ from __future__ import annotations
 import logging
 import sys
 import uuid
+from collections import defaultdict
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+import dask.config
 import numpy as np
 from distributed import Client
+from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph.cluster import local_cluster
 from daskgraph.config import SessionConfig
-from daskgraph.errors import InvalidArgumentError
-from daskgraph.execution import DeviceStepStats, RunFailure, drop_session, execute_partition
+from daskgraph.dispatch import CompiledRun, submit_run
+from daskgraph.errors import InvalidArgumentError, UnavailableError
+from daskgraph.execution import DeviceStepStats, drop_session
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
-from daskgraph.lowering import Plan, build_task_graph, lower
+from daskgraph.lowering import lower
 from daskgraph.placement import Placement, format_placement_log, place
 from daskgraph.topology import Device, devices_from_workers, format_device_mapping
 
@@ -119,7 +123,7 @@ class Session:
         self._runs = 0
         self._closed = False
         self._placement: Placement | None = None
-        self._plans: dict[tuple, Plan] = {}
+        self._plans: dict[tuple, CompiledRun] = {}
         self._tokens: list = []
         self._cluster, self._client, self._owns_client = _connect(target)
         try:
@@ -171,9 +175,10 @@ class Session:
             raise RuntimeError("Attempted to use a closed Session.")
         items, rebuild = _flatten_fetches(fetches, self._graph)
         feeds, values = _check_feeds(feed_dict, self._graph)
-        plan = self._plan(items, feeds)
+        compiled = self._plan(items, feeds)
+        plan = compiled.plan
         trace = bool(options is not None and options.trace_level and run_metadata is not None)
-        results = self._execute(plan, values, trace) if plan.partitions else {}
+        results = self._execute(compiled, values, trace) if plan.partitions else {}
         if trace:
             run_metadata.step_stats = StepStats([results[i][-1] for i in sorted(results)])
         by_item = []
@@ -185,7 +190,7 @@ class Session:
                 by_item.append(_as_result(results[partition][index]))
         return rebuild(by_item)
 
-    def _plan(self, items: list[Tensor | Operation], feeds: list[Tensor]) -> Plan:
+    def _plan(self, items: list[Tensor | Operation], feeds: list[Tensor]) -> CompiledRun:
         placement = self._current_placement()
         key = (
             placement.graph_version,
@@ -196,7 +201,7 @@ class Session:
         )
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = lower(placement, items, feeds)
+            plan = self._plans[key] = CompiledRun(lower(placement, items, feeds))
         return plan
 
     def _current_placement(self, refresh: bool = False) -> Placement:
@@ -215,35 +220,19 @@ class Session:
                 self._log_placement(placement)
         return placement
 
-    def _execute(self, plan: Plan, values: list[Any], trace: bool) -> dict[int, tuple]:
-        live = set(self._client.scheduler_info(n_workers=-1)["workers"])
-        missing = plan.workers - live
-        if missing:
-            # a device's worker is gone: place again on the devices there are now
-            gone = sorted(p.device for p in plan.partitions if p.worker in missing)
-            self._current_placement(refresh=True)
-            raise InvalidArgumentError(
-                f"The workers of devices {', '.join(gone)} are no longer in the cluster; "
-                f"available devices: {', '.join(d.name for d in self._devices)}. The graph was "
-                "placed again; run again to use the devices there are now.",
-                missing=gone,
-                available=[d.name for d in self._devices],
-            )
+    def _execute(self, compiled: CompiledRun, values: list[Any], trace: bool) -> dict:
         self._runs += 1
         prefix = f"dg-{self._id}-{self._runs}"
-        dsk, keys = build_task_graph(plan, prefix, self._id, values, execute_partition, trace)
-        # with tracing, every partition reports where it ran; otherwise only results matter
-        parts = range(len(plan.partitions)) if trace else plan.result_partitions
-        wanted = [keys[i] for i in parts]
-        futures = self._client.get(dsk, wanted, sync=False)
+        tick = float(dask.config.get("daskgraph.liveness-check-interval"))
         try:
-            gathered = self._client.gather(futures)
-        finally:
-            del futures
-        for result in gathered:
-            if isinstance(result, RunFailure):
-                raise result.error
-        return dict(zip(parts, gathered, strict=True))
+            return submit_run(self._client, compiled, prefix, self._id, values, trace, tick)
+        except UnavailableError:
+            self._current_placement(refresh=True)  # next run: the devices there are now
+            raise
+        except (FutureCancelledError, FuturesCancelledError):
+            # a program's worker restarted between runs and lost it: send it again, once
+            compiled.forget_programs()
+            return submit_run(self._client, compiled, prefix, self._id, values, trace, tick)
 
     # -- devices and logging --------------------------------------------------------------------
     def _discover_devices(self) -> list[Device]:
@@ -345,8 +334,6 @@ def _connect(target: Any):
 
 
 def _startup_timeout() -> float:
-    import dask.config
-
     return float(dask.config.get("daskgraph.local.startup-timeout"))
 
 
@@ -388,6 +375,10 @@ def _flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list],
             return lambda r: type(value)(p(r) for p in parts)
         if isinstance(value, Mapping):
             parts = {k: walk(v) for k, v in value.items()}
+            if isinstance(value, defaultdict):
+                return lambda r: defaultdict(
+                    value.default_factory, ((k, p(r)) for k, p in parts.items())
+                )
             return lambda r: type(value)((k, p(r)) for k, p in parts.items())
         item = _resolve(value, graph, "Fetch argument")
         position = index.get(id(item))
@@ -448,6 +439,11 @@ def _item_key(item: Tensor | Operation) -> str:
 
 
 def _as_result(value: Any) -> Any:
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        return value[()]
+    """A fetched value as the caller gets it: 0-d arrays become NumPy scalars, and read-only
+    arrays (constants and variables handed over by an in-process worker) are copied."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value[()]
+        if not value.flags.writeable:
+            return value.copy()
     return value

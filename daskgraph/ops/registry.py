@@ -139,5 +139,10 @@ def lookup(op_type: str) -> OpDef:
         ) from None
 
 
+def ref_producing_types() -> frozenset[str]:
+    """Op types whose output is a variable reference (``VariableV2``)."""
+    return frozenset(t for t, d in _REGISTRY.items() if d.produces_ref)
+
+
 def registered_types() -> list[str]:
     return sorted(_REGISTRY)
