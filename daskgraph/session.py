@@ -262,6 +262,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        self._plans.clear()  # releases the programs resident on the workers
+        self._placement = None
         client = getattr(self, "_client", None)
         if client is not None and client.status == "running":
             try:

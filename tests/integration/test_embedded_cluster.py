@@ -1,0 +1,215 @@
+"""``dg.Session()`` with no target starts, uses and closes its own embedded cluster."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import dask
+import numpy as np
+import psutil
+import pytest
+
+import daskgraph as dg
+from daskgraph.session import RunMetadata, RunOptions
+
+TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
+PREFIX = "/job:localhost/replica:0/task:0/device:"
+LOOPBACK = "tcp://127.0.0.1:"
+THREADS = {"daskgraph.virtual-gpus": 1, "daskgraph.local.processes": False}
+
+
+def _listening() -> set[tuple[str, int]]:
+    """(ip, port) of the TCP sockets this process listens on."""
+    return {
+        (c.laddr.ip, c.laddr.port)
+        for c in psutil.Process().net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    }
+
+
+def _worker_addresses(sess: dg.Session) -> list[str]:
+    return list(sess.client.scheduler_info(n_workers=-1)["workers"])
+
+
+def _small_graph():
+    with dg.device("/cpu:0"):
+        x = dg.constant(np.arange(4, dtype=np.float32).reshape(2, 2), name="x")
+    y = dg.matmul(x, x, transpose_b=True, name="y")  # default: GPU:0
+    return y, np.arange(4, dtype=np.float32).reshape(2, 2) @ np.arange(4).reshape(2, 2).T
+
+
+@pytest.fixture
+def embedded():
+    """An embedded session (threads, one virtual GPU) over a fresh default graph."""
+    with dg.Graph().as_default(), dask.config.set(THREADS):
+        sess = dg.Session()
+        try:
+            yield sess
+        finally:
+            sess.close()
+
+
+def test_embedded_cluster_has_a_cpu_and_a_virtual_gpu(embedded):
+    devices = embedded.list_devices()
+    assert [d.name for d in devices] == [PREFIX + "CPU:0", PREFIX + "GPU:0"]
+    assert [d.kind for d in devices] == ["cpu", "virtual-gpu"]
+    assert len({d.worker for d in devices}) == 2  # one worker per device
+    assert embedded.graph is dg.get_default_graph()
+
+
+@pytest.mark.parametrize("count", [0, 2], ids=["no-gpu", "two-gpus"])
+def test_virtual_gpu_count_comes_from_dask_config(count):
+    with dg.Graph().as_default(), dask.config.set({**THREADS, "daskgraph.virtual-gpus": count}):
+        sess = dg.Session()
+    try:
+        names = [d.name for d in sess.list_devices()]
+        assert names == [PREFIX + "CPU:0"] + [f"{PREFIX}GPU:{i}" for i in range(count)]
+    finally:
+        sess.close()
+
+
+def test_embedded_cluster_listens_on_loopback_only():
+    before = _listening()
+    with dg.Graph().as_default(), dask.config.set(THREADS):
+        sess = dg.Session()
+    try:
+        assert sess.client.scheduler.address.startswith(LOOPBACK)
+        addresses = _worker_addresses(sess)
+        assert len(addresses) == 2
+        for address in addresses:
+            assert address.startswith(LOOPBACK), address
+        for device in sess.list_devices():
+            assert device.worker.startswith(LOOPBACK), device
+        # every socket it opened (scheduler, workers, HTTP/dashboard) is on 127.0.0.1
+        opened = _listening() - before
+        assert opened, "the embedded cluster opened no listening socket?"
+        assert {ip for ip, _ in opened} == {"127.0.0.1"}, opened
+    finally:
+        sess.close()
+
+
+def test_embedded_session_runs_a_graph_on_its_devices(embedded):
+    y, want = _small_graph()
+    md = RunMetadata()
+    result = embedded.run(y, options=TRACE, run_metadata=md)
+    np.testing.assert_allclose(result, want)
+    workers = {d.name[-5:]: d.worker for d in embedded.list_devices()}
+    assert md.step_stats.worker_of("x") == workers["CPU:0"]
+    assert md.step_stats.worker_of("y") == workers["GPU:0"]
+    v = dg.Variable(1.0, name="v")
+    step = v.assign_add(2.0)
+    embedded.run(v.initializer)
+    assert [embedded.run(step) for _ in range(3)] == [3.0, 5.0, 7.0]
+
+
+def test_empty_target_also_starts_an_embedded_cluster():
+    with dg.Graph().as_default(), dask.config.set(THREADS):
+        sess = dg.Session("")
+        try:
+            assert sess._cluster is not None
+            assert [d.kind for d in sess.list_devices()] == ["cpu", "virtual-gpu"]
+            assert sess.run(dg.constant(3.0) - 1.0) == 2.0
+        finally:
+            sess.close()
+    assert sess.client.status == "closed"
+
+
+@pytest.mark.virtual_gpus(2)
+@pytest.mark.parametrize("scheme", [True, False], ids=["tcp-address", "host-port"])
+def test_session_by_address_connects_and_leaves_the_cluster_running(dg_client, scheme):
+    address = dg_client.scheduler.address
+    target = address if scheme else address.removeprefix("tcp://")
+    with dg.Graph().as_default():
+        sess = dg.Session(target)
+        try:
+            assert sess._cluster is None  # nothing started: it joined the running cluster
+            assert len(sess.list_devices()) == 3
+            with dg.device("/gpu:1"):
+                v = dg.Variable(1.0, name="v")
+            sess.run(v.initializer)
+            with sess.as_default():
+                assert v.eval() == 1.0
+                v.assign_add(2.0).op.run()
+                assert v.eval() == 3.0
+        finally:
+            sess.close()
+    assert sess.client.status == "closed"  # its own client
+    assert dg_client.status == "running"  # the cluster is not its to close
+    assert len(dg_client.scheduler_info(n_workers=-1)["workers"]) == 3
+
+
+def test_close_shuts_the_embedded_cluster_down():
+    before = _listening()
+    with dg.Graph().as_default(), dask.config.set(THREADS):
+        sess = dg.Session()
+        y, want = _small_graph()
+    np.testing.assert_allclose(sess.run(y), want)
+    opened = _listening() - before
+    sess.close()
+    assert sess.closed
+    assert sess.client.status == "closed"
+    assert sess._cluster.status.name == "closed"
+    deadline = time.monotonic() + 10
+    while opened & _listening() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not opened & _listening(), "the cluster's sockets are still listening"
+    with pytest.raises(RuntimeError, match="closed"):
+        sess.run(y)
+    sess.close()  # idempotent
+
+
+def test_with_block_closes_the_embedded_session():
+    with dg.Graph().as_default(), dask.config.set(THREADS):
+        with dg.Session() as sess:
+            assert dg.get_default_session() is sess
+            assert sess.run(dg.constant(2.0) * 4.0) == 8.0
+    assert sess.closed
+    assert sess.client.status == "closed"
+    with pytest.raises(ValueError, match="No default session"):
+        dg.get_default_session()
+
+
+def test_workers_are_separate_processes_when_processes_is_true():
+    box: dict = {}
+
+    def body() -> None:
+        with (
+            dg.Graph().as_default(),
+            dask.config.set({**THREADS, "daskgraph.local.processes": True}),
+        ):
+            sess = dg.Session()
+            try:
+                box["pids"] = sess.client.run(os.getpid)
+                box["devices"] = {d.name[-5:]: d.worker for d in sess.list_devices()}
+                y, want = _small_graph()
+                md = RunMetadata()
+                np.testing.assert_allclose(sess.run(y, options=TRACE, run_metadata=md), want)
+                box["ran_on"] = md.step_stats.worker_of("y")
+            finally:
+                sess.close()
+            box["done"] = True
+
+    def target() -> None:
+        try:
+            body()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)  # a hang fails the test, not the run
+    thread.start()
+    thread.join(90)
+    assert not thread.is_alive(), "the process-based embedded cluster did not finish in 90 s"
+    if "error" in box:
+        raise box["error"]
+    pids = box["pids"]
+    assert len(pids) == 2
+    assert os.getpid() not in pids.values()
+    assert len(set(pids.values())) == 2  # one process per worker
+    assert box["ran_on"] == box["devices"]["GPU:0"]
+    deadline = time.monotonic() + 20
+    while any(psutil.pid_exists(p) for p in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [p for p in pids.values() if psutil.pid_exists(p)]
+    assert not alive or all(psutil.Process(p).status() == psutil.STATUS_ZOMBIE for p in alive)
