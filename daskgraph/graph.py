@@ -112,12 +112,12 @@ class Operation:
     """
 
     __slots__ = (
-        "_id",
         "attrs",
         "colocation",
         "control_inputs",
         "device",
         "graph",
+        "id",
         "inputs",
         "name",
         "outputs",
@@ -135,7 +135,7 @@ class Operation:
         attrs: dict[str, Any],
     ) -> None:
         self.graph = graph
-        self._id = op_id
+        self.id = op_id  # position in the graph: creation order, a topological order
         self.name = name
         self.type = op_type
         self.inputs = inputs
@@ -144,11 +144,6 @@ class Operation:
         self.outputs: list[Tensor] = []
         self.device = ""
         self.colocation: str | None = None
-
-    @property
-    def id(self) -> int:
-        """Position of the operation in its graph (creation order, a topological order)."""
-        return self._id
 
     def _set_device(self, spec: DeviceSpec) -> None:
         self.device = spec.to_string()

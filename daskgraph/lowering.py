@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, NamedTuple
 
 from dask._task_spec import DataNode, Task, TaskRef
@@ -168,8 +167,13 @@ def _cut(needed: list[Operation], placement: Placement, fed_ops: set[int]) -> _C
     for op, dev in zip(needed, where, strict=True):
         rank = 0
         if op.id not in fed_ops:
-            for dep in chain([t.op.id for t in op.inputs], [c.id for c in op.control_inputs]):
-                p = part_of[dep]
+            for t in op.inputs:
+                p = part_of[t.op.id]
+                r = part_rank[p] + (part_device[p] != dev)
+                if r > rank:
+                    rank = r
+            for c in op.control_inputs:
+                p = part_of[c.id]
                 r = part_rank[p] + (part_device[p] != dev)
                 if r > rank:
                     rank = r
@@ -246,11 +250,10 @@ class _Emitter:
                 known = kernels[op.type] = (opdef, opdef.kernel_for(device_type))
             opdef, kernel = known
             args = tuple([self.slot(p, t) for t in op.inputs])
-            deref = tuple(
-                i
-                for i, t in enumerate(op.inputs)
-                if t.op.type in self.ref_types and i not in opdef.ref_inputs
-            )
+            deref: tuple[int, ...] = ()
+            for i, t in enumerate(op.inputs):
+                if t.op.type in self.ref_types and i not in opdef.ref_inputs:
+                    deref += (i,)
             for c in op.control_inputs:
                 producer = self.cut.part_of[c.id]
                 if producer != p:

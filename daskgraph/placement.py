@@ -222,11 +222,10 @@ _EMPTY = DeviceSpec()
 
 
 def _kernel_types(op: Operation, cache: dict[tuple, tuple[str, ...]]) -> tuple[str, ...]:
-    op_dtypes = tuple(t.dtype for t in op.outputs) + tuple(t.dtype for t in op.inputs)
-    key = (op.type, op_dtypes)
+    key = (op.type, *[t.dtype for t in op.outputs], *[t.dtype for t in op.inputs])
     types = cache.get(key)
     if types is None:
-        types = cache[key] = lookup(op.type).device_types(op_dtypes)
+        types = cache[key] = lookup(op.type).device_types(key[1:])
     return types
 
 
