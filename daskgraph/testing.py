@@ -40,6 +40,8 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -51,7 +53,7 @@ from daskgraph.config import SessionConfig
 from daskgraph.graph import Graph
 from daskgraph.session import Session
 
-__all__ = ["gpu_available"]
+__all__ = ["gpu_available", "within"]
 
 DEFAULT_VIRTUAL_GPUS = 2
 
@@ -67,6 +69,33 @@ def gpu_available() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return out.returncode == 0 and "GPU" in out.stdout
+
+
+def within(seconds: float, fn: Callable[[], Any]) -> dict[str, Any]:
+    """Call ``fn`` in a thread and fail the test if it has not returned after ``seconds``.
+
+    For checks that something "never hangs". Returns ``{"value": ..., "elapsed": s}``, or
+    ``{"error": exc, "elapsed": s}`` when ``fn`` raised.
+
+    >>> within(5, lambda: 1 + 1)["value"]
+    2
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="daskgraph-within")
+    start = time.monotonic()
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"did not finish within {seconds} s (it would have hung)")
+    box["elapsed"] = time.monotonic() - start
+    return box
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import dask
@@ -11,25 +10,7 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.errors import InvalidArgumentError
-
-
-def _within(seconds: float, fn):
-    """Run ``fn`` in a thread; fail (instead of hanging the suite) if it takes longer."""
-    box: dict = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    start = time.monotonic()
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"did not finish within {seconds} s"
-    box["elapsed"] = time.monotonic() - start
-    return box
+from daskgraph.testing import within as _within
 
 
 @pytest.fixture

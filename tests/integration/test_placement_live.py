@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ import pytest
 import daskgraph as dg
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.testing import within as _within
 
 pytestmark = pytest.mark.virtual_gpus(2)
 
@@ -27,25 +26,6 @@ def _worker_of(session: dg.Session, device: str) -> str:
 def _traced(session: dg.Session, fetches):
     md = RunMetadata()
     return session.run(fetches, options=TRACE, run_metadata=md), md.step_stats
-
-
-def _within(seconds: float, fn):
-    """Run ``fn`` in a thread; fail (instead of hanging the suite) if it takes longer."""
-    box: dict = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    start = time.monotonic()
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"did not finish within {seconds} s"
-    box["elapsed"] = time.monotonic() - start
-    return box
 
 
 @pytest.fixture
