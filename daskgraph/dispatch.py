@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import dask.config
 from distributed import Client, Future
 
 from daskgraph.errors import UnavailableError
@@ -69,6 +70,7 @@ def submit_run(
     """
     plan = compiled.plan
     programs = compiled.program_futures(client)
+    feed_futures = _send_large_feeds(client, plan, feed_values)
     dsk, keys = build_task_graph(
         plan,
         key_prefix,
@@ -77,6 +79,7 @@ def submit_run(
         execute_partition,
         trace,
         program_keys=[f.key for f in programs],
+        feed_keys={i: f.key for i, f in feed_futures.items()},
     )
     # with tracing, every partition reports where it ran; otherwise only results matter
     parts = range(len(plan.partitions)) if trace else plan.result_partitions
@@ -84,11 +87,27 @@ def submit_run(
     try:
         gathered = [_result_watching_workers(client, plan, futures, f, tick) for f in futures]
     finally:
-        del futures
+        del futures, feed_futures
     for result in gathered:
         if isinstance(result, RunFailure):
             raise result.error
     return dict(zip(parts, gathered, strict=True))
+
+
+def _send_large_feeds(client: Client, plan: Plan, feed_values: Sequence[Any]) -> dict[int, Future]:
+    """Send each feed of at least ``daskgraph.direct-feed-bytes`` straight to the (first)
+    worker that reads it, bypassing the scheduler; smaller feeds travel inside the graph."""
+    threshold = int(dask.config.get("daskgraph.direct-feed-bytes"))
+    readers: dict[int, str] = {}
+    for p in plan.partitions:
+        for i in p.feed_indices:
+            readers.setdefault(i, p.worker)
+    sent: dict[int, Future] = {}
+    for i, worker in readers.items():
+        value = feed_values[i]
+        if getattr(value, "nbytes", 0) >= threshold:
+            sent[i] = client.scatter(value, workers=[worker], direct=True, hash=False)
+    return sent
 
 
 def _result_watching_workers(

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from dask._task_spec import DataNode, Task, TaskRef
+from dask._task_spec import DataNode, Task, TaskRef, Tuple
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from daskgraph.errors import InvalidArgumentError
@@ -319,30 +319,39 @@ def build_task_graph(
     execute: Any,
     trace: bool = False,
     program_keys: Sequence[Any] | None = None,
+    feed_keys: dict[int, Any] | None = None,
 ) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
     """The Dask graph of one run: one task per partition, each restricted to its worker.
 
     ``execute`` is the worker-side function ``execute(program, session_id, feeds, trace,
     *dependency_outputs)``. ``program_keys`` are the keys of the programs already on their
     workers (see :mod:`daskgraph.dispatch`); without them the programs travel in the graph.
-    Returns the graph and the key of every partition, in plan order.
+    ``feed_keys`` maps feed positions to the keys of values already sent to a worker: those
+    feeds are referenced, not embedded. Returns the graph and every partition's key, in order.
     """
     keys = [(f"{key_prefix}-{_short(p.device)}", p.index) for p in plan.partitions]
     layers: dict[str, MaterializedLayer] = {}
     dependencies: dict[str, set[str]] = {}
     for p, key in zip(plan.partitions, keys, strict=True):
-        feeds = tuple(feed_values[i] for i in p.feed_indices)
-        program = (
-            TaskRef(program_keys[p.index])
-            if program_keys is not None
-            else DataNode(None, p.program)
-        )
+        if feed_keys and any(i in feed_keys for i in p.feed_indices):
+            feeds: Any = Tuple(
+                *(
+                    TaskRef(feed_keys[i]) if i in feed_keys else DataNode(None, feed_values[i])
+                    for i in p.feed_indices
+                )
+            )
+        else:
+            feeds = DataNode(None, tuple(feed_values[i] for i in p.feed_indices))
+        if program_keys is not None:
+            program: Any = TaskRef(program_keys[p.index])
+        else:
+            program = DataNode(None, p.program)
         task = Task(
             key,
             execute,
             program,
             session_id,
-            DataNode(None, feeds),
+            feeds,
             trace,
             *(TaskRef(keys[d]) for d in p.dependencies),
         )
