@@ -7,10 +7,17 @@ cross the network once per session. :func:`submit_run` builds one run's graph, s
 waits for it with a watchdog: while the run is pending it checks every ``tick`` seconds that
 the workers of the plan's devices are still in the cluster, so that a vanished device fails the
 run within seconds instead of leaving its tasks in Dask's ``no-worker`` state forever.
+
+:class:`FastPath` is the shortcut for the commonest case, a plan of one partition (everything
+on one device): the run is one direct call to an executor actor living on that device's worker,
+and the scheduler is not involved at all (``daskgraph.fast-path``; on by default). Plans that
+span devices keep the scheduler's path, which moves data between workers.
 """
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,10 +25,17 @@ import dask.config
 from distributed import Client, Future
 
 from daskgraph.errors import UnavailableError
-from daskgraph.execution import RunFailure, execute_partition
+from daskgraph.execution import (
+    MISSING_PROGRAM,
+    PartitionExecutor,
+    RunFailure,
+    execute_partition,
+)
 from daskgraph.lowering import Plan, build_task_graph
 
-__all__ = ["CompiledRun", "submit_run"]
+__all__ = ["CompiledRun", "FastPath", "missing_devices", "submit_run"]
+
+logger = logging.getLogger("daskgraph.dispatch")
 
 
 class CompiledRun:
@@ -29,7 +43,12 @@ class CompiledRun:
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
+        self.token = uuid.uuid4().hex
         self._programs: list[Future] | None = None
+
+    @property
+    def single_partition(self) -> bool:
+        return len(self.plan.partitions) == 1
 
     def program_futures(self, client: Client) -> list[Future]:
         """The programs' futures, sending (again) what is not on its worker."""
@@ -52,6 +71,84 @@ class CompiledRun:
             for i, future in zip(indices, scattered, strict=True):
                 futures[i] = future
         return futures  # type: ignore[return-value]
+
+
+class FastPath:
+    """One :class:`~daskgraph.execution.PartitionExecutor` actor per worker, for a session.
+
+    Runs one-partition plans by calling the actor of their worker directly (client to worker,
+    no scheduler). Anything that goes wrong with the actor itself (its worker restarted or
+    left) makes :meth:`run` return ``None``, and the caller takes the scheduler's path.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._actors: dict[str, Any] = {}
+        self._loaded: dict[str, set[str]] = {}
+
+    def _actor(self, worker: str) -> Any:
+        actor = self._actors.get(worker)
+        if actor is None:
+            future = self.client.submit(
+                PartitionExecutor,
+                actor=True,
+                workers=[worker],
+                allow_other_workers=False,
+                pure=False,
+            )
+            with self.client.as_current():  # the actor's handle binds to the current client
+                actor = self._actors[worker] = future.result()
+            self._loaded[worker] = set()
+        return actor
+
+    def run(
+        self,
+        compiled: CompiledRun,
+        session_id: str,
+        feed_values: Sequence[Any],
+        trace: bool,
+        tick: float,
+    ) -> dict[int, tuple] | None:
+        (partition,) = compiled.plan.partitions
+        worker = partition.worker
+        feeds = tuple(feed_values[i] for i in partition.feed_indices)
+        try:
+            actor = self._actor(worker)
+            for _ in range(2):  # a second time if the actor had dropped the program
+                if compiled.token not in self._loaded[worker]:
+                    actor.load(compiled.token, partition.program).result()
+                    self._loaded[worker].add(compiled.token)
+                call = actor.run(compiled.token, session_id, feeds, trace)
+                result = _actor_result_watching(self.client, compiled.plan, call, tick)
+                if not (isinstance(result, str) and result == MISSING_PROGRAM):
+                    break
+                self._loaded[worker].discard(compiled.token)
+        except UnavailableError:
+            self.forget(worker)
+            raise
+        except Exception as exc:  # the actor's worker restarted or is gone: the scheduler's path
+            logger.warning("fast path to %s unavailable (%r); using the scheduler", worker, exc)
+            self.forget(worker)
+            return None
+        if isinstance(result, str):
+            return None
+        if isinstance(result, RunFailure):
+            raise result.error
+        return {0: result}
+
+    def forget(self, worker: str | None = None) -> None:
+        """Drop the actor of ``worker`` (all actors when None)."""
+        for w in [worker] if worker is not None else list(self._actors):
+            self._actors.pop(w, None)
+            self._loaded.pop(w, None)
+
+
+def _actor_result_watching(client: Client, plan: Plan, call: Any, tick: float) -> Any:
+    while True:
+        try:
+            return call.result(timeout=tick)
+        except TimeoutError:
+            _raise_if_devices_left(client, plan, [])
 
 
 def submit_run(
@@ -117,15 +214,20 @@ def _result_watching_workers(
         try:
             return future.result(timeout=tick)
         except TimeoutError:
-            missing = missing_devices(client, plan)
-            if missing:
-                client.cancel(futures)
-                raise UnavailableError(
-                    f"The workers of devices {', '.join(missing)} left the cluster during the "
-                    "run, so its partitions there cannot run. Run again: the graph is placed "
-                    "again on the devices that remain (soft placement may move ops elsewhere).",
-                    missing=missing,
-                ) from None
+            _raise_if_devices_left(client, plan, futures)
+
+
+def _raise_if_devices_left(client: Client, plan: Plan, futures: list[Future]) -> None:
+    missing = missing_devices(client, plan)
+    if missing:
+        if futures:
+            client.cancel(futures)
+        raise UnavailableError(
+            f"The workers of devices {', '.join(missing)} left the cluster during the run, so "
+            "its partitions there cannot run. Run again: the graph is placed again on the "
+            "devices that remain (soft placement may move ops elsewhere).",
+            missing=missing,
+        )
 
 
 def missing_devices(client: Client, plan: Plan) -> list[str]:

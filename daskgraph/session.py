@@ -28,7 +28,7 @@ from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph.cluster import local_cluster
 from daskgraph.config import SessionConfig
-from daskgraph.dispatch import CompiledRun, submit_run
+from daskgraph.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.errors import InvalidArgumentError, UnavailableError
 from daskgraph.execution import DeviceStepStats, drop_session
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
@@ -126,6 +126,7 @@ class Session:
         self._plans: dict[tuple, CompiledRun] = {}
         self._tokens: list = []
         self._cluster, self._client, self._owns_client = _connect(target)
+        self._fast = FastPath(self._client)
         try:
             self._devices = self._discover_devices()
         except BaseException:
@@ -224,6 +225,10 @@ class Session:
         self._runs += 1
         prefix = f"dg-{self._id}-{self._runs}"
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
+        if compiled.single_partition and dask.config.get("daskgraph.fast-path"):
+            results = self._fast.run(compiled, self._id, values, trace, tick)
+            if results is not None:
+                return results
         try:
             return submit_run(self._client, compiled, prefix, self._id, values, trace, tick)
         except UnavailableError:
@@ -263,6 +268,8 @@ class Session:
             return
         self._closed = True
         self._plans.clear()  # releases the programs resident on the workers
+        if hasattr(self, "_fast"):
+            self._fast.forget()
         self._placement = None
         client = getattr(self, "_client", None)
         if client is not None and client.status == "running":

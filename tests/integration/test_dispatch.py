@@ -1,0 +1,86 @@
+"""How runs reach the workers: the fast path (a direct actor call) and the scheduler's path."""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+
+import daskgraph as dg
+from daskgraph.execution import PartitionExecutor
+from daskgraph.session import RunMetadata, RunOptions
+
+
+def _scheduled_runs(client, session: dg.Session) -> set[int]:
+    """Numbers of this session's runs whose tasks went through the scheduler."""
+    prefix = f"dg-{session._id}-"
+
+    def runs(dask_scheduler) -> set[int]:
+        names = {t[0][0] for t in dask_scheduler.transition_log if isinstance(t[0], tuple)}
+        return {int(n[len(prefix) :].split("-")[0]) for n in names if n.startswith(prefix)}
+
+    return client.run_on_scheduler(runs)
+
+
+def _one_device_graph():
+    with dg.device("/cpu:0"):
+        x = dg.placeholder(dg.float32, [None])
+        v = dg.Variable(np.zeros(3, np.float32), name="acc")
+        step = v.assign_add(x * 2.0)
+    return x, v, step
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "scheduler-path"])
+def test_one_partition_runs_skip_the_scheduler_only_on_the_fast_path(dg_session, dg_client, fast):
+    x, _, step = _one_device_graph()
+    with dask.config.set({"daskgraph.fast-path": fast}):
+        dg_session.run(dg.global_variables_initializer())
+        dg_session.run(step, {x: np.ones(3, np.float32)})  # warm: plan, actor, programs
+        first = dg_session._runs + 1
+        for _ in range(3):
+            result = dg_session.run(step, {x: np.ones(3, np.float32)})
+        measured = set(range(first, dg_session._runs + 1))
+    np.testing.assert_array_equal(result, [8.0, 8.0, 8.0])
+    scheduled = _scheduled_runs(dg_client, dg_session) & measured
+    assert scheduled == (set() if fast else measured)
+
+
+def test_both_paths_share_the_same_variables(dg_session):
+    x, v, step = _one_device_graph()
+    dg_session.run(dg.global_variables_initializer())
+    feed = {x: np.ones(3, np.float32)}
+    with dask.config.set({"daskgraph.fast-path": True}):
+        dg_session.run(step, feed)
+    with dask.config.set({"daskgraph.fast-path": False}):
+        dg_session.run(step, feed)
+    with dask.config.set({"daskgraph.fast-path": True}):
+        np.testing.assert_array_equal(dg_session.run(v), [4.0, 4.0, 4.0])
+
+
+def test_fast_path_traces_where_ops_ran(dg_session):
+    with dg.device("/gpu:1"):
+        y = dg.constant(2.0) * 3.0
+    md = RunMetadata()
+    assert dg_session.run(y, options=RunOptions(RunOptions.FULL_TRACE), run_metadata=md) == 6.0
+    (gpu1,) = [d.worker for d in dg_session.list_devices() if d.name.endswith("GPU:1")]
+    assert md.step_stats.worker_of(y.op.name) == gpu1
+
+
+def test_fast_path_errors_leave_the_session_usable(dg_session):
+    with dg.device("/cpu:0"):
+        v = dg.Variable(1.0, name="later")
+        doubled = v * 2.0
+    with pytest.raises(dg.errors.FailedPreconditionError, match="later"):
+        dg_session.run(doubled)
+    dg_session.run(v.initializer)
+    assert dg_session.run(doubled) == 2.0
+
+
+def test_a_program_dropped_by_the_executor_is_sent_again(dg_session, monkeypatch):
+    monkeypatch.setattr(PartitionExecutor, "capacity", 1)  # in-process workers share the class
+    with dg.device("/cpu:0"):
+        a = dg.constant(1.0) + 1.0
+        b = dg.constant(10.0) + 1.0
+    for _ in range(2):
+        assert dg_session.run(a) == 2.0
+        assert dg_session.run(b) == 11.0  # evicts a's program; a's next run reloads it
