@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import dask.config
 from dask._task_spec import DataNode, Task, TaskRef, Tuple
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
+from daskgraph.device import CPU
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.graph import Operation, Tensor
 from daskgraph.ops.registry import lookup, ref_producing_types
@@ -118,7 +120,7 @@ def lower(
     ops = placement.ops
     fed_ops = {t.op.id for t in feeds if all(o in fed for o in t.op.outputs)}
     needed = _needed_ops(ops, fetches, fed_ops)
-    cut = _cut(needed, placement, fed_ops)
+    cut = _split_parallel(_cut(needed, placement, fed_ops), placement, fed_ops)
     return _Emitter(cut, placement, fed, fed_ops).plan(fetches, feeds)
 
 
@@ -186,6 +188,94 @@ def _cut(needed: list[Operation], placement: Placement, fed_ops: set[int]) -> _C
         part_of[op.id] = p
         members[p].append(op)
     return _Cut(members, part_of, part_device, part_rank)
+
+
+#: op types that already use every core (BLAS): splitting them out gains nothing
+_MULTITHREADED = frozenset({"MatMul"})
+
+
+def _split_parallel(cut: _Cut, placement: Placement, fed_ops: set[int]) -> _Cut:
+    """Split CPU partitions whose independent parts are each large enough to gain from
+    running on different threads of the worker.
+
+    A partition runs its ops one after another. When it holds several *independent* parts
+    (connected components of its internal edges) that each do at least
+    ``daskgraph.parallel-partition-elements`` elements of single-threaded work (elementwise
+    ops, reductions; not BLAS matmuls, which already use every core), each such part becomes a
+    partition of its own, and Dask runs them on the CPU worker's threads at once. Parts are
+    independent and keep their rank; the only edges among them go from the part holding the
+    shared sources (feeds, constants) to the others, so the partition graph stays acyclic.
+    """
+    threshold = int(dask.config.get("daskgraph.parallel-partition-elements"))
+    members: list[list[Operation]] = []
+    device: list[int] = []
+    rank: list[int] = []
+    for p, ops in enumerate(cut.members):
+        dev = cut.device[p]
+        parts = [ops]
+        if len(ops) > 1 and placement.devices[dev].device_type == CPU:
+            parts = _parallel_parts(ops, fed_ops, threshold)
+        for part in parts:
+            members.append(part)
+            device.append(dev)
+            rank.append(cut.rank[p])
+    if len(members) == len(cut.members):
+        return cut
+    part_of = {op.id: p for p, ops in enumerate(members) for op in ops}
+    return _Cut(members, part_of, device, rank)
+
+
+def _parallel_parts(ops: list[Operation], fed_ops: set[int], threshold: int) -> list[list]:
+    """Split one partition's ops into independent branches, a tail, and the rest.
+
+    Each op gets a branch label: sources (feeds, constants) none; an op whose non-source inputs
+    in the partition all carry one label carries it too, one with none starts a new branch,
+    and an op joining two branches, or depending on a join, belongs to the *tail*. Branches
+    never read each other, and only the tail reads them, so running each heavy branch as its
+    own partition, then the tail, keeps the plan acyclic. Light branches stay with the sources.
+    """
+    JOIN = -1
+    position = {op.id: i for i, op in enumerate(ops)}
+    label: list[int | None] = [None] * len(ops)
+    for i, op in enumerate(ops):
+        if op.id in fed_ops or op.type == "Const":
+            continue
+        found: set[int] = set()
+        for dep in [t.op.id for t in op.inputs] + [c.id for c in op.control_inputs]:
+            j = position.get(dep)
+            if j is not None and label[j] is not None:
+                found.add(label[j])  # type: ignore[arg-type]
+        label[i] = i if not found else (found.pop() if len(found) == 1 else JOIN)
+    weight: dict[int, int] = {}
+    for i, op in enumerate(ops):
+        if label[i] is not None and label[i] != JOIN:
+            weight[label[i]] = weight.get(label[i], 0) + _single_threaded_elements(op)
+    heavy = {b for b, w in weight.items() if w >= threshold}
+    if len(heavy) < 2:
+        return [ops]
+    branches: dict[int, list[Operation]] = {b: [] for b in sorted(heavy)}
+    rest: list[Operation] = []
+    tail: list[Operation] = []
+    for i, op in enumerate(ops):
+        if label[i] == JOIN:
+            tail.append(op)
+        elif label[i] in heavy:
+            branches[label[i]].append(op)  # type: ignore[index]
+        else:
+            rest.append(op)
+    return [part for part in (rest, *branches.values(), tail) if part]
+
+
+def _single_threaded_elements(op: Operation) -> int:
+    if op.type in _MULTITHREADED or not op.outputs:
+        return 0
+    shape = op.outputs[0].shape
+    if shape is None or None in shape:
+        return 0
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 class _Emitter:

@@ -242,6 +242,12 @@ class Session:
     # -- devices and logging --------------------------------------------------------------------
     def _discover_devices(self) -> list[Device]:
         workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        if not workers:  # a cluster that is still starting: wait for its first worker
+            try:
+                self._client.wait_for_workers(1, timeout=_startup_timeout())
+            except TimeoutError:
+                pass  # placement then says plainly that there are no devices
+            workers = self._client.scheduler_info(n_workers=-1)["workers"]
         devices = devices_from_workers(workers)
         limits = self._config.device_count
         if limits:
