@@ -20,17 +20,19 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import dask.config
 from distributed import Scheduler, SpecCluster, Worker
 from distributed.deploy.subprocess import SubprocessWorker
 
-from daskgraph.config import virtual_gpu_count
+from daskgraph.config import GPUOptions, virtual_gpu_count
 from daskgraph.device import CPU, GPU, DeviceSpec
+from daskgraph.gpus import GPUInfo, rotate, visible_gpus
 from daskgraph.topology import VIRTUAL_GPU_RESOURCE
 
-__all__ = ["local_cluster", "scheduler_spec", "worker_options", "worker_specs"]
+__all__ = ["gpu_worker_envs", "local_cluster", "scheduler_spec", "worker_options", "worker_specs"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -42,6 +44,8 @@ def _device_name(job: str, task: int, device_type: str, index: int) -> str:
 def worker_specs(
     *,
     virtual_gpus: int = 0,
+    gpus: Sequence[GPUInfo] = (),
+    gpu_options: GPUOptions | None = None,
     cpu_threads: int | None = None,
     processes: bool = True,
     job: str = "localhost",
@@ -49,12 +53,21 @@ def worker_specs(
     host: str = LOOPBACK,
     memory_limit: str | int = "auto",
 ) -> dict[str, dict[str, Any]]:
-    """Worker specs for one task of a cluster: a CPU worker plus one worker per virtual GPU.
+    """Worker specs for one task of a cluster: a CPU worker, one worker per (logical) GPU, and
+    one per virtual GPU.
 
     Parameters
     ----------
     virtual_gpus
         Number of virtual GPU workers (the GPU code path over NumPy).
+    gpus
+        The physical GPUs to give workers to (see :func:`daskgraph.gpus.visible_gpus`). Each
+        GPU worker is a process of its own whatever ``processes`` says, sees its GPU as device
+        0 (``CUDA_VISIBLE_DEVICES`` rotated, as dask-cuda does), and sets up its memory from
+        ``gpu_options`` when it starts (:mod:`daskgraph.gpu_worker`, a Dask preload).
+        ``gpu_options.virtual_devices`` splits each GPU into logical GPUs, one worker each.
+    gpu_options
+        TensorFlow's GPU memory options (:class:`~daskgraph.config.GPUOptions`).
     cpu_threads
         Threads of the CPU worker; all cores by default.
     processes
@@ -67,15 +80,55 @@ def worker_specs(
     if virtual_gpus < 0:
         raise ValueError(f"virtual_gpus must be >= 0; got {virtual_gpus}")
     threads = cpu_threads or os.cpu_count() or 1
-    devices = [(_device_name(job, task, CPU, 0), threads, {CPU: 1})]
-    devices += [
-        (_device_name(job, task, GPU, i), 1, {GPU: 1, VIRTUAL_GPU_RESOURCE: 1})
-        for i in range(virtual_gpus)
-    ]
-    return {
-        name: _worker_spec(name, nthreads, resources, processes, host, memory_limit)
-        for name, nthreads, resources in devices
+    specs = {
+        _device_name(job, task, CPU, 0): _worker_spec(
+            _device_name(job, task, CPU, 0), threads, {CPU: 1}, processes, host, memory_limit
+        )
     }
+    index = 0
+    for env in gpu_worker_envs(gpus, gpu_options or GPUOptions()):
+        name = _device_name(job, task, GPU, index)
+        specs[name] = _worker_spec(name, 1, {GPU: 1}, True, host, memory_limit, env=env)
+        index += 1
+    for _ in range(virtual_gpus):
+        name = _device_name(job, task, GPU, index)
+        resources = {GPU: 1, VIRTUAL_GPU_RESOURCE: 1}
+        specs[name] = _worker_spec(name, 1, resources, processes, host, memory_limit)
+        index += 1
+    return specs
+
+
+def gpu_worker_envs(gpus: Sequence[GPUInfo], options: GPUOptions) -> list[dict[str, str]]:
+    """The environment of each GPU worker, in device order: which GPU it sees and how it sets
+    up its memory. One entry per physical GPU, or per logical GPU with ``virtual_devices``.
+
+    >>> from daskgraph.gpus import GPUInfo
+    >>> h100 = GPUInfo("0", "H100", 80 * 2**30)
+    >>> envs = gpu_worker_envs([h100], GPUOptions(virtual_devices=[1024, 2048]))
+    >>> [(e["CUDA_VISIBLE_DEVICES"], e["DASKGRAPH_GPU_MEMORY_LIMIT"]) for e in envs]
+    [('0', '1073741824'), ('0', '2147483648')]
+    """
+    ids = [g.visible_id for g in gpus]
+    allowed = [s.strip() for s in options.visible_device_list.split(",") if s.strip()]
+    envs = []
+    for position, gpu in enumerate(gpus):
+        if allowed and str(position) not in allowed:
+            continue
+        if options.virtual_devices:
+            limits = [mb * 2**20 for mb in options.virtual_devices]
+        else:
+            fraction = options.per_process_gpu_memory_fraction
+            limits = [int(fraction * gpu.total_memory) if fraction else 0]
+        for limit in limits:
+            envs.append(
+                {
+                    "CUDA_VISIBLE_DEVICES": rotate(ids, position),
+                    "DASKGRAPH_GPU_MEMORY_LIMIT": str(limit),
+                    "DASKGRAPH_GPU_ALLOW_GROWTH": "1" if options.allow_growth else "0",
+                    "DASKGRAPH_GPU_DESCRIPTION": gpu.describe(),
+                }
+            )
+    return envs
 
 
 def worker_options(spec: dict[str, Any]) -> dict[str, Any]:
@@ -96,10 +149,12 @@ def _worker_spec(
     processes: bool,
     host: str,
     memory_limit: str | int,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One worker's spec. A process worker is a Nanny started in a fresh interpreter
     (``SubprocessWorker``), so that scripts without an ``if __name__ == "__main__":`` guard
     (every TF1 program) can start the embedded cluster: nothing re-imports the user's script.
+    A GPU worker (``env`` given) also gets its environment and the GPU set-up preload.
     """
     options = {
         "name": name,
@@ -111,13 +166,12 @@ def _worker_spec(
     }
     if not processes:
         return {"cls": Worker, "options": options}
+    kwargs = {**options, "silence_logs": logging.ERROR}
+    if env is not None:
+        kwargs.update(env=env, preload=["daskgraph.gpu_worker"])
     return {
         "cls": SubprocessWorker,
-        "options": {
-            "worker_class": "distributed.Nanny",
-            "name": name,
-            "worker_kwargs": {**options, "silence_logs": logging.ERROR},
-        },
+        "options": {"worker_class": "distributed.Nanny", "name": name, "worker_kwargs": kwargs},
     }
 
 
@@ -135,18 +189,29 @@ def scheduler_spec(host: str = LOOPBACK, dashboard_address: str | None = None) -
 def local_cluster(
     *,
     virtual_gpus: int | None = None,
+    gpus: Sequence[GPUInfo] | None = None,
+    gpu_options: GPUOptions | None = None,
     cpu_threads: int | None = None,
     processes: bool | None = None,
     asynchronous: bool = False,
 ) -> SpecCluster:
-    """Start the embedded cluster; unset arguments come from the ``daskgraph`` Dask config."""
+    """Start the embedded cluster; unset arguments come from the ``daskgraph`` Dask config,
+    and ``gpus`` from NVML (:func:`daskgraph.gpus.visible_gpus`: none without a driver)."""
     if virtual_gpus is None:
         virtual_gpus = virtual_gpu_count()
+    if gpus is None:
+        gpus = visible_gpus()
     if cpu_threads is None:
         cpu_threads = dask.config.get("daskgraph.local.cpu-threads")
     if processes is None:
         processes = bool(dask.config.get("daskgraph.local.processes"))
-    workers = worker_specs(virtual_gpus=virtual_gpus, cpu_threads=cpu_threads, processes=processes)
+    workers = worker_specs(
+        virtual_gpus=virtual_gpus,
+        gpus=gpus,
+        gpu_options=gpu_options,
+        cpu_threads=cpu_threads,
+        processes=processes,
+    )
     return SpecCluster(
         workers=workers,
         scheduler=scheduler_spec(),

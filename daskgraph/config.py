@@ -45,11 +45,15 @@ class GPUOptions:
         Cap each GPU worker at this fraction of its device's memory (0: no cap).
     visible_device_list
         Comma-separated GPU ids the embedded cluster may use ('' for all).
+    virtual_devices
+        Memory limits in MiB: split each physical GPU into that many logical GPUs, one worker
+        each, capped at its limit (TensorFlow's logical device configuration).
     """
 
     allow_growth: bool = False
     per_process_gpu_memory_fraction: float = 0.0
     visible_device_list: str = ""
+    virtual_devices: list[int] = field(default_factory=list)
 
     def validate(self) -> GPUOptions:
         if not isinstance(self.allow_growth, bool):
@@ -63,6 +67,14 @@ class GPUOptions:
             raise ValueError(
                 "gpu_options.per_process_gpu_memory_fraction must be in [0, 1] (0 means no cap);"
                 f" got {fraction!r}"
+            )
+        limits = self.virtual_devices
+        if not isinstance(limits, (list, tuple)) or any(
+            isinstance(mb, bool) or not isinstance(mb, int) or mb <= 0 for mb in limits
+        ):
+            raise ValueError(
+                "gpu_options.virtual_devices must be a list of memory limits in MiB (ints > 0), "
+                f"one per logical GPU; got {limits!r}"
             )
         ids = [s.strip() for s in self.visible_device_list.split(",") if s.strip()]
         if any(not s.isdigit() for s in ids):

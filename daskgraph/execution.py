@@ -12,6 +12,7 @@ Variables live in a :class:`VariableStore`, one per (worker, session), so they s
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -19,7 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, OpError
+from daskgraph.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    OpError,
+    ResourceExhaustedError,
+)
 from daskgraph.lowering import PartitionProgram
 from daskgraph.ops.state import VariableRef
 
@@ -119,6 +125,30 @@ def _to_backend(value: Any, xp: Any) -> Any:
 def _to_host(value: Any) -> Any:
     get = getattr(value, "get", None)
     return get() if get is not None else value
+
+
+def _is_out_of_memory(exc: Exception) -> bool:
+    """CuPy's ``OutOfMemoryError``, RMM's ``MemoryError`` (``std::bad_alloc``), NumPy's too."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+
+
+def _resource_exhausted(exc: Exception, ins: Any, program: PartitionProgram) -> Exception:
+    """TensorFlow's OOM error, naming the op, the device and the bytes asked for; the pool's
+    cached blocks are freed so that the worker keeps working."""
+    found = re.search(r"([\d,]+) bytes", str(exc))
+    nbytes = int(found.group(1).replace(",", "")) if found else None
+    if program.backend == "cupy":
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+    asked = f"{nbytes} bytes" if nbytes is not None else "memory"
+    return ResourceExhaustedError(
+        f"OOM when allocating {asked} for op {ins.op_name} ({ins.op_type}) on {program.device}: "
+        f"{exc}. Lower the batch size, or raise gpu_options.per_process_gpu_memory_fraction.",
+        op=ins.op_name,
+        device=program.device,
+        nbytes=nbytes,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +255,8 @@ def _run(program: PartitionProgram, slots: list, xp: Any, session_id: str, trace
         except OpError:
             raise
         except Exception as exc:
+            if _is_out_of_memory(exc):
+                raise _resource_exhausted(exc, ins, program) from exc
             raise InvalidArgumentError(
                 f"{ins.op_name} ({ins.op_type}) failed on {program.device}: "
                 f"{type(exc).__name__}: {exc}",

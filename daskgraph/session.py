@@ -19,6 +19,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any
 
 import dask.config
@@ -26,8 +27,10 @@ import numpy as np
 from distributed import Client
 from distributed.client import FutureCancelledError, FuturesCancelledError
 
+from daskgraph import gpu_worker
 from daskgraph.cluster import local_cluster
 from daskgraph.config import SessionConfig
+from daskgraph.device import GPU
 from daskgraph.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.errors import InvalidArgumentError, UnavailableError
 from daskgraph.execution import DeviceStepStats, drop_session
@@ -125,7 +128,7 @@ class Session:
         self._placement: Placement | None = None
         self._plans: dict[tuple, CompiledRun] = {}
         self._tokens: list = []
-        self._cluster, self._client, self._owns_client = _connect(target)
+        self._cluster, self._client, self._owns_client = _connect(target, self._config)
         self._fast = FastPath(self._client)
         try:
             self._devices = self._discover_devices()
@@ -258,7 +261,23 @@ class Session:
                 if counts[d.device_type] <= limits.get(d.device_type, len(devices)):
                     kept.append(d)
             devices = kept
-        return devices
+        return self._describe_gpus(devices)
+
+    def _describe_gpus(self, devices: list[Device]) -> list[Device]:
+        """Ask real GPU workers what their GPU is (name, memory, bus id) for the mapping."""
+        gpu_workers = [d.worker for d in devices if d.kind == "gpu"]
+        if not gpu_workers:
+            return devices
+        try:
+            said = self._client.run(gpu_worker.describe, workers=gpu_workers)
+        except Exception:  # a plain Dask worker without daskgraph: keep the resource view
+            return devices
+        return [
+            replace(d, description=f"{d.description}, {said[d.worker]}")
+            if said.get(d.worker)
+            else d
+            for d in devices
+        ]
 
     def _log_placement(self, placement: Placement) -> None:
         lines = [format_device_mapping(list(placement.devices)), *format_placement_log(placement)]
@@ -318,10 +337,11 @@ class _DefaultSession:
         _default_session.reset(self.token)
 
 
-def _connect(target: Any):
+def _connect(target: Any, config: SessionConfig):
     """(owned cluster or None, client, whether the session owns the client)."""
     if target is None or target == "":
-        cluster = local_cluster()
+        no_gpus = config.device_count.get(GPU) == 0
+        cluster = local_cluster(gpus=[] if no_gpus else None, gpu_options=config.gpu_options)
         try:
             client = Client(cluster, set_as_default=False)
             client.wait_for_workers(len(cluster.worker_spec), timeout=_startup_timeout())
