@@ -171,15 +171,30 @@ class NodeStats:
     op_type: str
     all_start_micros: int
     op_end_rel_micros: int
+    output_location: str = ""  # where its output lives: "host", "gpu:N" (CuPy device N)
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceStepStats:
-    """What one partition of a traced run did: where it ran (device *and* worker) and its ops."""
+    """What one partition of a traced run did: where it ran (device *and* worker), its ops,
+    and the host <-> GPU copies it made at its boundary (inputs arriving, results leaving)."""
 
     device: str
     worker: str
     node_stats: tuple[NodeStats, ...]
+    host_to_device_bytes: int = 0
+    device_to_host_bytes: int = 0
+
+
+def _location(value: Any) -> str:
+    device = getattr(value, "device", None)
+    if type(value).__module__.startswith("cupy") and device is not None:
+        return f"gpu:{device.id}"
+    return "host" if isinstance(value, (np.ndarray, np.generic)) else ""
+
+
+def _copied_bytes(before: Any, after: Any) -> int:
+    return 0 if after is before else int(getattr(after, "nbytes", 0))
 
 
 def _current_address() -> str:
@@ -219,17 +234,27 @@ def execute_partition(
             return dependency
     try:
         xp = _array_module(program.backend)
+        on_gpu = program.backend != "numpy"
         slots: list[Any] = [None] * program.n_slots
-        for position, index, slot in program.inputs:
-            slots[slot] = _to_backend(dependencies[position][index], xp)
-        for position, slot in program.feeds:
-            slots[slot] = _to_backend(feeds[position], xp)
+        arriving = [(dependencies[p][i], s) for p, i, s in program.inputs]
+        arriving += [(feeds[p], s) for p, s in program.feeds]
+        to_device = 0
+        for value, slot in arriving:
+            slots[slot] = moved = _to_backend(value, xp)
+            if trace and on_gpu:
+                to_device += _copied_bytes(value, moved)
         stats = _run(program, slots, xp, session_id, trace)
         outputs = tuple(_to_host(slots[s]) if host else slots[s] for s, host in program.outputs)
     except OpError as exc:
         return RunFailure(exc)
     if trace:
-        return (*outputs, DeviceStepStats(program.device, _current_address(), tuple(stats)))
+        to_host = sum(
+            _copied_bytes(slots[s], out)
+            for (s, host), out in zip(program.outputs, outputs, strict=True)
+            if host
+        )
+        step = DeviceStepStats(program.device, _current_address(), tuple(stats), to_device, to_host)
+        return (*outputs, step)
     return outputs
 
 
@@ -268,7 +293,13 @@ def _run(program: PartitionProgram, slots: list, xp: Any, session_id: str, trace
         if trace:
             stop = time.time()
             stats.append(
-                NodeStats(ins.op_name, ins.op_type, int(start * 1e6), int((stop - start) * 1e6))
+                NodeStats(
+                    ins.op_name,
+                    ins.op_type,
+                    int(start * 1e6),
+                    int((stop - start) * 1e6),
+                    _location(result),
+                )
             )
     return stats
 

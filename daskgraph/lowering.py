@@ -321,7 +321,12 @@ class _Emitter:
         found = slots.get(tensor)
         if found is None:
             producer = self.cut.part_of[tensor.op.id]
-            index = self.export(producer, tensor, to_host=False)
+            # a GPU's result bound for a host (CPU) partition leaves its GPU as a NumPy array,
+            # so that the CPU worker never holds (or creates a CUDA context for) a CuPy array
+            source = self.devices[self.cut.device[producer]].array_backend
+            target = self.devices[self.cut.device[p]].array_backend
+            to_host = source != "numpy" and target == "numpy"
+            index = self.export(producer, tensor, to_host=to_host)
             found = slots[tensor] = len(slots)
             self.inputs[p].append((self.depend(p, producer), index, found))
         return found
