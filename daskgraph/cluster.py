@@ -110,15 +110,17 @@ def gpu_worker_envs(gpus: Sequence[GPUInfo], options: GPUOptions) -> list[dict[s
     """
     ids = [g.visible_id for g in gpus]
     allowed = [s.strip() for s in options.visible_device_list.split(",") if s.strip()]
+    # TensorFlow's visible_device_list maps GPU:0, GPU:1, ... to the listed GPUs, in order
+    order = [int(a) for a in allowed if int(a) < len(gpus)] if allowed else range(len(gpus))
     envs = []
-    for position, gpu in enumerate(gpus):
-        if allowed and str(position) not in allowed:
-            continue
+    for position in order:
+        gpu = gpus[position]
         if options.virtual_devices:
             limits = [mb * 2**20 for mb in options.virtual_devices]
         else:
             fraction = options.per_process_gpu_memory_fraction
-            limits = [int(fraction * gpu.total_memory) if fraction else 0]
+            # pools take sizes in whole 512-byte blocks (RMM: 256, CuPy: 512): round down
+            limits = [int(fraction * gpu.total_memory) // 512 * 512 if fraction else 0]
         for limit in limits:
             envs.append(
                 {

@@ -76,6 +76,11 @@ class GPUOptions:
                 "gpu_options.virtual_devices must be a list of memory limits in MiB (ints > 0), "
                 f"one per logical GPU; got {limits!r}"
             )
+        if not isinstance(self.visible_device_list, str):
+            raise TypeError(
+                "gpu_options.visible_device_list must be a string of GPU ids like '0,1'; got "
+                f"{self.visible_device_list!r}"
+            )
         ids = [s.strip() for s in self.visible_device_list.split(",") if s.strip()]
         if any(not s.isdigit() for s in ids):
             raise ValueError(

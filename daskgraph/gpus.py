@@ -75,10 +75,16 @@ def visible_gpus() -> list[GPUInfo]:
         count = pynvml.nvmlDeviceGetCount()
         found = []
         for visible_id in parse_visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"), count):
-            if visible_id.startswith(("GPU-", "MIG-")):
-                handle = pynvml.nvmlDeviceGetHandleByUUID(visible_id)
-            else:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(int(visible_id))
+            # as CUDA does, the list ends at the first entry that names no device ("-1", ...)
+            try:
+                if visible_id.startswith(("GPU-", "MIG-")):
+                    handle = pynvml.nvmlDeviceGetHandleByUUID(visible_id)
+                elif visible_id.isdigit() and int(visible_id) < count:
+                    handle = pynvml.nvmlDeviceGetHandleByIndex(int(visible_id))
+                else:
+                    break
+            except pynvml.NVMLError:
+                break
             name = pynvml.nvmlDeviceGetName(handle)
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle).total
             bus = pynvml.nvmlDeviceGetPciInfo(handle).busId

@@ -108,6 +108,8 @@ class Session:
         The graph to run (the default graph by default).
     config
         A :class:`~daskgraph.config.SessionConfig`.
+    security
+        A ``distributed.Security`` for a ``tls://`` target (see :mod:`daskgraph.tls`).
     """
 
     def __init__(
@@ -115,6 +117,7 @@ class Session:
         target: str | Client | None = None,
         graph: Graph | None = None,
         config: SessionConfig | None = None,
+        security: Any = None,
     ) -> None:
         if graph is not None and not isinstance(graph, Graph):
             raise TypeError(f"graph must be a daskgraph Graph; got {graph!r}")
@@ -128,7 +131,7 @@ class Session:
         self._placement: Placement | None = None
         self._plans: dict[tuple, CompiledRun] = {}
         self._tokens: list = []
-        self._cluster, self._client, self._owns_client = _connect(target, self._config)
+        self._cluster, self._client, self._owns_client = _connect(target, self._config, security)
         self._fast = FastPath(self._client)
         try:
             self._devices = self._discover_devices()
@@ -337,7 +340,7 @@ class _DefaultSession:
         _default_session.reset(self.token)
 
 
-def _connect(target: Any, config: SessionConfig):
+def _connect(target: Any, config: SessionConfig, security: Any = None):
     """(owned cluster or None, client, whether the session owns the client)."""
     if target is None or target == "":
         no_gpus = config.device_count.get(GPU) == 0
@@ -354,7 +357,9 @@ def _connect(target: Any, config: SessionConfig):
     if isinstance(target, str):
         address = target if "://" in target else f"tcp://{target}"
         try:
-            client = Client(address, set_as_default=False, timeout=_startup_timeout())
+            client = Client(
+                address, set_as_default=False, timeout=_startup_timeout(), security=security
+            )
         except OSError as exc:
             raise InvalidArgumentError(
                 f"Cannot connect to the Dask scheduler at {target!r}: {exc}. Expected the "

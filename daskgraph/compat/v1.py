@@ -26,6 +26,7 @@ True
 """
 
 from daskgraph import dtypes, errors
+from daskgraph.compat import train
 from daskgraph.compat._signatures import (
     Variable,
     assign,
@@ -146,6 +147,7 @@ __all__ = [
     "string",
     "subtract",
     "tanh",
+    "train",
     "transpose",
     "uint8",
     "variables_initializer",

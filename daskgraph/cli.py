@@ -1,0 +1,127 @@
+"""The ``daskgraph`` command: start a cluster's task, list a cluster's devices, make certificates.
+
+::
+
+    daskgraph server --cluster-spec spec.json --job-name worker --task-index 1
+    TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 1}}' daskgraph server
+    daskgraph devices tcp://host0:2222
+    daskgraph certs ./certs
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["main"]
+
+
+@click.group()
+@click.version_option(package_name="daskgraph")
+def main() -> None:
+    """daskgraph: TensorFlow-1 style device-placed graphs on Dask clusters."""
+
+
+def _cluster_from_tf_config() -> tuple[dict[str, Any], str, int] | None:
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        return None
+    try:
+        config = json.loads(raw)
+        return config["cluster"], config["task"]["type"], int(config["task"]["index"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise click.BadParameter(
+            'TF_CONFIG must be JSON like {"cluster": {"worker": ["host:port"]}, "task": '
+            f'{{"type": "worker", "index": 0}}}}; got {raw!r} ({exc})',
+            param_hint="TF_CONFIG",
+        ) from None
+
+
+@main.command()
+@click.option("--cluster-spec", type=click.Path(exists=True, dir_okay=False), help="JSON file.")
+@click.option("--job-name", help="This task's job (default: from TF_CONFIG).")
+@click.option("--task-index", type=int, help="This task's index (default: from TF_CONFIG).")
+@click.option("--scheduler-address", help="Run the scheduler here, not at the first task.")
+@click.option("--virtual-gpus", type=int, default=None, help="Virtual GPU workers of this task.")
+@click.option("--tls-dir", type=click.Path(file_okay=False), help="Certificates from `certs`.")
+def server(
+    cluster_spec: str | None,
+    job_name: str | None,
+    task_index: int | None,
+    scheduler_address: str | None,
+    virtual_gpus: int | None,
+    tls_dir: str | None,
+) -> None:
+    """Start one task of a cluster and serve until interrupted."""
+    from daskgraph.server import Server
+
+    from_env = _cluster_from_tf_config()
+    if cluster_spec is not None:
+        spec = json.loads(Path(cluster_spec).read_text())
+        spec = spec.get("cluster", spec)
+    elif from_env is not None:
+        spec = from_env[0]
+    else:
+        raise click.UsageError("Give --cluster-spec FILE or set TF_CONFIG.")
+    if job_name is None or task_index is None:
+        if from_env is None:
+            raise click.UsageError("Give --job-name and --task-index (or set TF_CONFIG).")
+        job_name = job_name if job_name is not None else from_env[1]
+        task_index = task_index if task_index is not None else from_env[2]
+    security = _security(tls_dir) if tls_dir else None
+    srv = Server(
+        spec,
+        job_name,
+        task_index,
+        scheduler_address=scheduler_address,
+        virtual_gpus=virtual_gpus,
+        security=security,
+    )
+    click.echo(f"daskgraph server /job:{job_name}/task:{task_index} serving {srv.target}")
+    sys.stdout.flush()
+    srv.join()
+    click.echo("stopped")
+
+
+@main.command()
+@click.argument("address")
+@click.option("--tls-dir", type=click.Path(file_okay=False), help="Certificates from `certs`.")
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+def devices(address: str, tls_dir: str | None, timeout: float) -> None:
+    """List the devices of the cluster whose scheduler is at ADDRESS."""
+    from distributed import Client
+
+    from daskgraph.topology import devices_from_workers, format_device_mapping
+
+    security = _security(tls_dir) if tls_dir else None
+    target = address if "://" in address else f"{'tls' if security else 'tcp'}://{address}"
+    try:
+        client = Client(target, timeout=timeout, security=security, set_as_default=False)
+    except OSError as exc:
+        raise click.ClickException(f"cannot reach the scheduler at {address}: {exc}") from None
+    with client:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        click.echo(format_device_mapping(devices_from_workers(workers)))
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--hostname", multiple=True, default=["localhost", "127.0.0.1"], show_default=True)
+def certs(directory: str, hostname: tuple[str, ...]) -> None:
+    """Make a CA and a certificate for the cluster's nodes in DIRECTORY (for TLS)."""
+    from daskgraph.tls import make_certificates
+
+    paths = make_certificates(Path(directory), hostnames=list(hostname))
+    for name, path in paths.items():
+        click.echo(f"{name}: {path}")
+
+
+def _security(tls_dir: str):
+    from daskgraph.tls import security_from_dir
+
+    return security_from_dir(Path(tls_dir))

@@ -1,0 +1,344 @@
+"""Clusters across processes and machines: TensorFlow's ``ClusterSpec`` and ``Server`` on Dask.
+
+A :class:`ClusterSpec` names the tasks of each job by address, as in TensorFlow. One Dask
+scheduler serves the whole cluster: by default it listens at the address of the first task of
+the first job (or at an explicit ``scheduler_address``). Each :class:`Server` starts its own
+task's workers on its host — a CPU worker plus one per GPU (or virtual GPU), named
+``/job:J/replica:0/task:T/device:TYPE:N`` — registered with that scheduler; the server of the
+first task also runs the scheduler. ``server.target`` is the scheduler's address, so a
+``Session(server.target)`` from any process sees every device of every task.
+
+>>> spec = ClusterSpec({"worker": ["host0:2222", "host1:2222"], "ps": {0: "host2:2222"}})
+>>> spec.jobs, spec.num_tasks("worker"), spec.job_tasks("ps")
+(['worker', 'ps'], 2, ['host2:2222'])
+>>> spec.scheduler_address()
+'tcp://host0:2222'
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from distributed import Scheduler
+from distributed.utils import LoopRunner, silence_logging_cmgr, sync
+
+from daskgraph.cluster import worker_specs
+from daskgraph.config import SessionConfig, virtual_gpu_count
+from daskgraph.gpus import visible_gpus
+
+__all__ = ["ClusterSpec", "Server"]
+
+_JOB = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+_ADDRESS = re.compile(r"(?:(?P<proto>[a-z]+)://)?(?P<host>[^:/]+|\[[^\]]+\]):(?P<port>\d+)\Z")
+
+
+class ClusterSpec:
+    """The tasks of each job, by address: ``{"job": ["host:port", ...]}`` or ``{job: {i: addr}}``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a malformed spec, naming the job or the address and what was expected.
+    """
+
+    def __init__(self, cluster: Mapping[str, Any] | ClusterSpec) -> None:
+        if isinstance(cluster, ClusterSpec):
+            cluster = cluster.as_dict()
+        if not isinstance(cluster, Mapping):
+            raise TypeError(
+                "ClusterSpec expects a dict of job name -> list of 'host:port' addresses (or "
+                f"dict of task index -> address); got {cluster!r}"
+            )
+        self._jobs: dict[str, dict[int, str]] = {}
+        for job, tasks in cluster.items():
+            if not isinstance(job, str) or not _JOB.match(job):
+                raise ValueError(f"ClusterSpec: job name {job!r} must match {_JOB.pattern}")
+            if isinstance(tasks, Mapping):
+                items = list(tasks.items())
+            elif isinstance(tasks, (list, tuple)):
+                items = list(enumerate(tasks))
+            else:
+                raise TypeError(
+                    f"ClusterSpec: the tasks of job {job!r} must be a list of addresses or a dict "
+                    f"of task index -> address; got {tasks!r}"
+                )
+            checked = {}
+            for index, address in items:
+                if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                    raise ValueError(f"ClusterSpec: task index {index!r} of job {job!r} invalid")
+                if not isinstance(address, str) or not _ADDRESS.match(address):
+                    raise ValueError(
+                        f"ClusterSpec: address {address!r} of /job:{job}/task:{index} must be "
+                        "'host:port'"
+                    )
+                checked[index] = address
+            self._jobs[job] = dict(sorted(checked.items()))
+
+    @property
+    def jobs(self) -> list[str]:
+        """Job names, in the order the spec gave them."""
+        return list(self._jobs)
+
+    def _tasks(self, job: str) -> dict[int, str]:
+        try:
+            return self._jobs[job]
+        except KeyError:
+            raise ValueError(f"No such job in cluster: {job!r}; jobs: {self.jobs}") from None
+
+    def num_tasks(self, job: str) -> int:
+        return len(self._tasks(job))
+
+    def task_indices(self, job: str) -> list[int]:
+        return list(self._tasks(job))
+
+    def task_address(self, job: str, index: int) -> str:
+        try:
+            return self._tasks(job)[index]
+        except KeyError:
+            raise ValueError(f"No task with index {index} in job {job!r}") from None
+
+    def job_tasks(self, job: str) -> list[str | None]:
+        """Addresses of the tasks of ``job`` by index (None where an index is missing)."""
+        tasks = self._tasks(job)
+        return [tasks.get(i) for i in range(max(tasks) + 1)] if tasks else []
+
+    def as_dict(self) -> dict[str, list[str] | dict[int, str]]:
+        """Lists where a job's indices are 0..n-1, dicts otherwise (as TensorFlow)."""
+        return {
+            job: list(tasks.values()) if list(tasks) == list(range(len(tasks))) else dict(tasks)
+            for job, tasks in self._jobs.items()
+        }
+
+    def scheduler_address(self, protocol: str = "tcp") -> str:
+        """Where the Dask scheduler listens by default: the first task of the first job."""
+        if not self._jobs or not next(iter(self._jobs.values())):
+            raise ValueError("ClusterSpec is empty: it has no task to run the scheduler")
+        first_job = next(iter(self._jobs.values()))
+        return _with_protocol(first_job[min(first_job)], protocol)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ClusterSpec) and other._jobs == self._jobs
+
+    def __bool__(self) -> bool:
+        return bool(self._jobs)
+
+    def __repr__(self) -> str:
+        return f"ClusterSpec({self.as_dict()!r})"
+
+
+def _with_protocol(address: str, protocol: str) -> str:
+    return address if "://" in address else f"{protocol}://{address}"
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    match = _ADDRESS.match(address.split("://", 1)[-1] if "://" in address else address)
+    if match is None:
+        raise ValueError(f"Expected an address like 'host:port'; got {address!r}")
+    return match.group("host").strip("[]"), int(match.group("port"))
+
+
+class Server:
+    """One task of a cluster: its workers, and the scheduler when it is the first task.
+
+    Parameters
+    ----------
+    cluster_spec
+        A :class:`ClusterSpec` or the dict to make one.
+    job_name, task_index
+        Which task this server is.
+    config
+        A :class:`~daskgraph.config.SessionConfig`; its ``gpu_options`` set up GPU workers.
+    start
+        Start at once (else call :meth:`start`).
+    security
+        A ``distributed.Security`` for TLS (``tls://``) with mutual certificates.
+    scheduler_address
+        Run the scheduler here instead of at the first task of the first job.
+    virtual_gpus
+        Virtual GPU workers of this task (default: the ``daskgraph.virtual-gpus`` config).
+    """
+
+    def __init__(
+        self,
+        cluster_spec: ClusterSpec | Mapping[str, Any],
+        job_name: str,
+        task_index: int = 0,
+        config: SessionConfig | None = None,
+        start: bool = True,
+        security: Any = None,
+        scheduler_address: str | None = None,
+        virtual_gpus: int | None = None,
+    ) -> None:
+        self.cluster_spec = ClusterSpec(cluster_spec)
+        self.job_name = job_name
+        self.task_index = task_index
+        self.address = self.cluster_spec.task_address(job_name, task_index)
+        self.config = (config or SessionConfig()).validate()
+        self.security = security
+        protocol = "tls" if security is not None and security.require_encryption else "tcp"
+        default = self.cluster_spec.scheduler_address(protocol)
+        self._target = _with_protocol(scheduler_address, protocol) if scheduler_address else default
+        self._hosts_scheduler = scheduler_address is None and default == _with_protocol(
+            self.address, protocol
+        )
+        self._virtual_gpus = virtual_gpu_count() if virtual_gpus is None else virtual_gpus
+        self._loop: LoopRunner | None = None
+        self._scheduler: Scheduler | None = None
+        self._workers: list[Any] = []
+        self._stopped = threading.Event()
+        if start:
+            self.start()
+
+    @property
+    def target(self) -> str:
+        """The address sessions connect to: the cluster's Dask scheduler."""
+        return self._target
+
+    @classmethod
+    def create_local_server(cls, config: SessionConfig | None = None, start: bool = True):
+        """A one-task cluster on a free port of localhost, as ``tf.train.Server``'s."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        return cls({"local": [f"localhost:{port}"]}, "local", 0, config=config, start=start)
+
+    def start(self) -> None:
+        """Start the scheduler (first task only) and this task's workers."""
+        if self._loop is not None:
+            return
+        self._quiet = silence_logging_cmgr(logging.WARNING)  # no INFO chatter, as LocalCluster
+        self._quiet.__enter__()
+        self._loop = LoopRunner(asynchronous=False)
+        self._loop.start()
+        try:
+            sync(self._loop.loop, self._start)
+        except BaseException:
+            self.stop()
+            raise
+
+    async def _start(self) -> None:
+        host, port = _host_port(self.address)
+        if self._hosts_scheduler:
+            self._scheduler = await Scheduler(
+                host=host,
+                port=port,
+                protocol=self._target.split("://")[0],
+                security=self.security,
+                dashboard_address=f"{host}:0",
+            )
+        gpus = [] if self.config.device_count.get("GPU") == 0 else visible_gpus()
+        specs = worker_specs(
+            virtual_gpus=self._virtual_gpus,
+            gpus=gpus,
+            gpu_options=self.config.gpu_options,
+            processes=False,
+            job=self.job_name,
+            task=self.task_index,
+            host=host,
+        )
+        for spec in specs.values():
+            options = dict(spec["options"])
+            if self.security is not None and "worker_kwargs" not in options:
+                options["security"] = self.security
+            worker = spec["cls"](self._target, **options)
+            self._workers.append(worker)
+        for worker in self._workers:
+            await worker
+
+    def wait_for_cluster(self, timeout: float = 60.0) -> None:
+        """Wait until every task of the cluster spec has registered its workers.
+
+        Raises
+        ------
+        TimeoutError
+            Naming the tasks still missing.
+        """
+        from distributed import Client
+
+        wanted = {
+            f"/job:{job}/replica:0/task:{index}/"
+            for job in self.cluster_spec.jobs
+            for index in self.cluster_spec.task_indices(job)
+        }
+        deadline = time.monotonic() + timeout
+        with Client(self.target, security=self.security, set_as_default=False) as client:
+            while True:
+                names = [str(w["name"]) for w in client.scheduler_info()["workers"].values()]
+                missing = {t for t in wanted if not any(n.startswith(t) for n in names)}
+                if not missing:
+                    return
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"Tasks {sorted(missing)} did not join the cluster at {self.target} "
+                        f"within {timeout} s; start their servers (daskgraph server ...)"
+                    )
+                time.sleep(0.1)
+
+    def wait_for_others_to_leave(self, timeout: float = 60.0) -> None:
+        """On the task running the scheduler: wait until other tasks' workers have left (so
+        that stopping does not pull the scheduler from under them). Elsewhere: return."""
+        if not self._hosts_scheduler or self._scheduler is None:
+            return
+        mine = f"/job:{self.job_name}/replica:0/task:{self.task_index}/"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            names = [str(ws.name) for ws in self._scheduler.workers.values()]
+            if all(n.startswith(mine) for n in names):
+                return
+            time.sleep(0.1)
+
+    def join(self) -> None:
+        """Block until the server is stopped; SIGINT and SIGTERM stop it cleanly."""
+        if threading.current_thread() is threading.main_thread():
+            previous = {
+                sig: signal.signal(sig, lambda *_: self._stopped.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)
+            }
+            try:
+                while not self._stopped.wait(0.2):
+                    pass
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+        else:
+            self._stopped.wait()
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop this task's workers, and the scheduler if this server runs it."""
+        self._stopped.set()
+        loop = self._loop
+        if loop is None:
+            return
+        self._loop = None
+        try:
+            sync(loop.loop, self._close)
+        finally:
+            loop.stop()
+            self._quiet.__exit__(None, None, None)
+
+    async def _close(self) -> None:
+        for worker in self._workers:
+            await worker.close()
+        self._workers.clear()
+        if self._scheduler is not None:
+            await self._scheduler.close()
+            self._scheduler = None
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return (
+            f"<daskgraph.Server /job:{self.job_name}/task:{self.task_index} target={self.target}>"
+        )
