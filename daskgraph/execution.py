@@ -132,6 +132,16 @@ def _is_out_of_memory(exc: Exception) -> bool:
     return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
 
 
+class _Arrival:
+    """Stands for the copy of an incoming tensor onto the device in OOM messages."""
+
+    op_name = "(input copied to the device)"
+    op_type = "_Recv"
+
+
+_ARRIVAL = _Arrival()
+
+
 def _resource_exhausted(exc: Exception, ins: Any, program: PartitionProgram) -> Exception:
     """TensorFlow's OOM error, naming the op, the device and the bytes asked for; the pool's
     cached blocks are freed so that the worker keeps working."""
@@ -142,9 +152,14 @@ def _resource_exhausted(exc: Exception, ins: Any, program: PartitionProgram) -> 
 
         cupy.get_default_memory_pool().free_all_blocks()
     asked = f"{nbytes} bytes" if nbytes is not None else "memory"
+    fix = (
+        "Lower the batch size, or raise gpu_options.per_process_gpu_memory_fraction."
+        if program.device_type == "GPU"
+        else "Lower the batch size, or give the worker more memory."
+    )
     return ResourceExhaustedError(
         f"OOM when allocating {asked} for op {ins.op_name} ({ins.op_type}) on {program.device}: "
-        f"{exc}. Lower the batch size, or raise gpu_options.per_process_gpu_memory_fraction.",
+        f"{exc}. {fix}",
         op=ins.op_name,
         device=program.device,
         nbytes=nbytes,
@@ -240,7 +255,12 @@ def execute_partition(
         arriving += [(feeds[p], s) for p, s in program.feeds]
         to_device = 0
         for value, slot in arriving:
-            slots[slot] = moved = _to_backend(value, xp)
+            try:
+                slots[slot] = moved = _to_backend(value, xp)
+            except Exception as exc:
+                if not _is_out_of_memory(exc):
+                    raise
+                raise _resource_exhausted(exc, _ARRIVAL, program) from exc
             if trace and on_gpu:
                 to_device += _copied_bytes(value, moved)
         stats = _run(program, slots, xp, session_id, trace)
@@ -290,6 +310,8 @@ def _run(program: PartitionProgram, slots: list, xp: Any, session_id: str, trace
             ) from exc
         if ins.out >= 0:
             slots[ins.out] = result
+        for slot in ins.free:
+            slots[slot] = None
         if trace:
             stop = time.time()
             stats.append(

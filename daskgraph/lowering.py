@@ -54,6 +54,7 @@ class Instruction(NamedTuple):
     out: int
     stateful: bool
     deref: tuple[int, ...]  # positions in ``args`` holding variable refs to read
+    free: tuple[int, ...] = ()  # slots last read here (not outputs): dropped after it runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +279,26 @@ def _single_threaded_elements(op: Operation) -> int:
     return n
 
 
+def _with_frees(instructions: list[Instruction], kept: set[int]) -> tuple[Instruction, ...]:
+    """Mark, on the instruction that reads a value last, that its slot can be dropped then:
+    intermediates are freed as soon as they are used up (on a GPU, memory returns to the pool
+    during the partition, as TensorFlow frees a tensor when its last reader has run)."""
+    last: dict[int, int] = {}
+    for i, ins in enumerate(instructions):
+        for slot in ins.args:
+            last[slot] = i
+        if ins.out >= 0:
+            last.setdefault(ins.out, i)  # a value nobody reads is dropped at once
+    frees: dict[int, list[int]] = {}
+    for slot, i in last.items():
+        if slot not in kept:
+            frees.setdefault(i, []).append(slot)
+    return tuple(
+        ins._replace(free=tuple(sorted(frees[i]))) if i in frees else ins
+        for i, ins in enumerate(instructions)
+    )
+
+
 class _Emitter:
     """Turns a cut into programs: slots, instructions, transfers between partitions."""
 
@@ -386,6 +407,7 @@ class _Emitter:
 
     def partition(self, p: int, index: int, renumber: dict[int, int]) -> Partition:
         device = self.devices[self.cut.device[p]]
+        instructions = _with_frees(self.instructions[p], {s for s, _ in self.outputs[p]})
         program = PartitionProgram(
             device.name,
             device.device_type,
@@ -393,7 +415,7 @@ class _Emitter:
             len(self.slots[p]),
             tuple(self.inputs[p]),
             tuple((local, slot) for local, (_, slot) in enumerate(self.feeds[p])),
-            tuple(self.instructions[p]),
+            instructions,
             tuple(self.outputs[p]),
         )
         return Partition(
