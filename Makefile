@@ -1,9 +1,10 @@
-# The two set-up commands of the README: `make demo` and `make test`.
+# The two set-up commands of the README: `make demo` and `make test`; and `make bench`.
 # Each creates the virtual environment it needs (.venv) from pyproject.toml and constraints.txt.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: demo test lint bench clean
 
@@ -18,6 +19,19 @@ demo: $(STAMP)  ## A^n + B^n on the embedded cluster (virtual GPUs where there a
 
 test: $(STAMP)  ## the whole suite: unit, integration and (skipped without a GPU) gpu tests
 	$(PY) -m pytest
+
+# The bench extra (tensorflow-cpu, matplotlib). TensorFlow is an optional peer: where it cannot
+# be installed, the suite still runs and its TensorFlow rows say "n/a (tensorflow not installed)".
+$(BENCH_STAMP): $(STAMP)
+	@if $(PY) -m pip install --quiet -c constraints.txt -e '.[test,bench]'; then \
+		touch $(BENCH_STAMP); \
+	else \
+		echo "note: the bench extra did not install fully; TensorFlow rows will say n/a"; \
+		$(PY) -m pip install --quiet -c constraints.txt matplotlib || true; \
+	fi
+
+bench: $(BENCH_STAMP)  ## the benchmark suite: table, benchmarks/results/latest.json, docs/
+	$(PY) -m benchmarks.run
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check daskgraph tests examples benchmarks

@@ -77,7 +77,10 @@ class FastPath:
     """One :class:`~daskgraph.execution.PartitionExecutor` actor per worker, for a session.
 
     Runs one-partition plans by calling the actor of their worker directly (client to worker,
-    no scheduler). Anything that goes wrong with the actor itself (its worker restarted or
+    no scheduler) when the client talks to workers directly (``direct_to_workers``, as the
+    embedded cluster's client does); otherwise Dask relays actor calls through the scheduler,
+    so runs with large feeds take the scheduler's path, where feeds are scattered straight to
+    their worker. Anything that goes wrong with the actor itself (its worker restarted or
     left) makes :meth:`run` return ``None``, and the caller takes the scheduler's path.
     """
 
@@ -112,6 +115,8 @@ class FastPath:
         (partition,) = compiled.plan.partitions
         worker = partition.worker
         feeds = tuple(feed_values[i] for i in partition.feed_indices)
+        if not self.client.direct_to_workers and _has_large(feeds):
+            return None  # actor calls would relay them through the scheduler: scatter instead
         try:
             actor = self._actor(worker)
             for _ in range(2):  # a second time if the actor had dropped the program
@@ -141,6 +146,11 @@ class FastPath:
         for w in [worker] if worker is not None else list(self._actors):
             self._actors.pop(w, None)
             self._loaded.pop(w, None)
+
+
+def _has_large(values: Sequence[Any]) -> bool:
+    threshold = int(dask.config.get("daskgraph.direct-feed-bytes"))
+    return any(getattr(v, "nbytes", 0) >= threshold for v in values)
 
 
 def _actor_result_watching(client: Client, plan: Plan, call: Any, tick: float) -> Any:

@@ -212,6 +212,26 @@ def _copied_bytes(before: Any, after: Any) -> int:
     return 0 if after is before else int(getattr(after, "nbytes", 0))
 
 
+_blas_threads_set = False
+
+
+def _use_worker_threads_for_blas() -> None:
+    """Let BLAS (matmul) use the CPU worker's threads. Dask's nanny starts worker processes
+    with OMP/OpenBLAS/MKL limited to one thread (to avoid oversubscription by many small
+    tasks); a CPU device's partition is one task that should use its worker's cores, as
+    NumPy does in a plain process. Done once per process, with threadpoolctl."""
+    global _blas_threads_set
+    _blas_threads_set = True
+    try:
+        from distributed import get_worker
+        from threadpoolctl import threadpool_limits
+
+        threads = get_worker().state.nthreads
+    except (ImportError, ValueError):
+        return
+    threadpool_limits(limits=threads, user_api="blas")
+
+
 def _current_address() -> str:
     try:
         from distributed import get_worker
@@ -247,6 +267,8 @@ def execute_partition(
     for dependency in dependencies:
         if isinstance(dependency, RunFailure):
             return dependency
+    if program.device_type == "CPU" and not _blas_threads_set:
+        _use_worker_threads_for_blas()
     try:
         xp = _array_module(program.backend)
         on_gpu = program.backend != "numpy"

@@ -279,23 +279,23 @@ def _single_threaded_elements(op: Operation) -> int:
     return n
 
 
-def _with_frees(instructions: list[Instruction], kept: set[int]) -> tuple[Instruction, ...]:
-    """Mark, on the instruction that reads a value last, that its slot can be dropped then:
-    intermediates are freed as soon as they are used up (on a GPU, memory returns to the pool
-    during the partition, as TensorFlow frees a tensor when its last reader has run)."""
+def _with_frees(fields: list[tuple], kept: set[int]) -> tuple[Instruction, ...]:
+    """The instructions, each marked with the slots it reads last, which are dropped once it
+    has run: intermediates are freed as soon as they are used up (on a GPU, memory returns to
+    the pool during the partition, as TensorFlow frees a tensor after its last reader)."""
     last: dict[int, int] = {}
-    for i, ins in enumerate(instructions):
-        for slot in ins.args:
+    for i, ins in enumerate(fields):
+        for slot in ins[4]:  # args
             last[slot] = i
-        if ins.out >= 0:
-            last.setdefault(ins.out, i)  # a value nobody reads is dropped at once
+        if ins[5] >= 0:  # out: a value nobody reads is dropped at once
+            last.setdefault(ins[5], i)
     frees: dict[int, list[int]] = {}
     for slot, i in last.items():
         if slot not in kept:
             frees.setdefault(i, []).append(slot)
+    empty: tuple[int, ...] = ()
     return tuple(
-        ins._replace(free=tuple(sorted(frees[i]))) if i in frees else ins
-        for i, ins in enumerate(instructions)
+        Instruction(*ins, tuple(frees[i]) if i in frees else empty) for i, ins in enumerate(fields)
     )
 
 
@@ -318,7 +318,7 @@ class _Emitter:
         self.inputs: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
         self.deps: list[list[int]] = [[] for _ in range(n)]
         self.feeds: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        self.instructions: list[list[Instruction]] = [[] for _ in range(n)]
+        self.instructions: list[list[tuple]] = [[] for _ in range(n)]  # Instruction fields
         self.ref_types = ref_producing_types()
 
     def export(self, producer: int, tensor: Tensor, to_host: bool) -> int:
@@ -376,7 +376,7 @@ class _Emitter:
                     self.depend(p, producer)
             out = self.slots[p][op.outputs[0]] if op.outputs else -1
             self.instructions[p].append(
-                Instruction(op.name, op.type, kernel, op.attrs, args, out, opdef.stateful, deref)
+                (op.name, op.type, kernel, op.attrs, args, out, opdef.stateful, deref)
             )
 
     def plan(self, fetches: Sequence[Tensor | Operation], feeds: Sequence[Tensor]) -> Plan:

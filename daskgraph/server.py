@@ -71,6 +71,8 @@ class ClusterSpec:
                 )
             checked = {}
             for index, address in items:
+                if isinstance(index, str) and index.isdigit():  # JSON keys (TF_CONFIG, files)
+                    index = int(index)
                 if isinstance(index, bool) or not isinstance(index, int) or index < 0:
                     raise ValueError(f"ClusterSpec: task index {index!r} of job {job!r} invalid")
                 if not isinstance(address, str) or not _ADDRESS.match(address):

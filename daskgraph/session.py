@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -31,8 +32,8 @@ from daskgraph import gpu_worker
 from daskgraph.cluster import local_cluster
 from daskgraph.config import SessionConfig
 from daskgraph.device import GPU
-from daskgraph.dispatch import CompiledRun, FastPath, submit_run
-from daskgraph.errors import InvalidArgumentError, UnavailableError
+from daskgraph.dispatch import CompiledRun, FastPath, missing_devices, submit_run
+from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
 from daskgraph.execution import DeviceStepStats, drop_session
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
 from daskgraph.lowering import lower
@@ -131,6 +132,7 @@ class Session:
         self._placement: Placement | None = None
         self._plans: dict[tuple, CompiledRun] = {}
         self._tokens: list = []
+        self._lost: dict[str, str] = {}  # variable -> device whose worker died with it
         self._cluster, self._client, self._owns_client = _connect(target, self._config, security)
         self._fast = FastPath(self._client)
         try:
@@ -182,10 +184,20 @@ class Session:
             raise RuntimeError("Attempted to use a closed Session.")
         items, rebuild = _flatten_fetches(fetches, self._graph)
         feeds, values = _check_feeds(feed_dict, self._graph)
-        compiled = self._plan(items, feeds)
-        plan = compiled.plan
         trace = bool(options is not None and options.trace_level and run_metadata is not None)
-        results = self._execute(compiled, values, trace) if plan.partitions else {}
+        retries = int(dask.config.get("daskgraph.run-retries"))
+        for attempt in range(retries + 1):
+            compiled = self._plan(items, feeds)
+            plan = compiled.plan
+            try:
+                results = self._execute(compiled, values, trace) if plan.partitions else {}
+                break
+            except UnavailableError as exc:
+                if attempt == retries:
+                    raise
+                self._recover(exc)
+            except FailedPreconditionError as exc:
+                raise self._explain_lost(exc) from None
         if trace:
             run_metadata.step_stats = StepStats([results[i][-1] for i in sorted(results)])
         by_item = []
@@ -227,6 +239,59 @@ class Session:
                 self._log_placement(placement)
         return placement
 
+    def _recover(self, failure: UnavailableError) -> None:
+        """After devices' workers left during a run: wait a grace period for them to come back
+        (a nanny restarts a dead worker under the same device name), then place the graph
+        again on the devices there are. Devices that are gone for good raise
+        :class:`InvalidArgumentError` naming them, unless soft placement moves their ops;
+        variables of a restarted worker are lost, and a later read says so by name.
+        """
+        missing = set(failure.missing)
+        before = {d.name: d.worker for d in self._devices}
+        grace = float(dask.config.get("daskgraph.worker-restart-grace"))
+        deadline = time.monotonic() + grace
+        while True:
+            devices = self._discover_devices()
+            back = {d.name for d in devices} >= missing
+            if back or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self._fast.forget()
+        restarted = {d.name for d in devices if d.name in before and before[d.name] != d.worker}
+        old = self._placement
+        if old is not None:
+            for op in old.ops:
+                if op.type == "VariableV2" and old.device_of(op).name in restarted:
+                    self._lost[op.name] = old.device_of(op).name
+        try:
+            self._current_placement(refresh=True)
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(
+                f"{exc} (devices {sorted(missing)} left the cluster during a run and did not "
+                f"come back within {grace} s)",
+                op=exc.op,
+                missing=sorted(missing),
+                **exc.fields,
+            ) from failure
+        logger.warning(
+            "devices %s left during a run; %s; running it again",
+            sorted(missing),
+            "their workers restarted" if back else "placed again on the remaining devices",
+        )
+
+    def _explain_lost(self, exc: FailedPreconditionError) -> FailedPreconditionError:
+        name = exc.fields.get("variable")
+        if name not in self._lost:
+            return exc
+        return FailedPreconditionError(
+            f"Variable {name!r} was lost: the worker of {self._lost[name]} died and was "
+            "restarted, so its value is gone. Run its initializer again (or restore it from a "
+            "checkpoint).",
+            op=name,
+            variable=name,
+            lost=True,
+        )
+
     def _execute(self, compiled: CompiledRun, values: list[Any], trace: bool) -> dict:
         self._runs += 1
         prefix = f"dg-{self._id}-{self._runs}"
@@ -238,10 +303,18 @@ class Session:
         try:
             return submit_run(self._client, compiled, prefix, self._id, values, trace, tick)
         except UnavailableError:
-            self._current_placement(refresh=True)  # next run: the devices there are now
             raise
-        except (FutureCancelledError, FuturesCancelledError):
-            # a program's worker restarted between runs and lost it: send it again, once
+        except (FutureCancelledError, FuturesCancelledError, KeyError, OSError) as exc:
+            missing = missing_devices(self._client, compiled.plan)
+            if missing:  # a worker died: lost data cancelled the run, or it refused a send
+                raise UnavailableError(
+                    f"The workers of devices {', '.join(missing)} left the cluster during the "
+                    f"run ({type(exc).__name__}: {exc}).",
+                    missing=missing,
+                ) from exc
+            if not isinstance(exc, (FutureCancelledError, FuturesCancelledError)):
+                raise
+            # a program was lost while its worker stayed (released early): send it again, once
             compiled.forget_programs()
             return submit_run(self._client, compiled, prefix, self._id, values, trace, tick)
 
@@ -346,7 +419,7 @@ def _connect(target: Any, config: SessionConfig, security: Any = None):
         no_gpus = config.device_count.get(GPU) == 0
         cluster = local_cluster(gpus=[] if no_gpus else None, gpu_options=config.gpu_options)
         try:
-            client = Client(cluster, set_as_default=False)
+            client = Client(cluster, set_as_default=False, direct_to_workers=True)
             client.wait_for_workers(len(cluster.worker_spec), timeout=_startup_timeout())
         except BaseException:
             cluster.close()

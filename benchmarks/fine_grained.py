@@ -1,0 +1,204 @@
+"""Case *fine-grained*: a few thousand tiny ops, where per-op overhead is everything.
+
+``chains`` chains of ``length`` elementwise ops (alternately adding and multiplying small
+per-chain constants) on a 16x16 float32 array fed through one placeholder, joined by
+``add_n``: 40 x 100 = 4,001 op tasks. Four ways, on one embedded cluster (one CPU worker):
+
+* ``dg.Session.run`` -- one partition: one Dask task that runs every op in a lean loop;
+* TensorFlow 1 (``tf.compat.v1`` graph mode, a ``Session`` with the same ops, intra- and
+  inter-op threads = CPU count, graph optimizations at their defaults);
+* a plain NumPy loop in this process (the floor: no framework at all);
+* one Dask task per op, all restricted to the CPU worker (``client.get(dsk, key,
+  workers=[cpu], allow_other_workers=False)``) -- what daskgraph would cost without
+  partitioning. Its warm-up runs a single chain (same code paths, a 40th of the time).
+
+Every result is checked against NumPy's. Targets: one-task-per-op / daskgraph >= 20x;
+daskgraph / TensorFlow <= 3x.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import (
+    Way,
+    ratio,
+    run_interleaved,
+    settle,
+    target_record,
+    tf_session,
+    way_record,
+)
+
+SIZE = 16
+
+
+def chain_constants(n_chains: int) -> list[tuple[np.float32, np.float32]]:
+    """(addend, factor) of every chain: small, and distinct per chain to catch mis-wiring."""
+    return [
+        (np.float32(0.01 * (c + 1) / n_chains), np.float32(0.99 - 0.001 * c))
+        for c in range(n_chains)
+    ]
+
+
+def build_daskgraph(n_chains: int, length: int):
+    """(graph, placeholder, fetch): ``n_chains`` chains of ``length`` Add/Mul ops, then AddN."""
+    import daskgraph as dg
+
+    graph = dg.Graph()
+    with graph.as_default():
+        x = dg.placeholder(dg.float32, shape=(SIZE, SIZE), name="x")
+        ends = []
+        for c, (addend, factor) in enumerate(chain_constants(n_chains)):
+            a = dg.constant(addend, name=f"a{c}")
+            m = dg.constant(factor, name=f"m{c}")
+            y = x
+            for j in range(length):
+                y = dg.add(y, a) if j % 2 == 0 else dg.multiply(y, m)
+            ends.append(y)
+        total = dg.add_n(ends, name="total")
+    return graph, x, total
+
+
+def build_tensorflow(tf: Any, n_chains: int, length: int):
+    """The same graph in TensorFlow 1 graph mode: (graph, placeholder, fetch)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, shape=(SIZE, SIZE), name="x")
+        ends = []
+        for c, (addend, factor) in enumerate(chain_constants(n_chains)):
+            a = tf.constant(addend, name=f"a{c}")
+            m = tf.constant(factor, name=f"m{c}")
+            y = x
+            for j in range(length):
+                y = tf.add(y, a) if j % 2 == 0 else tf.multiply(y, m)
+            ends.append(y)
+        total = tf.add_n(ends, name="total")
+    return graph, x, total
+
+
+def _add_n(*arrays: np.ndarray) -> np.ndarray:
+    total = arrays[0]
+    for a in arrays[1:]:
+        total = np.add(total, a)
+    return total
+
+
+_FUNCS = {"Add": np.add, "Mul": np.multiply, "AddN": _add_n}
+
+
+def dask_graph_per_op(graph, x_value: np.ndarray) -> tuple[dict, str, int]:
+    """The same ops as a plain Dask graph, one ``(func, dep_key, const)`` task per op.
+
+    Constants are inlined into the tasks that use them; the placeholder becomes a data key.
+    Returns (graph, output key, number of op tasks).
+    """
+    dsk: dict[str, Any] = {}
+    consts: dict[str, Any] = {}
+    n_tasks = 0
+    last = ""
+    for op in graph.get_operations():
+        if op.type == "Placeholder":
+            dsk[op.name] = x_value
+            continue
+        if op.type == "Const":
+            consts[op.name] = op.attrs["value"]
+            continue
+        args = [consts.get(t.op.name, t.op.name) for t in op.inputs]
+        dsk[op.name] = (_FUNCS[op.type], *args)
+        n_tasks += 1
+        last = op.name
+    return dsk, last, n_tasks
+
+
+def numpy_loop(x_value: np.ndarray, n_chains: int, length: int) -> np.ndarray:
+    """The same computation as a plain in-process NumPy loop."""
+    ends = []
+    for addend, factor in chain_constants(n_chains):
+        y = x_value
+        for j in range(length):
+            y = np.add(y, addend) if j % 2 == 0 else np.multiply(y, factor)
+        ends.append(y)
+    return _add_n(*ends)
+
+
+def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, Any]:
+    import daskgraph as dg
+
+    chains, length = args.chains, args.length
+    graph, x, total = build_daskgraph(chains, length)
+    x_value = np.random.default_rng(0).standard_normal((SIZE, SIZE)).astype(np.float32)
+    dsk, out_key, n_ops = dask_graph_per_op(graph, x_value)
+    warm_dsk, warm_key, _ = dask_graph_per_op(build_daskgraph(1, length)[0], x_value)
+
+    def per_op(graph_dict: dict, key: str) -> np.ndarray:
+        return client.get(graph_dict, key, workers=[cpu_worker], allow_other_workers=False)
+
+    threads = os.cpu_count() or 1
+    tf_sess = None
+    with dg.Session(client, graph=graph) as sess:
+        ways = [
+            Way("daskgraph", "daskgraph Session.run", lambda: sess.run(total, {x: x_value})),
+            Way("tensorflow", "TensorFlow 1 Session.run (graph mode)", unavailable=tf_missing),
+            Way("numpy", "NumPy loop (in-process)", lambda: numpy_loop(x_value, chains, length)),
+            Way(
+                "dask_per_op",
+                "one Dask task per op (client.get)",
+                lambda: per_op(dsk, out_key),
+                warmup=lambda: per_op(warm_dsk, warm_key),
+            ),
+        ]
+        if tf is not None:
+            tf_graph, tf_x, tf_total = build_tensorflow(tf, chains, length)
+            tf_sess = tf_session(tf, tf_graph, threads)
+            ways[1].fn = lambda: tf_sess.run(tf_total, {tf_x: x_value})
+        try:
+            run_interleaved(ways, args.repeats, lambda: settle(client))
+        finally:
+            if tf_sess is not None:
+                tf_sess.close()
+        plans = list(getattr(sess, "_plans", {}).values())  # introspection, for the report only
+        partitions = len(plans[0].plan.partitions) if plans else None
+
+    expected = ways[2].result
+    for way in ways:
+        if way.result is not None:
+            np.testing.assert_allclose(way.result, expected, rtol=1e-5, atol=1e-5)
+    by = {w.key: way_record(w, per=n_ops, per_label="op") for w in ways}
+    dg_s = by["daskgraph"]["median_s"]
+    return {
+        "title": "fine-grained",
+        "summary": f"{chains} chains x {length} elementwise ops on {SIZE}x{SIZE} float32 "
+        f"from a placeholder, joined by add_n ({n_ops} op tasks)",
+        "params": {
+            "chains": chains,
+            "length": length,
+            "size": SIZE,
+            "op_tasks": n_ops,
+            "graph_ops": len(graph),
+            "daskgraph_partitions": partitions,
+            "tf_threads": threads,
+        },
+        "baseline": "daskgraph",
+        "ways": list(by.values()),
+        "targets": [
+            target_record(
+                "fine.vs_dask_per_op",
+                "one Dask task per op / daskgraph",
+                ratio(by["dask_per_op"]["median_s"], dg_s),
+                ">=",
+                20.0,
+            ),
+            target_record(
+                "fine.vs_tensorflow",
+                "daskgraph / TensorFlow",
+                ratio(dg_s, by["tensorflow"]["median_s"]),
+                "<=",
+                3.0,
+                note=tf_missing,
+            ),
+        ],
+    }

@@ -1,0 +1,186 @@
+"""The benchmark suite's entry point: run every case, print the table, write JSON and docs.
+
+Run from the repository root (``make bench`` does)::
+
+    .venv/bin/python -m benchmarks.run [--only CASE ...] [--repeats 5] [--no-docs]
+
+Cases, in the order they run (each in its own module):
+
+* ``scale`` -- place() + lower() of 10k, 100k and 1M ops (pure functions, no cluster);
+* ``fine``, ``compute``, ``latency`` -- on one embedded cluster with a CPU worker only;
+* ``feeds`` -- on an embedded cluster with one virtual GPU.
+
+TensorFlow is an optional peer (the ``bench`` extra): without it, its rows and targets say
+"n/a (tensorflow not installed)" and the rest runs. Results go to
+``benchmarks/results/latest.json``; ``docs/benchmarks.md`` and ``docs/scale.png`` are rendered
+from them (:mod:`benchmarks.report`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import os
+import pathlib
+import shlex
+import sys
+import time
+from typing import Any
+
+import cloudpickle
+
+import benchmarks
+from benchmarks import compute_bound, feeds, fine_grained, latency, report, scale
+from benchmarks.common import (
+    background_busy,
+    cpu_worker,
+    load_tensorflow,
+    machine_info,
+    start_cluster,
+)
+
+CASES = ("scale", "fine", "compute", "latency", "feeds")
+BUSY = 0.1  # warn when other processes use more than this fraction of the CPUs at the start
+RESULT_KEYS = {
+    "scale": "scale",
+    "fine": "fine_grained",
+    "compute": "compute_bound",
+    "latency": "latency",
+    "feeds": "feeds",
+}
+
+
+def _sizes(text: str) -> list[int]:
+    sizes = sorted({int(s.replace("_", "")) for s in text.split(",") if s.strip()})
+    if not sizes or sizes[0] < 100:
+        raise argparse.ArgumentTypeError("sizes must be integers >= 100, comma-separated")
+    return sizes
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--only", choices=CASES, action="append", help="run only these cases")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per way (>= 5)")
+    parser.add_argument("--json", type=pathlib.Path, default=report.DEFAULT_JSON, metavar="PATH")
+    parser.add_argument("--docs", type=pathlib.Path, default=report.DOCS, metavar="DIR")
+    parser.add_argument("--no-docs", action="store_true", help="do not render docs/")
+    parser.add_argument("--chains", type=int, default=40, help="fine: chains")
+    parser.add_argument("--length", type=int, default=100, help="fine: ops per chain")
+    parser.add_argument("--matrix-size", type=int, default=2000, help="compute: rows of A, B")
+    parser.add_argument("--power", type=int, default=10, help="compute: n in A^n + B^n")
+    parser.add_argument("--calls", type=int, default=30, help="latency: calls per repeat")
+    parser.add_argument(
+        "--scale-sizes",
+        type=_sizes,
+        default=[10_000, 100_000, 1_000_000],
+        help="scale: op counts, comma-separated (default 10000,100000,1000000)",
+    )
+    parser.add_argument(
+        "--big-repeats", type=int, default=1, help="scale: timed rounds for sizes >= 1M"
+    )
+    parser.add_argument("--feed-size", type=int, default=10_000, help="feeds: rows of each feed")
+    args = parser.parse_args(argv)
+    if args.repeats < 1 or args.big_repeats < 1:
+        parser.error("--repeats and --big-repeats must be >= 1")
+    if args.power < 2:
+        parser.error("--power must be >= 2")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cases = [c for c in CASES if c in (args.only or CASES)]
+    if args.repeats < 5:
+        print(f"note: --repeats {args.repeats}: fewer than the suite's 5", file=sys.stderr)
+    # the workers unpickle this package's task functions by value: no import path needed there
+    cloudpickle.register_pickle_by_value(benchmarks)
+    started = time.perf_counter()
+    tf, tf_missing = (None, "")
+    if set(cases) & {"fine", "compute", "latency"}:
+        tf, tf_missing = load_tensorflow()
+        if tf_missing:
+            print(f"note: TensorFlow rows: {tf_missing}", file=sys.stderr)
+    results: dict[str, Any] = {
+        "suite": {
+            "command": _command(argv),
+            "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "repeats": args.repeats,
+            "args": {
+                k: str(v) if isinstance(v, pathlib.Path) else v for k, v in vars(args).items()
+            },
+        },
+        "machine": machine_info(tf),
+        "cases": {},
+    }
+    busy = background_busy()
+    results["suite"]["background_busy_before"] = busy
+    if busy is not None and busy > BUSY:
+        print(
+            f"note: other processes use {busy:.0%} of the CPUs right now: timings will be noisy",
+            file=sys.stderr,
+        )
+    done = results["cases"]
+
+    if "scale" in cases:
+        _progress("scale", started)
+        done["scale"] = scale.run(args)
+        gc.collect()
+
+    cpu_cases = [c for c in ("fine", "compute", "latency") if c in cases]
+    if cpu_cases:
+        cluster, client, devices = start_cluster(virtual_gpus=0)
+        try:
+            worker = cpu_worker(devices)
+            modules = {"fine": fine_grained, "compute": compute_bound, "latency": latency}
+            for case in cpu_cases:
+                _progress(case, started)
+                done[RESULT_KEYS[case]] = modules[case].run(client, worker, tf, tf_missing, args)
+                gc.collect()
+        finally:
+            client.close()
+            cluster.close()
+
+    if "feeds" in cases:
+        cluster, client, devices = start_cluster(virtual_gpus=1)
+        try:
+            _progress("feeds", started)
+            done["feeds"] = feeds.run(client, cluster.scheduler, devices, args)
+        finally:
+            client.close()
+            cluster.close()
+
+    results["suite"]["wall_s"] = time.perf_counter() - started
+    results["suite"]["loadavg_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    results["suite"]["finished"] = (
+        datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    )
+    report.print_report(results)
+    report.write_json(results, args.json)
+    print(f"wrote {_show(args.json)}")
+    if not args.no_docs:
+        for written in report.render_docs(results, args.docs):
+            print(f"wrote {_show(written)}")
+    return 0
+
+
+def _command(argv: list[str] | None) -> str:
+    words = sys.argv[1:] if argv is None else argv
+    return " ".join(["python -m benchmarks.run", *map(shlex.quote, words)])
+
+
+def _progress(case: str, started: float) -> None:
+    print(f"[{time.perf_counter() - started:6.1f} s] {case} ...", file=sys.stderr, flush=True)
+
+
+def _show(path: pathlib.Path) -> str:
+    try:
+        return str(path.resolve().relative_to(report.ROOT))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
