@@ -44,15 +44,18 @@ from daskgraph.graph import (
 from daskgraph.ops import *  # noqa: F403 - the op constructors are the public API
 from daskgraph.ops import __all__ as _ops_all
 from daskgraph.scopes import colocate_with, control_dependencies, device
+from daskgraph.server import ClusterSpec, Server
 from daskgraph.session import RunMetadata, RunOptions, Session, get_default_session
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClusterSpec",
     "DType",
     "DeviceSpec",
     "GPUOptions",
     "RunMetadata",
+    "Server",
     "RunOptions",
     "Session",
     "SessionConfig",
