@@ -1,0 +1,146 @@
+"""Lost workers: runs survive a worker that dies mid-run, and a device gone for good fails fast.
+
+The embedded cluster's process workers run under a nanny, which restarts a dead worker under
+the same device name; the session notices the loss within ``daskgraph.liveness-check-interval``
+and runs again on the restarted worker. A device that does not come back is placed around
+with soft placement, and reported by name without it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+
+import dask
+import numpy as np
+import pytest
+from distributed import Client
+
+import daskgraph as dg
+from daskgraph.cluster import local_cluster
+from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.testing import within
+
+N = 500
+
+
+def _kill(client: Client, address: str) -> None:
+    try:
+        client.run(os._exit, 1, workers=[address])
+    except Exception:  # the worker's connection dies with it: expected
+        pass
+
+
+def _graph():
+    with dg.device("/gpu:0"):
+        a = dg.placeholder(dg.float32, [N, N], name="a")
+        y = a
+        for _ in range(30):
+            y = dg.matmul(y, a) + a
+    with dg.device("/cpu:0"):
+        out = dg.reduce_sum(y * 2.0)
+    return a, out
+
+
+def _expected(value: np.ndarray) -> np.float32:
+    y = value
+    for _ in range(30):
+        y = y @ value + value
+    return (y * np.float32(2.0)).sum(dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def process_cluster():
+    cluster = local_cluster(virtual_gpus=1, processes=True, cpu_threads=1)
+    client = Client(cluster, set_as_default=False)
+    client.wait_for_workers(2, timeout=60)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def test_runs_survive_a_worker_killed_at_a_random_point(process_cluster):
+    client = process_cluster
+    rng = random.Random(20261121)
+    value = (np.random.default_rng(0).random((N, N), dtype=np.float32) / N).astype(np.float32)
+    expected = _expected(value)
+    with dg.Graph().as_default() as g:
+        a, out = _graph()
+        session = dg.Session(client, graph=g)
+        try:
+            for trial in range(20):
+                victim = rng.choice(sorted(client.scheduler_info()["workers"]))
+                killer = threading.Timer(rng.uniform(0.0, 0.3), _kill, (client, victim))
+                killer.start()
+                result = within(90, lambda: session.run(out, {a: value}))
+                killer.join()
+                assert "error" not in result, (trial, result.get("error"))
+                np.testing.assert_allclose(result["value"], expected, rtol=2e-4, err_msg=trial)
+                client.wait_for_workers(2, timeout=60)  # the nanny has restarted the victim
+                time.sleep(0.5)  # and finished doing so (a kill during a restart is not retried)
+        finally:
+            session.close()
+
+
+def test_variables_of_a_restarted_worker_are_reported_lost_by_name(process_cluster):
+    client = process_cluster
+    with dg.Graph().as_default() as g:
+        with dg.device("/gpu:0"):
+            v = dg.Variable(np.ones(3, np.float32), name="weights")
+            doubled = v * 2.0
+        session = dg.Session(client, graph=g)
+        try:
+            session.run(v.initializer)
+            np.testing.assert_array_equal(session.run(doubled), [2.0, 2.0, 2.0])
+            (gpu,) = [d.worker for d in session.list_devices() if d.name.endswith("GPU:0")]
+            victim = threading.Timer(0.0, _kill, (client, gpu))
+            victim.start()
+            victim.join()
+            box = within(60, lambda: session.run(doubled))
+            error = box.get("error")
+            assert isinstance(error, dg.errors.FailedPreconditionError), box
+            assert "'weights' was lost" in str(error) and "GPU:0" in str(error)
+            session.run(v.initializer)  # re-initialized, it works again
+            np.testing.assert_array_equal(session.run(doubled), [2.0, 2.0, 2.0])
+        finally:
+            session.close()
+            client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.parametrize("soft", [False, True], ids=["no-soft-placement", "soft-placement"])
+def test_a_device_gone_for_good(dg_cluster_factory, soft):
+    cluster = dg_cluster_factory(virtual_gpus=1, processes=False)
+    with Client(cluster, set_as_default=False) as client, dg.Graph().as_default() as g:
+        client.wait_for_workers(2, timeout=30)
+        with dg.device("/gpu:0"):
+            x = dg.constant(np.arange(4, dtype=np.float32))
+            y = dg.tanh(x) * 3.0
+        config = dg.SessionConfig(allow_soft_placement=soft)
+        with dask.config.set({"daskgraph.worker-restart-grace": 1.0}):
+            session = dg.Session(client, graph=g, config=config)
+            try:
+                expected = np.tanh(np.arange(4, dtype=np.float32)) * 3.0
+                np.testing.assert_allclose(session.run(y), expected, rtol=1e-6)
+                (gpu,) = [d.worker for d in session.list_devices() if d.name.endswith("GPU:0")]
+                gpu_name = "/job:localhost/replica:0/task:0/device:GPU:0"
+                cluster.sync(cluster.workers[gpu_name].close)  # gone, and nothing restarts it
+                deadline = time.monotonic() + 20
+                while gpu in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert gpu not in client.scheduler_info()["workers"]
+                md = RunMetadata()
+                trace = RunOptions(trace_level=RunOptions.FULL_TRACE)
+                box = within(30, lambda: session.run(y, options=trace, run_metadata=md))
+                if soft:
+                    np.testing.assert_allclose(box["value"], expected, rtol=1e-6)
+                    (cpu,) = [d.worker for d in session.list_devices()]
+                    assert md.step_stats.worker_of(y.op.name) == cpu
+                else:
+                    error = box.get("error")
+                    assert isinstance(error, dg.errors.InvalidArgumentError), box
+                    assert "/device:GPU:0" in str(error)
+                    assert box["elapsed"] < 20
+            finally:
+                session.close()
