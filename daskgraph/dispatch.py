@@ -89,7 +89,7 @@ class FastPath:
         self._actors: dict[str, Any] = {}
         self._loaded: dict[str, set[str]] = {}
 
-    def _actor(self, worker: str) -> Any:
+    def _actor(self, worker: str, plan: Plan, tick: float) -> Any:
         actor = self._actors.get(worker)
         if actor is None:
             future = self.client.submit(
@@ -100,7 +100,8 @@ class FastPath:
                 pure=False,
             )
             with self.client.as_current():  # the actor's handle binds to the current client
-                actor = self._actors[worker] = future.result()
+                actor = _result_watching_workers(self.client, plan, [future], future, tick)
+            self._actors[worker] = actor
             self._loaded[worker] = set()
         return actor
 
@@ -118,10 +119,11 @@ class FastPath:
         if not self.client.direct_to_workers and _has_large(feeds):
             return None  # actor calls would relay them through the scheduler: scatter instead
         try:
-            actor = self._actor(worker)
+            actor = self._actor(worker, compiled.plan, tick)
             for _ in range(2):  # a second time if the actor had dropped the program
                 if compiled.token not in self._loaded[worker]:
-                    actor.load(compiled.token, partition.program).result()
+                    load = actor.load(compiled.token, partition.program)
+                    _actor_result_watching(self.client, compiled.plan, load, tick)
                     self._loaded[worker].add(compiled.token)
                 call = actor.run(compiled.token, session_id, feeds, trace)
                 result = _actor_result_watching(self.client, compiled.plan, call, tick)

@@ -101,6 +101,8 @@ class ClusterSpec:
         return list(self._tasks(job))
 
     def task_address(self, job: str, index: int) -> str:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"task index must be an int; got {index!r}")
         try:
             return self._tasks(job)[index]
         except KeyError:
@@ -120,10 +122,10 @@ class ClusterSpec:
 
     def scheduler_address(self, protocol: str = "tcp") -> str:
         """Where the Dask scheduler listens by default: the first task of the first job."""
-        if not self._jobs or not next(iter(self._jobs.values())):
-            raise ValueError("ClusterSpec is empty: it has no task to run the scheduler")
-        first_job = next(iter(self._jobs.values()))
-        return _with_protocol(first_job[min(first_job)], protocol)
+        for tasks in self._jobs.values():  # the first job that has a task
+            if tasks:
+                return _with_protocol(tasks[min(tasks)], protocol)
+        raise ValueError("ClusterSpec is empty: it has no task to run the scheduler")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ClusterSpec) and other._jobs == self._jobs

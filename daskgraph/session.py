@@ -439,6 +439,12 @@ def _connect(target: Any, config: SessionConfig, security: Any = None):
                 "address of a running scheduler, e.g. 'tcp://127.0.0.1:8786'.",
                 target=target,
             ) from exc
+        except TypeError as exc:  # distributed's answer to tls:// without certificates
+            raise InvalidArgumentError(
+                f"Cannot connect to {target!r}: {exc}. A tls:// target needs "
+                "security=daskgraph.tls.security_from_dir(DIR) (see `daskgraph certs`).",
+                target=target,
+            ) from exc
         return None, client, True
     raise TypeError(
         "Session target must be None (embedded cluster), a scheduler address string or a "

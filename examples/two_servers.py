@@ -16,6 +16,8 @@ import argparse
 import subprocess
 import sys
 
+from distributed import Event
+
 import daskgraph.compat.v1 as tf
 
 
@@ -40,6 +42,10 @@ def main() -> None:
         c = tf.constant(f"Hello from server{args.task + 1}, computed on task {other}!")
     with tf.Session(server.target, config=tf.ConfigProto(log_device_placement=True)) as sess:
         print(sess.run(c), flush=True)
+        # stay until every task has run: the other task's run needs this task's devices
+        done = [Event(f"two-servers-done-{t}", client=sess.client) for t in (0, 1)]
+        done[args.task].set()
+        done[other].wait(timeout=120)
     if args.join:
         server.join()
     if peer is not None:

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Start every task of a daskgraph ClusterSpec on its host, over SSH.
+#
+#   start-cluster.sh [--tls-dir DIR] [--remote-dir DIR] [--dry-run] cluster.json
+#
+# For each host of the spec: copy the spec (and the TLS files) to REMOTE_DIR on that host,
+# then, for each task on it, start in the background
+#
+#   daskgraph server --cluster-spec REMOTE_DIR/cluster.json --job-name J --task-index I \
+#       [--tls-dir REMOTE_DIR/tls]
+#
+# writing REMOTE_DIR/J-I.log and REMOTE_DIR/J-I.pid (stop-cluster.sh kills that pid). The first
+# task of the first job runs the Dask scheduler, so it is started first.
+#
+# Environment: SSH (default "ssh -o BatchMode=yes"), SCP (default "scp -q -o BatchMode=yes"),
+# DASKGRAPH (the command on the hosts, default "daskgraph"), PYTHON (reads the JSON here,
+# default python3).
+set -euo pipefail
+
+usage() {
+    echo "usage: start-cluster.sh [--tls-dir DIR] [--remote-dir DIR] [--dry-run] cluster.json" >&2
+    exit 2
+}
+
+tls_dir=""
+remote_dir=".daskgraph"
+dry_run=0
+spec=""
+while (($#)); do
+    case "$1" in
+        --tls-dir) tls_dir=${2:?--tls-dir needs a folder}; shift 2 ;;
+        --remote-dir) remote_dir=${2:?--remote-dir needs a folder}; shift 2 ;;
+        --dry-run) dry_run=1; shift ;;
+        -h | --help) usage ;;
+        -*) echo "start-cluster.sh: unknown option $1" >&2; usage ;;
+        *) [[ -z $spec ]] || usage; spec=$1; shift ;;
+    esac
+done
+[[ -n $spec ]] || usage
+[[ -f $spec ]] || { echo "start-cluster.sh: no such cluster spec: $spec" >&2; exit 2; }
+if [[ -n $tls_dir ]]; then
+    for f in ca.pem node.pem node-key.pem; do
+        [[ -f $tls_dir/$f ]] || {
+            echo "start-cluster.sh: $tls_dir/$f is missing; make it with: daskgraph certs $tls_dir" >&2
+            exit 2
+        }
+    done
+fi
+
+read -ra ssh_cmd <<<"${SSH:-ssh -o BatchMode=yes}"
+read -ra scp_cmd <<<"${SCP:-scp -q -o BatchMode=yes}"
+daskgraph=${DASKGRAPH:-daskgraph}
+
+# "job index host" per task, the scheduler's task (first task of the first job) first
+mapfile -t tasks < <("${PYTHON:-python3}" - "$spec" <<'PY'
+import json, sys
+
+spec = json.load(open(sys.argv[1]))
+spec = spec.get("cluster", spec)
+for job, tasks in spec.items():
+    items = enumerate(tasks) if isinstance(tasks, list) else sorted(
+        (int(i), a) for i, a in tasks.items()
+    )
+    for index, address in items:
+        host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+        print(job, index, host)
+PY
+)
+((${#tasks[@]})) || { echo "start-cluster.sh: $spec has no task" >&2; exit 2; }
+
+run() {  # run (or, with --dry-run, print) one command
+    if ((dry_run)); then
+        printf '%q ' "$@"
+        echo
+    else
+        "$@" </dev/null
+    fi
+}
+
+declare -A copied=()
+for line in "${tasks[@]}"; do
+    read -r job index host <<<"$line"
+    if [[ -z ${copied[$host]:-} ]]; then
+        copied[$host]=1
+        run "${ssh_cmd[@]}" "$host" "mkdir -p $(printf %q "$remote_dir")/tls && chmod 700 $(printf %q "$remote_dir")/tls"
+        run "${scp_cmd[@]}" "$spec" "$host:$remote_dir/cluster.json"
+        if [[ -n $tls_dir ]]; then
+            run "${scp_cmd[@]}" "$tls_dir/ca.pem" "$tls_dir/node.pem" "$tls_dir/node-key.pem" \
+                "$host:$remote_dir/tls/"
+        fi
+    fi
+    server=("$daskgraph" server --cluster-spec cluster.json --job-name "$job" --task-index "$index")
+    [[ -z $tls_dir ]] || server+=(--tls-dir tls)
+    # only the server goes to the background (with all its output), so ssh returns at once
+    remote="cd $(printf %q "$remote_dir") || exit 1; nohup $(printf '%q ' "${server[@]}")"
+    remote+=">$job-$index.log 2>&1 </dev/null & echo \$! >$job-$index.pid"
+    echo "starting /job:$job/task:$index on $host" >&2
+    run "${ssh_cmd[@]}" "$host" "$remote"
+done

@@ -1,0 +1,359 @@
+"""Mutual TLS between a cluster's nodes (``daskgraph certs``, ``security_from_dir``), and local
+servers listening on loopback only.
+
+A TLS cluster must accept only peers with a certificate of its own CA: plain ``tcp://``
+clients, TLS clients without a certificate and clients (or workers) with another CA's
+certificate are refused, each within seconds (never a hang: every attempt runs under
+:func:`daskgraph.testing.within`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import pathlib
+import socket
+import ssl
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import psutil
+import pytest
+from cryptography import x509
+from distributed import Client, Security, Worker
+
+import daskgraph as dg
+from daskgraph.server import Server
+from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.testing import within
+from daskgraph.tls import make_certificates, security_from_dir
+
+DASKGRAPH = str(pathlib.Path(sys.executable).with_name("daskgraph"))
+TASK0, TASK1 = "/job:local/replica:0/task:0/device:", "/job:local/replica:0/task:1/device:"
+NO_GPUS = dg.SessionConfig(device_count={"GPU": 0})
+CONNECT_S = 3  # a refused client must give up within this (distributed.Client timeout)
+LIMIT_S = 20  # ... and the attempt must be over within this
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def value(box: dict):
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    env["DASK_DASKGRAPH__VIRTUAL_GPUS"] = "0"
+    return subprocess.run(
+        [DASKGRAPH, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def make_certs(folder: pathlib.Path) -> pathlib.Path:
+    done = cli("certs", str(folder))
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
+# -- daskgraph certs -----------------------------------------------------------------------------
+def test_certs_makes_a_ca_and_a_node_certificate_signed_by_it(tmp_path):
+    folder = tmp_path / "certs"
+    done = cli("certs", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["ca.pem", "node-key.pem", "node.pem"]
+    for name in ("ca.pem", "node.pem", "node-key.pem"):
+        assert str(folder / name) in done.stdout
+    assert stat.S_IMODE((folder / "node-key.pem").stat().st_mode) == 0o600
+    ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
+    node = x509.load_pem_x509_certificate((folder / "node.pem").read_bytes())
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    assert not node.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    node.verify_directly_issued_by(ca)
+    names = node.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "localhost" in names.get_values_for_type(x509.DNSName)
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+
+
+def test_certs_hostnames_and_a_fresh_ca_each_time(tmp_path):
+    done = cli(
+        "certs", str(tmp_path / "a"), "--hostname", "node0.example.org", "--hostname", "10.1.2.3"
+    )
+    assert done.returncode == 0, done.stderr
+    node = x509.load_pem_x509_certificate((tmp_path / "a" / "node.pem").read_bytes())
+    names = node.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == ["node0.example.org"]
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["10.1.2.3"]
+    make_certificates(tmp_path / "b")
+    assert (tmp_path / "a" / "ca.pem").read_bytes() != (tmp_path / "b" / "ca.pem").read_bytes()
+
+
+def test_security_from_dir_requires_every_file(tmp_path):
+    folder = make_certs(tmp_path / "certs")
+    security = security_from_dir(folder)
+    assert security.require_encryption
+    assert security.tls_ca_file == str(folder / "ca.pem")
+    for role in ("client", "scheduler", "worker"):
+        assert security.get_tls_config_for_role(role)["cert"] == str(folder / "node.pem")
+    (folder / "node-key.pem").unlink()
+    with pytest.raises(FileNotFoundError, match=r"node-key\.pem") as info:
+        security_from_dir(folder)
+    assert f"daskgraph certs {folder}" in str(info.value)
+
+
+# -- a TLS cluster -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> pathlib.Path:
+    return make_certs(tmp_path_factory.mktemp("tls") / "certs")
+
+
+@pytest.fixture(scope="module")
+def other_ca(tmp_path_factory) -> pathlib.Path:
+    return make_certs(tmp_path_factory.mktemp("tls-other") / "certs")
+
+
+@pytest.fixture(scope="module")
+def tls_pair(certs) -> Iterator[tuple[Server, Server]]:
+    """Two tasks of one TLS cluster in this process."""
+    security = security_from_dir(certs)
+    spec = {"local": [f"localhost:{p}" for p in free_ports(2)]}
+
+    def start(task: int) -> Server:
+        return Server(spec, "local", task, config=NO_GPUS, security=security, virtual_gpus=0)
+
+    s0 = value(within(30, lambda: start(0)))
+    try:
+        s1 = value(within(30, lambda: start(1)))
+    except BaseException:
+        s0.stop()
+        raise
+    try:
+        value(within(60, lambda: s0.wait_for_cluster(timeout=30)))
+        yield s0, s1
+    finally:
+        value(within(30, s1.stop))
+        value(within(30, s0.stop))
+
+
+def test_server_listens_on_tls(tls_pair):
+    s0, s1 = tls_pair
+    assert s0.target.startswith("tls://localhost:")
+    assert s1.target == s0.target
+    with Client(s0.target, security=s0.security, timeout=10, set_as_default=False) as client:
+        info = client.scheduler_info(n_workers=-1)
+    assert info["address"].startswith("tls://")
+    assert sorted(w["name"] for w in info["workers"].values()) == [TASK0 + "CPU:0", TASK1 + "CPU:0"]
+    assert all(address.startswith("tls://") for address in info["workers"])
+
+
+def test_a_session_with_the_certificates_runs_a_graph(tls_pair, certs):
+    with dg.Graph().as_default() as graph:
+        with dg.device("/job:local/task:1/cpu:0"):
+            a = dg.constant(np.arange(4, dtype=np.float32).reshape(2, 2), name="a")
+        with dg.device("/job:local/task:0/cpu:0"):
+            b = dg.matmul(a, a, name="b")
+        sess = value(
+            within(
+                30,
+                lambda: dg.Session(
+                    tls_pair[0].target, graph=graph, security=security_from_dir(certs)
+                ),
+            )
+        )
+        try:
+            assert [d.name for d in sess.list_devices()] == [TASK0 + "CPU:0", TASK1 + "CPU:0"]
+            assert all(d.worker.startswith("tls://") for d in sess.list_devices())
+            md = RunMetadata()
+            trace = RunOptions(trace_level=RunOptions.FULL_TRACE)
+            result = value(within(30, lambda: sess.run(b, options=trace, run_metadata=md)))
+            want = np.arange(4, dtype=np.float32).reshape(2, 2)
+            np.testing.assert_allclose(result, want @ want)
+            workers = {d.name: d.worker for d in sess.list_devices()}
+            assert md.step_stats.worker_of("a") == workers[TASK1 + "CPU:0"]
+            assert md.step_stats.worker_of("b") == workers[TASK0 + "CPU:0"]
+        finally:
+            sess.close()
+
+
+def attempt(target: str, security) -> str:
+    """Connect a client: 'connected', or the error. It must be over within LIMIT_S."""
+
+    def connect() -> str:
+        try:
+            with Client(target, security=security, timeout=CONNECT_S, set_as_default=False) as c:
+                c.scheduler_info()
+            outcome = "connected"
+        except Exception as exc:
+            outcome = f"{type(exc).__name__}: {exc}"
+        # collect the Client that failed to connect here and now: left to a later collection,
+        # its __del__ may run inside another Client's LoopRunner.start (in distributed, a
+        # class-wide lock) and deadlock this process
+        gc.collect()
+        return outcome
+
+    return value(within(LIMIT_S, connect))
+
+
+def test_a_client_with_the_certificates_connects(tls_pair, certs):
+    assert attempt(tls_pair[0].target, security_from_dir(certs)) == "connected"
+
+
+def test_a_plain_tcp_client_is_refused(tls_pair):
+    plain = "tcp://" + tls_pair[0].target.removeprefix("tls://")
+    assert attempt(plain, None) != "connected"
+
+
+def test_a_tls_client_without_a_certificate_is_refused(tls_pair, certs):
+    only_ca = Security(tls_ca_file=str(certs / "ca.pem"), require_encryption=True)
+    assert attempt(tls_pair[0].target, only_ca) != "connected"
+
+
+class _NoCertificate(Security):
+    """A client that trusts the cluster's CA and offers no certificate of its own: what the
+    *server* does with it (distributed itself will not start a TLS client without one)."""
+
+    def get_connection_args(self, role):
+        args = super().get_connection_args(role)
+        args["ssl_context"] = ssl.create_default_context(cafile=self.tls_ca_file)
+        args["ssl_context"].check_hostname = False
+        return args
+
+
+def test_the_server_refuses_a_tls_peer_without_a_certificate(tls_pair, certs):
+    security = _NoCertificate(tls_ca_file=str(certs / "ca.pem"), require_encryption=True)
+    outcome = attempt(tls_pair[0].target, security)
+    assert outcome != "connected"
+
+
+def test_a_client_of_another_ca_is_refused(tls_pair, other_ca):
+    outcome = attempt(tls_pair[0].target, security_from_dir(other_ca))
+    assert outcome != "connected"
+
+
+def test_a_worker_of_another_ca_cannot_join(tls_pair, other_ca):
+    s0 = tls_pair[0]
+
+    async def join() -> str:
+        worker = Worker(
+            s0.target,
+            security=security_from_dir(other_ca),
+            name="/job:evil/replica:0/task:0/device:CPU:0",
+            nthreads=1,
+            death_timeout=CONNECT_S,
+        )
+        try:
+            await worker
+            return "joined"
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            await worker.close()
+
+    assert value(within(LIMIT_S, lambda: asyncio.run(join()))) != "joined"
+    with Client(s0.target, security=s0.security, timeout=10, set_as_default=False) as client:
+        names = [w["name"] for w in client.scheduler_info(n_workers=-1)["workers"].values()]
+    assert not any(str(n).startswith("/job:evil") for n in names)
+
+
+def test_a_session_without_the_certificates_fails_fast(tls_pair):
+    def connect() -> str:
+        with dg.Graph().as_default() as graph:
+            try:
+                dg.Session(tls_pair[0].target, graph=graph).close()
+                outcome = "connected"
+            except Exception as exc:
+                outcome = f"{type(exc).__name__}: {exc}"
+        gc.collect()  # see attempt()
+        return outcome
+
+    assert value(within(LIMIT_S, connect)) != "connected"
+
+
+def test_cli_devices_with_tls_dir(tls_pair, certs, other_ca):
+    target = tls_pair[0].target
+    listing = cli("devices", "--tls-dir", str(certs), "--timeout", "5", target, timeout=30)
+    assert listing.returncode == 0, listing.stderr
+    assert f"{TASK0}CPU:0 -> " in listing.stdout and f"{TASK1}CPU:0 -> " in listing.stdout
+    assert "address: tls://" in listing.stdout
+    # host:port alone means tls:// when certificates are given
+    bare = cli("devices", "--tls-dir", str(certs), "--timeout", "5", target.removeprefix("tls://"))
+    assert bare.returncode == 0, bare.stderr
+    refused = cli("devices", "--tls-dir", str(other_ca), "--timeout", str(CONNECT_S), target)
+    assert refused.returncode != 0 and TASK0 not in refused.stdout
+
+
+def test_cli_server_with_tls_dir(tmp_path, certs):
+    (port,) = free_ports(1)
+    spec = tmp_path / "spec.json"
+    spec.write_text(f'{{"local": ["localhost:{port}"]}}')
+    log = tmp_path / "server.log"
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    env["DASK_DASKGRAPH__VIRTUAL_GPUS"] = "0"
+    server = [DASKGRAPH, "server", "--cluster-spec", str(spec), "--job-name", "local"]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [*server, "--task-index", "0", "--tls-dir", str(certs)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    try:
+        listing = None
+        for _ in range(60):
+            listing = cli(
+                "devices", "--tls-dir", str(certs), "--timeout", "2", f"tls://localhost:{port}"
+            )
+            if listing.returncode == 0 and TASK0 in listing.stdout:
+                break
+        assert listing is not None and TASK0 + "CPU:0" in listing.stdout, log.read_text()
+        assert f"serving tls://localhost:{port}" in log.read_text()
+        assert attempt(f"tcp://localhost:{port}", None) != "connected"
+        proc.terminate()
+        assert proc.wait(20) == 0, log.read_text()
+        assert "stopped" in log.read_text().splitlines()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+# -- loopback only -------------------------------------------------------------------------------
+def _listening() -> set[tuple[str, int]]:
+    """(ip, port) of the TCP sockets this process listens on."""
+    return {
+        (c.laddr.ip, c.laddr.port)
+        for c in psutil.Process().net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    }
+
+
+def test_create_local_server_listens_on_loopback_only():
+    before = _listening()
+    server = value(within(30, lambda: Server.create_local_server(config=NO_GPUS)))
+    try:
+        opened = _listening() - before
+        port = int(server.target.rsplit(":", 1)[1])
+        assert ("127.0.0.1", port) in opened  # the scheduler, at the task's address
+        assert len(opened) >= 3, opened  # scheduler, its HTTP server, the CPU worker, ...
+        assert {ip for ip, _ in opened} == {"127.0.0.1"}, opened
+        with Client(server.target, timeout=10, set_as_default=False) as client:
+            workers = client.scheduler_info(n_workers=-1)["workers"]
+        assert workers and all(a.startswith("tcp://127.0.0.1:") for a in workers), workers
+    finally:
+        value(within(30, server.stop))
+    assert not (_listening() - before), "the server left sockets listening after stop()"
