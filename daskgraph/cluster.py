@@ -168,9 +168,9 @@ def _worker_spec(
     }
     if not processes:
         return {"cls": Worker, "options": options}
-    kwargs = {**options, "silence_logs": logging.ERROR}
+    kwargs = {**options, "silence_logs": logging.ERROR, "preload": ["daskgraph.worker_preload"]}
     if env is not None:
-        kwargs.update(env=env, preload=["daskgraph.gpu_worker"])
+        kwargs.update(env=env, preload=["daskgraph.worker_preload", "daskgraph.gpu_worker"])
     return {
         "cls": SubprocessWorker,
         "options": {"worker_class": "distributed.Nanny", "name": name, "worker_kwargs": kwargs},

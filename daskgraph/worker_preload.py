@@ -1,0 +1,45 @@
+"""Start-up of a daskgraph process worker (a Dask preload): wait until its device name is free.
+
+A worker stands for one device and is named by it. When a nanny restarts a worker that died,
+the new worker may come up before the scheduler has finished removing the dead one; it would
+then be refused ("name taken") and the nanny would give up. This preload, run before the
+worker registers, waits until the scheduler no longer lists a worker of that name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+__all__ = ["dask_setup", "name_is_free"]
+
+logger = logging.getLogger("daskgraph.worker_preload")
+
+#: seconds to wait for the scheduler to let go of a dead worker's name
+NAME_WAIT = 30.0
+
+
+def name_is_free(identity: dict[str, Any], name: str) -> bool:
+    """Whether no worker in a scheduler ``identity()`` answer carries ``name``.
+
+    >>> name_is_free({"workers": {"tcp://a:1": {"name": "/job:x/replica:0/task:0/device:CPU:0"}}},
+    ...              "/job:x/replica:0/task:0/device:GPU:0")
+    True
+    """
+    return all(str(w.get("name")) != name for w in identity.get("workers", {}).values())
+
+
+async def dask_setup(worker: Any) -> None:
+    name = str(worker.name)
+    deadline = time.monotonic() + NAME_WAIT
+    while time.monotonic() < deadline:
+        try:
+            identity = await worker.scheduler.identity(n_workers=-1)
+        except Exception:  # the scheduler is not up yet: registration will wait for it
+            return
+        if name_is_free(identity, name):
+            return
+        await asyncio.sleep(0.1)
+    logger.warning("the scheduler still lists a worker named %s; registering anyway", name)
