@@ -76,7 +76,7 @@ def test_gpu_workers_are_always_nanny_processes(processes: bool) -> None:
     assert gpu["options"]["name"] == LOCAL + "GPU:0"
     options = worker_options(gpu)
     assert options["name"] == LOCAL + "GPU:0"
-    assert options["preload"] == ["daskgraph.gpu_worker"]
+    assert options["preload"] == ["daskgraph.worker_preload", "daskgraph.gpu_worker"]
     assert options["host"] == "127.0.0.1"
     assert options["silence_logs"] == logging.ERROR
     # the CPU worker and the virtual GPU follow `processes`, with no GPU set-up
