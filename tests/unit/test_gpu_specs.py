@@ -83,7 +83,7 @@ def test_gpu_workers_are_always_nanny_processes(processes: bool) -> None:
     expected_cls = SubprocessWorker if processes else Worker
     for name in (CPU0, LOCAL + "GPU:1"):
         assert specs[name]["cls"] is expected_cls
-        assert "preload" not in worker_options(specs[name])
+        assert "daskgraph.gpu_worker" not in worker_options(specs[name]).get("preload", [])
         assert "env" not in worker_options(specs[name])
 
 
