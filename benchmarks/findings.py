@@ -14,24 +14,22 @@ from __future__ import annotations
 
 FINDINGS: dict[str, str] = {
     "compute.vs_numpy": """\
-**The CPU worker's BLAS runs on one thread.** Dask's Nanny starts every worker process with
-`OMP_NUM_THREADS=MKL_NUM_THREADS=OPENBLAS_NUM_THREADS=1` (`distributed.nanny.pre-spawn-environ`),
-so although the embedded CPU worker has all cores as Dask threads, a partition's `matmul` runs on
-one core while NumPy and TensorFlow use all of them. A `FULL_TRACE` of one run: the 18 MatMuls
-take 154-159 ms each on the worker (2.9-3.0 s of a 3.0-3.1 s run) against 78 ms in the client
-process. With the worker's OpenBLAS raised to all cores (the what-if row, done at run time with
-`openblas_set_num_threads`), a MatMul takes 83-85 ms and the run 1.6-1.7 s against NumPy's
-1.48 s. What remains is ~60-70 ms a run outside the ops (the 2 x 16 MB of feeds and the 16 MB
-result go through the scheduler's `proxy`: see the feeds case) and the worker's own threads
-sharing the two cores with BLAS.
+**Moving 48 MB per run, and BLAS sharing the cores with the worker.** Two causes found and fixed:
+Dask's nanny starts worker processes with OpenBLAS/OpenMP/MKL limited to one thread (the 18
+MatMuls took 154-159 ms each instead of 78 ms; now `execution.py` gives BLAS the CPU worker's
+threads with `threadpoolctl` before its first partition: 1.7-1.8x NumPy became 1.1x), and the
+fast path relayed feeds through the scheduler (now large feeds are scattered straight to the
+worker). What remains, about 0.15 s of a 1.5 s run: the two 16 MB feeds are sent to the worker
+and the 16 MB result comes back (a process boundary NumPy and TensorFlow, in-process, do not
+cross; about 50-80 ms on this machine), the scheduler round trip of a run that carries large
+feeds (about 10 ms), and the worker's event loop and heartbeat threads competing with BLAS for
+the two cores during 1.4 s of matmuls. On a larger machine the fixed costs shrink relative to
+the work; with ``daskgraph.local.processes: false`` (an in-process CPU worker) there is no
+copy at all.
 
-*Fix in daskgraph:* give the CPU worker's BLAS the worker's threads. Passing `env=` to the
-Nanny is too late (NumPy is loaded before it applies: measured, still one thread). Either start
-the embedded cluster's `SubprocessWorker` with `distributed.nanny.pre-spawn-environ` set for the
-CPU worker (the variables at its thread count; `cluster.py`), or, for any cluster, raise the
-BLAS/OpenMP pools to the worker's `nthreads` once per worker process before the first CPU
-partition runs (`threadpoolctl.threadpool_limits(nthreads)` in `execution.py` or the executor
-actor's `__init__`). Then send the fast path's feeds and results directly (feeds case).""",
+*Next steps:* keep fed arrays that do not change between runs resident on the worker (TF's
+`make_callable` with feeds held as variables), and pin BLAS to the cores not used by the
+worker's I/O threads.""",
     "feeds.through_scheduler": """\
 **The one-partition fast path goes through the scheduler.** `dispatch.FastPath` runs a plan of
 one partition by calling a `PartitionExecutor` Dask actor on the device's worker. A Dask actor
@@ -69,22 +67,17 @@ separate loops for traced, stateful and plain programs and fixed-arity calls
 program takes 2.84 ms (NumPy floor 2.36 ms), which with a direct call to the worker puts the
 run near 4 ms: within 2x of TensorFlow.""",
     "scale.us_per_op": """\
-**Every instruction is built twice, and the garbage collector scans the growing graph.**
-Place + lower of 100k ops: about 1.0 s (place 0.18 s, lower 0.81 s), against 0.61 s before
-`lowering._with_frees` was added. cProfile (100k ops): `_with_frees` 0.49 s cumulative -- to
-add the `free` slots it rebuilds each `Instruction` with `NamedTuple._replace` (99k calls,
-0.31 s: `_replace` goes through `_make` and a dict of the fields); `emit` 0.22 s own time plus
-0.27 s in its slot-list comprehension; `placement.place` 0.24 s; `placement._kernel_types`
-0.21 s (a key tuple built per op before the cache lookup); `_needed_ops` 0.13 s; `_cut`
-0.10 s. With the collector off, lowering 100k ops takes 0.47-0.56 s instead of 0.81-0.91 s:
-it allocates a few objects per op and CPython's full collections scan the whole graph
-meanwhile, more of it as the graph grows.
+**Cyclic garbage collection while a million small objects are made.** 100k ops are placed and
+lowered in 0.87 s (8.7 us/op, the goal of the core issue); the 1M-op size, timed once without
+a warm-up, came to 10.85 us/op. Each op's instruction is now built once (the frees are worked
+out while the program is assembled), and the per-op key tuples and repeated device-string
+parses are gone. With the collector off, lowering 100k ops takes about 0.47 s instead of
+0.68 s: CPython's full collections scan the whole graph while place() and lower() allocate a
+few objects per op, more of it as the graph grows, which is also why us/op rises with size.
 
-*Fix in daskgraph (`lowering.py`, `placement.py`):* compute the last readers while emitting
-(the emitter already has every instruction's `args` and `out`) and build each `Instruction`
-once with its `free` (or keep the frees as one tuple per program beside the instructions);
-run `place` and `lower` with the collector paused (`gc.disable()` in a `try/finally`, or
-`gc.freeze()` of the built graph); key the kernel-type cache without a per-op tuple.""",
+*Next step:* run place() and lower() with the collector paused (`gc.disable()` in a
+try/finally, or `gc.freeze()` of the built graph), which the profile says brings 1M ops under
+8 us/op.""",
     "scale.linearity": """\
 Per-op cost grows with size mostly through cyclic garbage collection (see the us/op target):
 the collector's full passes scan the whole graph, more of it as it grows. Pausing the
