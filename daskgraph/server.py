@@ -33,7 +33,7 @@ from daskgraph.cluster import worker_specs
 from daskgraph.config import SessionConfig, virtual_gpu_count
 from daskgraph.gpus import visible_gpus
 
-__all__ = ["ClusterSpec", "Server"]
+__all__ = ["ClusterSpec", "Server", "free_ports"]
 
 _JOB = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 _ADDRESS = re.compile(r"(?:(?P<proto>[a-z]+)://)?(?P<host>[^:/]+|\[[^\]]+\]):(?P<port>\d+)\Z")
@@ -137,6 +137,23 @@ class ClusterSpec:
         return f"ClusterSpec({self.as_dict()!r})"
 
 
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct ports free on ``host`` now (bound all at once, then released), for the
+    addresses of a local ClusterSpec.
+
+    >>> len(set(free_ports(3)))
+    3
+    """
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 def _with_protocol(address: str, protocol: str) -> str:
     return address if "://" in address else f"{protocol}://{address}"
 
@@ -208,9 +225,7 @@ class Server:
     @classmethod
     def create_local_server(cls, config: SessionConfig | None = None, start: bool = True):
         """A one-task cluster on a free port of localhost, as ``tf.train.Server``'s."""
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        (port,) = free_ports(1)
         return cls({"local": [f"localhost:{port}"]}, "local", 0, config=config, start=start)
 
     def start(self) -> None:

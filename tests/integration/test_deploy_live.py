@@ -23,7 +23,6 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from collections.abc import Iterator
 import pytest
 
 import daskgraph as dg
-from daskgraph.server import Server
+from daskgraph.server import Server, free_ports
 from daskgraph.session import RunMetadata, RunOptions
 from daskgraph.testing import within
 from daskgraph.tls import make_certificates, security_from_dir
@@ -47,17 +46,6 @@ NO_GPUS = dg.SessionConfig(device_count={"GPU": 0})
 UP_S = 60  # limit for workers to show up
 
 pytestmark = pytest.mark.skipif(BASH is None, reason="needs bash")
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def value(box: dict):

@@ -28,7 +28,7 @@ import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.cli import main as cli_main
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.server import ClusterSpec, Server
+from daskgraph.server import ClusterSpec, Server, free_ports
 from daskgraph.session import RunMetadata, RunOptions
 from daskgraph.testing import within
 
@@ -39,18 +39,6 @@ TASK0, TASK1 = "/job:local/replica:0/task:0/device:", "/job:local/replica:0/task
 NO_GPUS = dg.SessionConfig(device_count={"GPU": 0})  # real GPUs stay out of these tests
 START_S = 30  # limit for starting a server or a session
 CLI_UP_S = 60  # limit for the CLI servers to show up in `daskgraph devices`
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free ports of 127.0.0.1 (all bound at once, then released)."""
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def local_spec(n: int = 2) -> dict[str, list[str]]:

@@ -13,7 +13,6 @@ import asyncio
 import gc
 import os
 import pathlib
-import socket
 import ssl
 import stat
 import subprocess
@@ -27,7 +26,7 @@ from cryptography import x509
 from distributed import Client, Security, Worker
 
 import daskgraph as dg
-from daskgraph.server import Server
+from daskgraph.server import Server, free_ports
 from daskgraph.session import RunMetadata, RunOptions
 from daskgraph.testing import within
 from daskgraph.tls import make_certificates, security_from_dir
@@ -37,17 +36,6 @@ TASK0, TASK1 = "/job:local/replica:0/task:0/device:", "/job:local/replica:0/task
 NO_GPUS = dg.SessionConfig(device_count={"GPU": 0})
 CONNECT_S = 3  # a refused client must give up within this (distributed.Client timeout)
 LIMIT_S = 20  # ... and the attempt must be over within this
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def value(box: dict):
