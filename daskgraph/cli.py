@@ -125,3 +125,7 @@ def _security(tls_dir: str):
     from daskgraph.tls import security_from_dir
 
     return security_from_dir(Path(tls_dir))
+
+
+if __name__ == "__main__":  # `python -m daskgraph.cli ...`, as the console script
+    main()
