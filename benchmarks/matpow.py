@@ -46,6 +46,11 @@ from typing import Any
 
 import numpy as np
 
+if not __package__:  # run as `python benchmarks/matpow.py`: make the benchmarks package importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.compute_bound import inputs, numpy_way  # the same A^n + B^n reference
+
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 GPU0 = LOCAL + "GPU:0"
 #: H100 SXM peaks, TFLOP/s: FP32 on CUDA cores, and TF32 on tensor cores (dense)
@@ -56,14 +61,6 @@ RTOL = 1e-3
 
 
 # -- the computation, each way -------------------------------------------------------------------
-def inputs(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Random float32 matrices divided by their size, so that their powers stay finite."""
-    rng = np.random.default_rng(42)
-    a = (rng.random((size, size), dtype=np.float32) / size).astype(np.float32)
-    b = (rng.random((size, size), dtype=np.float32) / size).astype(np.float32)
-    return a, b
-
-
 def build_graph(size: int, n: int, power_device: str):
     """(graph, A, B, A^n + B^n, [A^n, B^n]): the powers under ``power_device``, the sum on
     the CPU. Each power is n - 1 products ``m @ (m @ (... @ m))``, as TensorFlow's example."""
@@ -83,15 +80,6 @@ def build_graph(size: int, n: int, power_device: str):
         with dg.device("/cpu:0"):
             total = dg.add_n(powers, name="total")
     return graph, feeds[0], feeds[1], total, powers
-
-
-def numpy_way(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
-    pa, pb = a, b
-    for _ in range(n - 1):
-        pa = a @ pa
-    for _ in range(n - 1):
-        pb = b @ pb
-    return pa + pb
 
 
 def cupy_way(cp: Any, a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
