@@ -23,6 +23,7 @@ from typing import Any
 
 import dask.config
 from distributed import Client, Future
+from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph.errors import UnavailableError
 from daskgraph.execution import (
@@ -175,8 +176,32 @@ def submit_run(
     """Run ``compiled`` once; partition index -> its outputs (results, or all when tracing).
 
     Raises the error a partition returned, or :class:`~daskgraph.errors.UnavailableError`
-    naming the devices whose workers left the cluster during the run.
+    naming the devices whose workers left the cluster during the run (noticed by the
+    watchdog, or as lost data that cancelled the run, or a worker that refused a send). A
+    program released while its worker stayed is sent again, once.
     """
+    args = (client, compiled, key_prefix, session_id, feed_values, trace, tick)
+    try:
+        return _submit_once(*args)
+    except UnavailableError:
+        raise
+    except (FutureCancelledError, FuturesCancelledError, KeyError, OSError) as exc:
+        _raise_if_devices_left(client, compiled.plan, [], exc)
+        if not isinstance(exc, (FutureCancelledError, FuturesCancelledError)):
+            raise
+        compiled.forget_programs()
+        return _submit_once(*args)
+
+
+def _submit_once(
+    client: Client,
+    compiled: CompiledRun,
+    key_prefix: str,
+    session_id: str,
+    feed_values: Sequence[Any],
+    trace: bool,
+    tick: float,
+) -> dict[int, tuple]:
     plan = compiled.plan
     programs = compiled.program_futures(client)
     feed_futures = _send_large_feeds(client, plan, feed_values)
@@ -229,17 +254,20 @@ def _result_watching_workers(
             _raise_if_devices_left(client, plan, futures)
 
 
-def _raise_if_devices_left(client: Client, plan: Plan, futures: list[Future]) -> None:
+def _raise_if_devices_left(
+    client: Client, plan: Plan, futures: list[Future], cause: Exception | None = None
+) -> None:
     missing = missing_devices(client, plan)
     if missing:
         if futures:
             client.cancel(futures)
+        seen = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
         raise UnavailableError(
-            f"The workers of devices {', '.join(missing)} left the cluster during the run, so "
-            "its partitions there cannot run. Run again: the graph is placed again on the "
+            f"The workers of devices {', '.join(missing)} left the cluster during the run{seen}, "
+            "so its partitions there cannot run. Run again: the graph is placed again on the "
             "devices that remain (soft placement may move ops elsewhere).",
             missing=missing,
-        )
+        ) from cause
 
 
 def missing_devices(client: Client, plan: Plan) -> list[str]:

@@ -26,13 +26,12 @@ from typing import Any
 import dask.config
 import numpy as np
 from distributed import Client
-from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph import gpu_worker
 from daskgraph.cluster import local_cluster
 from daskgraph.config import SessionConfig
 from daskgraph.device import GPU
-from daskgraph.dispatch import CompiledRun, FastPath, missing_devices, submit_run
+from daskgraph.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
 from daskgraph.execution import DeviceStepStats, drop_session
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
@@ -300,23 +299,7 @@ class Session:
             results = self._fast.run(compiled, self._id, values, trace, tick)
             if results is not None:
                 return results
-        try:
-            return submit_run(self._client, compiled, prefix, self._id, values, trace, tick)
-        except UnavailableError:
-            raise
-        except (FutureCancelledError, FuturesCancelledError, KeyError, OSError) as exc:
-            missing = missing_devices(self._client, compiled.plan)
-            if missing:  # a worker died: lost data cancelled the run, or it refused a send
-                raise UnavailableError(
-                    f"The workers of devices {', '.join(missing)} left the cluster during the "
-                    f"run ({type(exc).__name__}: {exc}).",
-                    missing=missing,
-                ) from exc
-            if not isinstance(exc, (FutureCancelledError, FuturesCancelledError)):
-                raise
-            # a program was lost while its worker stayed (released early): send it again, once
-            compiled.forget_programs()
-            return submit_run(self._client, compiled, prefix, self._id, values, trace, tick)
+        return submit_run(self._client, compiled, prefix, self._id, values, trace, tick)
 
     # -- devices and logging --------------------------------------------------------------------
     def _discover_devices(self) -> list[Device]:
