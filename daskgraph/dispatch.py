@@ -34,7 +34,7 @@ from daskgraph.execution import (
 )
 from daskgraph.lowering import Plan, build_task_graph
 
-__all__ = ["CompiledRun", "FastPath", "missing_devices", "submit_run"]
+__all__ = ["CompiledRun", "FastPath", "submit_run"]
 
 logger = logging.getLogger("daskgraph.dispatch")
 
@@ -257,8 +257,10 @@ def _result_watching_workers(
 def _raise_if_devices_left(
     client: Client, plan: Plan, futures: list[Future], cause: Exception | None = None
 ) -> None:
-    missing = missing_devices(client, plan)
-    if missing:
+    live = set(client.scheduler_info(n_workers=-1)["workers"])
+    gone = [p for p in plan.partitions if p.worker not in live]
+    if gone:
+        missing = sorted({p.device for p in gone})
         if futures:
             client.cancel(futures)
         seen = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
@@ -267,10 +269,5 @@ def _raise_if_devices_left(
             "so its partitions there cannot run. Run again: the graph is placed again on the "
             "devices that remain (soft placement may move ops elsewhere).",
             missing=missing,
+            workers=sorted({p.worker for p in gone}),
         ) from cause
-
-
-def missing_devices(client: Client, plan: Plan) -> list[str]:
-    """Devices of ``plan`` whose workers are no longer in the cluster (asks the scheduler)."""
-    live = set(client.scheduler_info(n_workers=-1)["workers"])
-    return sorted({p.device for p in plan.partitions if p.worker not in live})

@@ -222,16 +222,19 @@ class Session:
             plan = self._plans[key] = CompiledRun(lower(placement, items, feeds))
         return plan
 
-    def _current_placement(self, refresh: bool = False) -> Placement:
+    def _current_placement(self, devices: list[Device] | None = None) -> Placement:
+        """The graph's placement, placed again when the graph changed or when ``devices``
+        (the cluster's devices, newly discovered) are given."""
         placement = self._placement
-        if refresh or placement is None or placement.graph_version != self._graph.version:
-            if refresh:
-                self._devices = self._discover_devices()
+        stale = placement is None or placement.graph_version != self._graph.version
+        if devices is not None or stale:
             placement = place(
                 self._graph,
-                self._devices,
+                devices if devices is not None else self._devices,
                 allow_soft_placement=self._config.allow_soft_placement,
             )
+            if devices is not None:
+                self._devices = devices
             self._placement = placement
             self._plans.clear()
             if self._config.log_device_placement:
@@ -240,18 +243,21 @@ class Session:
 
     def _recover(self, failure: UnavailableError) -> None:
         """After devices' workers left during a run: wait a grace period for them to come back
-        (a nanny restarts a dead worker under the same device name), then place the graph
-        again on the devices there are. Devices that are gone for good raise
+        (a nanny restarts a dead worker under the same device name, at a new address), then
+        place the graph again on the devices there are. Devices that are gone for good raise
         :class:`InvalidArgumentError` naming them, unless soft placement moves their ops;
         variables of a restarted worker are lost, and a later read says so by name.
         """
         missing = set(failure.missing)
+        dead = set(failure.fields.get("workers", ()))
         before = {d.name: d.worker for d in self._devices}
         grace = float(dask.config.get("daskgraph.worker-restart-grace"))
         deadline = time.monotonic() + grace
         while True:
+            # one view of the cluster both decides and places: the scheduler may still list a
+            # dead worker for a moment, so a device is back only on a worker other than those
             devices = self._discover_devices()
-            back = {d.name for d in devices} >= missing
+            back = {d.name for d in devices if d.worker not in dead} >= missing
             if back or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
@@ -263,7 +269,7 @@ class Session:
                 if op.type == "VariableV2" and old.device_of(op).name in restarted:
                     self._lost[op.name] = old.device_of(op).name
         try:
-            self._current_placement(refresh=True)
+            self._current_placement(devices)
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(
                 f"{exc} (devices {sorted(missing)} left the cluster during a run and did not "

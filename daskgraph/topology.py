@@ -78,6 +78,10 @@ class Device:
         return "cupy" if self.kind == "gpu" else "numpy"
 
 
+#: worker statuses (``distributed.core.Status`` names) of a worker that is leaving the cluster
+_LEAVING = frozenset({"closing", "closing_gracefully", "closed", "failed"})
+
+
 def devices_from_workers(workers: Mapping[str, Mapping[str, Any]]) -> list[Device]:
     """Map Dask worker records (address -> info) to devices, sorted by name.
 
@@ -89,6 +93,8 @@ def devices_from_workers(workers: Mapping[str, Mapping[str, Any]]) -> list[Devic
     devices: list[Device] = []
     plain: list[tuple[str, Mapping[str, Any]]] = []
     for address, info in workers.items():
+        if info.get("status") in _LEAVING:
+            continue  # a worker on its way out serves no device (its successor may be starting)
         name = str(info.get("name", ""))
         if name.startswith("/job:"):
             devices.append(_named_device(address, name, info))

@@ -558,3 +558,40 @@ def test_assign_from_another_device_passes_the_reference_between_partitions(
     np.testing.assert_allclose(run_plan_in_process(plan, session_id=session_id)[0], [3.0, 6.0])
     got = run_plan_in_process(lower(placement, [v.value()]), session_id=session_id)
     np.testing.assert_allclose(got[0], [3.0, 6.0])
+
+
+@pytest.mark.parametrize("collector_on", [True, False], ids=["gc-on", "gc-off"])
+@pytest.mark.parametrize("fails", [False, True], ids=["ok", "raises"])
+def test_lowering_leaves_the_cyclic_collector_as_it_found_it(
+    collector_on, fails, monkeypatch
+) -> None:
+    """Lowering pauses Python's cyclic GC (it walks big graphs again and again otherwise)
+    and must give the caller back the collector state it had, also when lowering raises."""
+    import gc
+
+    from daskgraph import lowering
+
+    seen: list[bool] = []
+    original = lowering._Emitter.plan
+
+    def spy(self, *args):
+        seen.append(gc.isenabled())
+        return original(self, *args)
+
+    monkeypatch.setattr(lowering._Emitter, "plan", spy)
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [2], name="x")
+        y = dg.square(x, name="y")
+    placement = place(g, [Device(CPU0, "tcp://w:1", "cpu")])
+    was = gc.isenabled()
+    try:
+        (gc.enable if collector_on else gc.disable)()
+        if fails:
+            with pytest.raises(InvalidArgumentError):
+                lower(placement, [y], [])
+        else:
+            lower(placement, [y], [x])
+        assert gc.isenabled() is collector_on
+        assert seen == ([] if fails else [False])
+    finally:
+        (gc.enable if was else gc.disable)()

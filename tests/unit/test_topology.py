@@ -204,3 +204,17 @@ def test_format_device_mapping_of_discovered_devices() -> None:
 
 def test_format_device_mapping_of_nothing() -> None:
     assert format_device_mapping([]) == "Device mapping:"
+
+
+@pytest.mark.parametrize("status", ["closing", "closing_gracefully", "closed", "failed"])
+def test_a_leaving_worker_serves_no_device_and_its_successor_does(status) -> None:
+    """A dead worker the scheduler still lists, next to the nanny's restarted one."""
+    leaving = named(LOCAL + "CPU:0", {"CPU": 1}) | {"status": status}
+    workers = {
+        "tcp://127.0.0.1:4001": leaving,
+        "tcp://127.0.0.1:4009": named(LOCAL + "CPU:0", {"CPU": 1}) | {"status": "running"},
+    }
+    assert summary(devices_from_workers(workers)) == [
+        (LOCAL + "CPU:0", "cpu", "tcp://127.0.0.1:4009")
+    ]
+    assert devices_from_workers({"tcp://127.0.0.1:4001": leaving}) == []
