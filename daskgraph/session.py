@@ -251,16 +251,20 @@ class Session:
         missing = set(failure.missing)
         dead = set(failure.fields.get("workers", ()))
         before = {d.name: d.worker for d in self._devices}
+        # every device the session knew, not only those the run missed: another worker may
+        # have died since (its restart is then awaited too, not placed around)
+        wanted = set(before) | missing
         grace = float(dask.config.get("daskgraph.worker-restart-grace"))
         deadline = time.monotonic() + grace
         while True:
             # one view of the cluster both decides and places: the scheduler may still list a
             # dead worker for a moment, so a device is back only on a worker other than those
             devices = self._discover_devices()
-            back = {d.name for d in devices if d.worker not in dead} >= missing
+            back = {d.name for d in devices if d.worker not in dead} >= wanted
             if back or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
+        missing |= wanted - {d.name for d in devices}
         self._fast.forget()
         restarted = {d.name for d in devices if d.name in before and before[d.name] != d.worker}
         old = self._placement
