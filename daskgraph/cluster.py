@@ -17,6 +17,7 @@ worker stands for one device: it is named by the device's full name and carries 
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 import os
@@ -24,7 +25,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import dask.config
+from dask.utils import parse_timedelta
 from distributed import Scheduler, SpecCluster, Worker
+from distributed.deploy.cluster import Cluster
 from distributed.deploy.subprocess import SubprocessWorker
 
 from daskgraph.config import GPUOptions, virtual_gpu_count
@@ -32,7 +35,14 @@ from daskgraph.device import CPU, GPU, DeviceSpec
 from daskgraph.gpus import GPUInfo, rotate, visible_gpus
 from daskgraph.topology import VIRTUAL_GPU_RESOURCE
 
-__all__ = ["gpu_worker_envs", "local_cluster", "scheduler_spec", "worker_options", "worker_specs"]
+__all__ = [
+    "DeviceCluster",
+    "gpu_worker_envs",
+    "local_cluster",
+    "scheduler_spec",
+    "worker_options",
+    "worker_specs",
+]
 
 LOOPBACK = "127.0.0.1"
 
@@ -214,10 +224,54 @@ def local_cluster(
         cpu_threads=cpu_threads,
         processes=processes,
     )
-    return SpecCluster(
+    return DeviceCluster(
         workers=workers,
         scheduler=scheduler_spec(),
         asynchronous=asynchronous,
         silence_logs="error",
         name="daskgraph-local",
     )
+
+
+class DeviceCluster(SpecCluster):
+    """The embedded cluster: a ``SpecCluster`` that leaves a restarting worker to its nanny.
+
+    ``SpecCluster`` closes a worker whose name has been missing from the scheduler for
+    ``distributed.deploy.lost-worker-timeout`` (15 s), checked once, 15 s after each removal.
+    With process workers that die and are restarted by their nanny, that one check sooner or
+    later lands in the half second a restart takes, and the cluster then kills the nanny
+    (``SubprocessWorker.close``), so the device never comes back. Here the check repeats
+    instead while the worker's nanny process is alive; a worker whose process is gone (or an
+    in-process worker, which nothing restarts) is closed as ``SpecCluster`` closes it.
+    """
+
+    def _update_worker_status(self, op: str, msg: Any) -> None:
+        if op != "remove":
+            super()._update_worker_status(op, msg)
+            return
+        name = self.scheduler_info["workers"][msg]["name"]
+        delay = parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
+        loop = asyncio.get_running_loop()
+
+        def check() -> None:
+            if name not in self.workers or _listed(self.scheduler_info, name):
+                return  # closed already, or back
+            if _nanny_alive(self.workers[name]):
+                loop.call_later(delay, check)  # restarting: look again later
+                return
+            self._futures.add(asyncio.ensure_future(self.workers[name].close()))
+            del self.workers[name]
+
+        loop.call_later(delay, check)
+        Cluster._update_worker_status(self, op, msg)  # SpecCluster's own check is replaced
+
+
+def _listed(scheduler_info: dict[str, Any], name: Any) -> bool:
+    return any(w["name"] == name for w in scheduler_info.get("workers", {}).values())
+
+
+def _nanny_alive(worker: Any) -> bool:
+    """Whether ``worker`` (a spec worker object) is a subprocess that still runs: a nanny
+    process, which restarts the Dask worker it watches."""
+    process = getattr(worker, "process", None) if isinstance(worker, SubprocessWorker) else None
+    return process is not None and process.returncode is None

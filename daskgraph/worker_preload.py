@@ -2,7 +2,7 @@
 
 A worker stands for one device and is named by it. When a nanny restarts a worker that died,
 the new worker may come up before the scheduler has finished removing the dead one; it would
-then be refused ("name taken") and the nanny would give up. This preload, run before the
+then be refused ("name taken") and fail to start. This preload, run before the
 worker registers, waits until the scheduler no longer lists a worker of that name.
 """
 
