@@ -11,6 +11,7 @@ Variables live in a :class:`VariableStore`, one per (worker, session), so they s
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import threading
@@ -26,7 +27,8 @@ from daskgraph.errors import (
     OpError,
     ResourceExhaustedError,
 )
-from daskgraph.lowering import PartitionProgram
+from daskgraph.lowering import Instruction, PartitionProgram
+from daskgraph.ops.registry import ArrayFunction
 from daskgraph.ops.state import VariableRef
 
 __all__ = [
@@ -285,7 +287,11 @@ def execute_partition(
                 raise _resource_exhausted(exc, _ARRIVAL, program) from exc
             if trace and on_gpu:
                 to_device += _copied_bytes(value, moved)
-        stats = _run(program, slots, xp, session_id, trace)
+        steps = None if trace else _compiled(program, xp)
+        if steps is None:
+            stats = _run(program, slots, xp, session_id, trace)
+        else:
+            _run_compiled(program, steps, slots)
         outputs = tuple(_to_host(slots[s]) if host else slots[s] for s, host in program.outputs)
     except OpError as exc:
         return RunFailure(exc)
@@ -322,14 +328,7 @@ def _run(program: PartitionProgram, slots: list, xp: Any, session_id: str, trace
         except OpError:
             raise
         except Exception as exc:
-            if _is_out_of_memory(exc):
-                raise _resource_exhausted(exc, ins, program) from exc
-            raise InvalidArgumentError(
-                f"{ins.op_name} ({ins.op_type}) failed on {program.device}: "
-                f"{type(exc).__name__}: {exc}",
-                op=ins.op_name,
-                device=program.device,
-            ) from exc
+            raise _op_failed(exc, ins, program) from exc
         if ins.out >= 0:
             slots[ins.out] = result
         for slot in ins.free:
@@ -346,6 +345,89 @@ def _run(program: PartitionProgram, slots: list, xp: Any, session_id: str, trace
                 )
             )
     return stats
+
+
+def _op_failed(exc: Exception, ins: Instruction, program: PartitionProgram) -> Exception:
+    """The error of a kernel that raised: out of memory, or an invalid argument."""
+    if _is_out_of_memory(exc):
+        return _resource_exhausted(exc, ins, program)
+    return InvalidArgumentError(
+        f"{ins.op_name} ({ins.op_type}) failed on {program.device}: {type(exc).__name__}: {exc}",
+        op=ins.op_name,
+        device=program.device,
+    )
+
+
+#: step of a compiled program: (function, arity, first arg slot, second arg slot, all arg
+#: slots, output slot, slots to free, instruction index)
+_Step = tuple[Any, int, int, int, tuple, int, tuple, int]
+
+
+def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
+    """Bind every instruction to one callable of the array module, or None when the program
+    has stateful ops (variables; they go through :func:`_run`).
+
+    An :class:`~daskgraph.ops.registry.ArrayFunction` kernel becomes the module's function
+    itself (``numpy.add``), others a ``partial`` with ``xp`` and their attributes bound, so
+    that the loop makes one call per op and builds no argument list for one or two inputs.
+    """
+    steps: list[_Step] = []
+    for index, ins in enumerate(program.instructions):
+        if ins.stateful or ins.deref:
+            return None
+        kernel = ins.kernel
+        if isinstance(kernel, ArrayFunction) and not ins.attrs:
+            fn = getattr(xp, kernel.name)
+        else:
+            fn = functools.partial(kernel, xp, **ins.attrs)
+        args = ins.args
+        first = args[0] if args else -1
+        second = args[1] if len(args) > 1 else -1
+        steps.append((fn, len(args), first, second, args, ins.out, ins.free, index))
+    return steps
+
+
+_compiled_cache: dict[int, tuple[PartitionProgram, str, list[_Step] | None]] = {}
+_compiled_lock = threading.Lock()
+#: compiled programs kept per worker process (a program holds on to its compiled form)
+_COMPILED_CAPACITY = 128
+
+
+def _compiled(program: PartitionProgram, xp: Any) -> list[_Step] | None:
+    """:func:`_compile` once per program object on this worker (a program is scattered once
+    per session and reused by every run, so later runs find it here)."""
+    key = id(program)
+    with _compiled_lock:
+        hit = _compiled_cache.get(key)
+    if hit is not None and hit[0] is program and hit[1] == xp.__name__:
+        return hit[2]
+    steps = _compile(program, xp)
+    with _compiled_lock:
+        _compiled_cache[key] = (program, xp.__name__, steps)
+        while len(_compiled_cache) > _COMPILED_CAPACITY:
+            del _compiled_cache[next(iter(_compiled_cache))]
+    return steps
+
+
+def _run_compiled(program: PartitionProgram, steps: list[_Step], slots: list) -> None:
+    """The lean loop for programs without variables and without tracing."""
+    index = -1
+    try:
+        for fn, arity, a, b, args, out, free, index in steps:  # noqa: B007 (read on error)
+            if arity == 2:
+                result = fn(slots[a], slots[b])
+            elif arity == 1:
+                result = fn(slots[a])
+            else:
+                result = fn(*[slots[i] for i in args])
+            if out >= 0:
+                slots[out] = result
+            for slot in free:
+                slots[slot] = None
+    except OpError:
+        raise
+    except Exception as exc:
+        raise _op_failed(exc, program.instructions[index], program) from exc
 
 
 class PartitionExecutor:

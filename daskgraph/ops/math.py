@@ -22,7 +22,7 @@ import numpy as np
 from daskgraph import dtypes
 from daskgraph.graph import Shape, Tensor, get_default_graph
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.registry import register
+from daskgraph.ops.registry import ArrayFunction, register
 
 __all__ = [
     "abs",
@@ -48,48 +48,18 @@ _NUM = dtypes.NUMERIC
 
 
 # -- kernels: one per op, over the array API (xp is numpy or cupy) ---------------------------------
-def _add(xp, x, y):
-    return xp.add(x, y)
-
-
-def _sub(xp, x, y):
-    return xp.subtract(x, y)
-
-
-def _mul(xp, x, y):
-    return xp.multiply(x, y)
-
-
-def _div(xp, x, y):
-    return xp.divide(x, y)
-
-
-def _maximum(xp, x, y):
-    return xp.maximum(x, y)
-
-
-def _neg(xp, x):
-    return xp.negative(x)
-
-
-def _abs(xp, x):
-    return xp.abs(x)
-
-
-def _square(xp, x):
-    return xp.multiply(x, x)
-
-
-def _sqrt(xp, x):
-    return xp.sqrt(x)
-
-
-def _exp(xp, x):
-    return xp.exp(x)
-
-
-def _tanh(xp, x):
-    return xp.tanh(x)
+# elementwise ops are one function of the array module each (the executor calls it directly)
+_add = ArrayFunction("add")
+_sub = ArrayFunction("subtract")
+_mul = ArrayFunction("multiply")
+_div = ArrayFunction("divide")
+_maximum = ArrayFunction("maximum")
+_neg = ArrayFunction("negative")
+_abs = ArrayFunction("abs")
+_square = ArrayFunction("square")
+_sqrt = ArrayFunction("sqrt")
+_exp = ArrayFunction("exp")
+_tanh = ArrayFunction("tanh")
 
 
 def _matmul(xp, a, b, *, transpose_a=False, transpose_b=False):

@@ -23,14 +23,48 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from daskgraph import dtypes
 from daskgraph.device import CPU, GPU
 from daskgraph.errors import NotFoundError
 
-__all__ = ["OpDef", "lookup", "register", "registered_types"]
+__all__ = ["ArrayFunction", "OpDef", "lookup", "register", "registered_types"]
 
 Kernel = Callable[..., object]
+
+
+class ArrayFunction:
+    """A kernel that is one function of the array module: ``xp.<name>(*inputs)``.
+
+    The executor binds it to ``numpy.<name>`` (or ``cupy.<name>``) once per program and calls
+    that directly, without a Python wrapper per op; it pickles as its name.
+
+    >>> import numpy as np
+    >>> ArrayFunction("add")(np, np.float32(1), np.float32(2))
+    np.float32(3.0)
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, xp: Any, *inputs: Any) -> Any:
+        return getattr(xp, self.name)(*inputs)
+
+    def __reduce__(self) -> tuple:
+        return (ArrayFunction, (self.name,))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ArrayFunction) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("ArrayFunction", self.name))
+
+    def __repr__(self) -> str:
+        return f"ArrayFunction({self.name!r})"
+
 
 #: dtypes with GPU kernels for ordinary math (no strings, as in TensorFlow)
 GPU_NUMERIC = dtypes.NUMERIC | {dtypes.bool_}

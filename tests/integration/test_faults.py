@@ -8,6 +8,7 @@ with soft placement, and reported by name without it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -100,49 +101,49 @@ def _wait_for_both(client: Client, timeout: float = 60) -> None:
     raise AssertionError(f"the workers did not come back within {timeout} s")
 
 
-def test_a_restarting_worker_is_left_to_its_nanny():
-    """distributed's SpecCluster closes a worker missing for ``lost-worker-timeout`` (checked
-    once per removal): with the timeout shorter than a restart it would kill the nanny and
-    the device would never come back. The embedded cluster waits while the nanny lives."""
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+
+
+@contextlib.contextmanager
+def _cluster_quick_to_close_lost_workers():
+    """A process cluster whose ``lost-worker-timeout`` (0.2 s) is far shorter than a restart."""
     with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.2s"}):
         cluster = local_cluster(virtual_gpus=1, processes=True, cpu_threads=1)
         client = Client(cluster, set_as_default=False)
         try:
             client.wait_for_workers(2, timeout=60)
-            name = "/job:localhost/replica:0/task:0/device:GPU:0"
-            for _ in range(3):
-                (address,) = [
-                    a for a, w in client.scheduler_info()["workers"].items() if w["name"] == name
-                ]
-                _kill(client, address)
-                time.sleep(1.0)  # several lost-worker timeouts pass while it restarts
-                _wait_for_both(client)
-                assert name in cluster.workers
+            yield cluster, client
         finally:
             client.close()
             cluster.close()
+
+
+def test_a_restarting_worker_is_left_to_its_nanny():
+    """distributed's SpecCluster closes a worker missing for ``lost-worker-timeout`` (checked
+    once per removal): with the timeout shorter than a restart it would kill the nanny and
+    the device would never come back. The embedded cluster waits while the nanny lives."""
+    with _cluster_quick_to_close_lost_workers() as (cluster, client):
+        for _ in range(3):
+            workers = client.scheduler_info()["workers"].items()
+            (address,) = [a for a, w in workers if w["name"] == GPU0]
+            _kill(client, address)
+            time.sleep(1.0)  # several lost-worker timeouts pass while it restarts
+            _wait_for_both(client)
+            assert GPU0 in cluster.workers
 
 
 def test_a_worker_whose_nanny_died_is_closed():
     """When the nanny process itself is gone, nothing will restart the worker: the cluster
     closes and forgets it after ``lost-worker-timeout``, as distributed's SpecCluster does."""
-    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.2s"}):
-        cluster = local_cluster(virtual_gpus=1, processes=True, cpu_threads=1)
-        client = Client(cluster, set_as_default=False)
-        try:
-            client.wait_for_workers(2, timeout=60)
-            name = "/job:localhost/replica:0/task:0/device:GPU:0"
-            cluster.sync(cluster.workers[name].close)  # the nanny and its worker, for good
-            deadline = time.monotonic() + 20
-            while name in cluster.workers and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert name not in cluster.workers
-            assert [w["name"] for w in client.scheduler_info()["workers"].values()] == [
-                "/job:localhost/replica:0/task:0/device:CPU:0"
-            ]
-        finally:
-            client.close()
-            cluster.close()
+    with _cluster_quick_to_close_lost_workers() as (cluster, client):
+        cluster.sync(cluster.workers[GPU0].close)  # the nanny and its worker, for good
+        deadline = time.monotonic() + 20
+        while GPU0 in cluster.workers and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert GPU0 not in cluster.workers
+        assert [w["name"] for w in client.scheduler_info()["workers"].values()] == [
+            "/job:localhost/replica:0/task:0/device:CPU:0"
+        ]
 
 
 def test_variables_of_a_restarted_worker_are_reported_lost_by_name(process_cluster):

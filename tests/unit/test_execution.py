@@ -1,0 +1,99 @@
+"""Unit tests for the executor's lean loop: programs compiled once to array-module calls.
+
+Programs come from :func:`daskgraph.lowering.lower` on one CPU device and run in this process
+with :func:`daskgraph.execution.execute_partition`, plain (the compiled loop) and traced (the
+general loop), which must agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+
+import numpy as np
+import pytest
+
+import daskgraph as dg
+from daskgraph import execution
+from daskgraph.errors import InvalidArgumentError
+from daskgraph.execution import RunFailure, execute_partition
+from daskgraph.lowering import lower
+from daskgraph.ops.registry import ArrayFunction
+from daskgraph.placement import place
+from daskgraph.topology import Device
+
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def one_partition(graph: dg.Graph, fetches, feeds):
+    plan = lower(place(graph, [Device(CPU0, "tcp://w:1", "cpu")]), fetches, feeds)
+    (partition,) = plan.partitions
+    return partition.program
+
+
+def chain_graph():
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [3, 3], name="x")
+        y = dg.matmul(x, x, transpose_b=True, name="mm")
+        z = dg.tanh(y * 0.5 - x, name="z")
+        out = dg.add_n([z, dg.square(z), -x], name="out")
+    return g, x, out
+
+
+def test_array_function_kernels_pickle_as_their_name() -> None:
+    add = ArrayFunction("add")
+    again = pickle.loads(pickle.dumps(add))
+    assert again == add and again.name == "add" and hash(again) == hash(add)
+    assert len(pickle.dumps(add)) < 100
+    assert again(np, np.float32(1), np.float32(2)) == np.float32(3)
+
+
+def test_compile_binds_array_module_functions_and_partials() -> None:
+    g, x, out = chain_graph()
+    program = one_partition(g, [out], [x])
+    steps = execution._compile(program, np)
+    by_type = {program.instructions[s[7]].op_type: s for s in steps}
+    assert by_type["Tanh"][0] is np.tanh  # the ufunc itself, no wrapper
+    assert by_type["Mul"][0] is np.multiply and by_type["Mul"][1] == 2
+    matmul = by_type["MatMul"][0]
+    assert isinstance(matmul, functools.partial) and matmul.args == (np,)
+    assert matmul.keywords == {"transpose_a": False, "transpose_b": True}
+    assert by_type["AddN"][1] == 3  # three inputs: the general call
+
+
+def test_compiled_and_traced_loops_agree_and_compile_once() -> None:
+    g, x, out = chain_graph()
+    program = one_partition(g, [out], [x])
+    value = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
+    plain = execute_partition(program, "t", (value,), False)
+    traced = execute_partition(program, "t", (value,), True)
+    z = np.tanh((value @ value.T) * np.float32(0.5) - value)
+    np.testing.assert_allclose(plain[0], z + z * z - value, rtol=1e-6)
+    np.testing.assert_array_equal(plain[0], traced[0])
+    assert execution._compiled(program, np) is execution._compiled(program, np)
+
+
+def test_programs_with_variables_take_the_general_loop() -> None:
+    with dg.Graph().as_default() as g:
+        v = dg.Variable(np.ones(2, np.float32), name="v")
+        y = v * 2.0
+    program = one_partition(g, [y], [])
+    assert execution._compile(program, np) is None
+
+
+@pytest.mark.parametrize("trace", [False, True], ids=["compiled", "traced"])
+def test_a_failing_op_is_named_in_either_loop(trace: bool) -> None:
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, name="x")
+        y = dg.placeholder(dg.float32, name="y")
+        first = dg.add(x, 1.0, name="first")
+        bad = dg.matmul(first, y, name="bad")
+        last = dg.negative(bad, name="last")
+    program = one_partition(g, [last], [x, y])
+    result = execute_partition(
+        program, "t", (np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)), trace
+    )
+    assert isinstance(result, RunFailure)
+    assert isinstance(result.error, InvalidArgumentError)
+    assert result.error.op == "bad"
+    assert "bad (MatMul) failed on " + CPU0 in str(result.error)
