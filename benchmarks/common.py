@@ -234,7 +234,8 @@ def start_cluster(virtual_gpus: int) -> tuple[Any, Any, dict[str, str]]:
 
     cluster = local_cluster(virtual_gpus=virtual_gpus, processes=True)
     try:
-        client = Client(cluster, set_as_default=False)
+        # as the client of a session's own embedded cluster: it talks to workers directly
+        client = Client(cluster, set_as_default=False, direct_to_workers=True)
         client.wait_for_workers(1 + virtual_gpus, timeout=120)
     except BaseException:
         cluster.close()
@@ -252,17 +253,6 @@ def blas_threads() -> int | None:
     """Threads of the OpenBLAS NumPy uses in this process (None if it cannot be asked)."""
     fn = _openblas_function("get_num_threads")
     return int(fn()) if fn is not None else None
-
-
-def set_blas_threads(n: int) -> int | None:
-    """Set this process's OpenBLAS threads (returns the previous count; None if unsupported).
-    Used, on a worker through ``client.run``, for the what-if rows of the compute-bound case."""
-    get, put = _openblas_function("get_num_threads"), _openblas_function("set_num_threads")
-    if get is None or put is None:
-        return None
-    before = int(get())
-    put(int(n))
-    return before
 
 
 def _openblas_function(name: str):

@@ -7,11 +7,10 @@ so that the powers stay finite), fed through placeholders; A^n and B^n are compu
 * ``dg.Session.run`` on the embedded cluster without virtual GPUs (one CPU worker process
   with all cores as Dask threads), as daskgraph ships it;
 * NumPy in this process (``a @ a @ ...``; OpenBLAS with all cores);
-* TensorFlow 1 graph mode, intra- and inter-op threads = CPU count;
-* a *what-if* row: daskgraph again, with the CPU worker's OpenBLAS raised to all cores for
-  that way only (``client.run`` before each of its calls, restored after). Dask's Nanny starts
-  workers with ``OPENBLAS_NUM_THREADS=1``; this row shows what daskgraph would measure if
-  its CPU worker's BLAS used the cores it is given. It is not the target's measurement.
+* TensorFlow 1 graph mode, intra- and inter-op threads = CPU count.
+
+Dask's nanny starts workers with ``OPENBLAS_NUM_THREADS=1``; daskgraph's executor gives BLAS
+the CPU worker's threads (``threadpoolctl``), and the case records the worker's BLAS threads.
 
 The results are checked against NumPy's (relative tolerance 1e-3). Target: daskgraph /
 NumPy <= 1.05.
@@ -29,7 +28,6 @@ from benchmarks.common import (
     blas_threads,
     ratio,
     run_interleaved,
-    set_blas_threads,
     settle,
     target_record,
     tf_session,
@@ -91,16 +89,7 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
     a_value, b_value = inputs(size)
     graph, a, b, total = build_daskgraph(size, n)
     feeds = {a: a_value, b: b_value}
-    worker_blas = client.run(blas_threads, workers=[cpu_worker])[cpu_worker]
     worker_threads = client.scheduler_info(n_workers=-1)["workers"][cpu_worker]["nthreads"]
-    restore: list[int | None] = [None]
-
-    def raise_blas(_: int) -> None:
-        restore[0] = client.run(set_blas_threads, threads, workers=[cpu_worker])[cpu_worker]
-
-    def restore_blas(_: int) -> None:
-        if restore[0] is not None:
-            client.run(set_blas_threads, restore[0], workers=[cpu_worker])
 
     tf_sess = None
     with dg.Session(client, graph=graph) as sess:
@@ -108,14 +97,6 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
             Way("daskgraph", "daskgraph Session.run", lambda: sess.run(total, feeds)),
             Way("numpy", "NumPy a @ a @ ... (in-process)", lambda: numpy_way(a_value, b_value, n)),
             Way("tensorflow", "TensorFlow 1 Session.run (graph mode)", unavailable=tf_missing),
-            Way(
-                "daskgraph_worker_blas_all_cores",
-                f"what-if: daskgraph, CPU worker's BLAS at {threads} threads",
-                lambda: sess.run(total, feeds),
-                before=raise_blas,
-                after=restore_blas,
-                unavailable="" if worker_blas is not None else "n/a (worker BLAS not settable)",
-            ),
         ]
         if tf is not None:
             tf_graph, tf_a, tf_b, tf_total = build_tensorflow(tf, size, n)
@@ -126,13 +107,14 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
         finally:
             if tf_sess is not None:
                 tf_sess.close()
+        # after daskgraph's runs: its executor set the worker's BLAS threads on the first one
+        worker_blas = client.run(blas_threads, workers=[cpu_worker])[cpu_worker]
 
     expected = ways[1].result
     for way in ways:
         if way.result is not None:
             np.testing.assert_allclose(way.result, expected, rtol=1e-3, atol=0.0)
     by = {w.key: way_record(w) for w in ways}
-    by["daskgraph_worker_blas_all_cores"]["diagnostic"] = True
     return {
         "title": "compute-bound",
         "summary": f"A^{n} + B^{n}, {size}x{size} float32, by repeated matmul, on the CPU only "

@@ -14,22 +14,24 @@ from __future__ import annotations
 
 FINDINGS: dict[str, str] = {
     "compute.vs_numpy": """\
-**Moving 48 MB per run, and BLAS sharing the cores with the worker.** Two causes found and fixed:
-Dask's nanny starts worker processes with OpenBLAS/OpenMP/MKL limited to one thread (the 18
-MatMuls took 154-159 ms each instead of 78 ms; now `execution.py` gives BLAS the CPU worker's
-threads with `threadpoolctl` before its first partition: 1.7-1.8x NumPy became 1.1x), and the
-fast path relayed feeds through the scheduler (now large feeds are scattered straight to the
-worker). What remains, about 0.15 s of a 1.5 s run: the two 16 MB feeds are sent to the worker
-and the 16 MB result comes back (a process boundary NumPy and TensorFlow, in-process, do not
-cross; about 50-80 ms on this machine), the scheduler round trip of a run that carries large
-feeds (about 10 ms), and the worker's event loop and heartbeat threads competing with BLAS for
-the two cores during 1.4 s of matmuls. On a larger machine the fixed costs shrink relative to
-the work; with ``daskgraph.local.processes: false`` (an in-process CPU worker) there is no
-copy at all.
+**A slower first matmul on the worker, and 48 MB across a process boundary.** Fixed earlier:
+Dask's nanny starts workers with OpenBLAS limited to one thread (`execution.py` now gives BLAS
+the CPU worker's threads with `threadpoolctl`: 1.7x became 1.1x), and large feeds went through
+the scheduler (now the fast path sends them straight to the worker; the suite's client talks
+to workers directly, as a session's own client does: 1.15x became 1.10x). What remains, from
+traced runs on this machine: the 19 ops take 1.57-1.63 s on the worker against 1.51-1.55 s
+for NumPy in the client; most of the difference is the first MatMul of a run with fed
+inputs (90-160 ms instead of 85 ms; with constants instead of feeds it is not slower), and
+the run adds 30-40 ms over its ops for the two 16 MB feeds in and the 16 MB result out (an
+`A + B` run with the same transfers takes 40 ms against 3 ms in NumPy). Ruled out by
+measurement: distributed's statistical profiler, the memory monitors' interval, glibc's
+`MALLOC_TRIM_THRESHOLD_` / mmap threshold on the worker, calling BLAS from a non-main
+thread, the alignment of received arrays, and running the actor call on the event loop
+instead of a thread.
 
-*Next steps:* keep fed arrays that do not change between runs resident on the worker (TF's
-`make_callable` with feeds held as variables), and pin BLAS to the cores not used by the
-worker's I/O threads.""",
+*Next steps:* find what the first MatMul after fed inputs waits for (a `perf` profile of the
+worker during that op); keep inputs that do not change between runs on the worker
+(Variables, or constants, which are shipped once per session), so only the result crosses.""",
     "feeds.through_scheduler": """\
 **The one-partition fast path goes through the scheduler.** `dispatch.FastPath` runs a plan of
 one partition by calling a `PartitionExecutor` Dask actor on the device's worker. A Dask actor
@@ -49,37 +51,29 @@ send feeds of at least `daskgraph.direct-feed-bytes` with `scatter(direct=True)`
 pass their keys). It also shortens latency: a one-op run takes 1.02-1.15 ms direct against
 1.38-1.44 ms through the proxy here.""",
     "fine.vs_tensorflow": """\
-**The executor's per-op Python overhead, then the round trip.** A run of the 4,081-op program
-is one call, so its time is the worker's instruction loop plus one round trip. The loop
-(`execution._run`) takes 5.5-5.8 ms for this program, in the client process and on the worker
-alike, against 2.3-2.4 ms for the bare NumPy loop: about 0.8 us of interpreter work per op on
-top of NumPy's own ~0.6 us. Per op it builds an argument list with a comprehension (a function
-call in Python 3.11), tests `stateful`/`deref`, calls the kernel through a Python wrapper
-(`ops.math._add(xp, x, y)` -> `xp.add`) with `**attrs`, and tests `trace` twice. The round trip
-adds 1.4-2 ms (through the scheduler's `proxy`: see the feeds case); TensorFlow's C++ executor
-runs the same graph in 2-3 ms in-process.
+**The round trip to the worker, then the loop.** The executor now compiles a plain program once
+per worker into direct calls (`numpy.add` itself for elementwise ops, a `partial` for the
+rest, no argument list for one or two inputs): the 4,081-op program runs in 1.8 ms on the
+worker, faster than the NumPy loop of the peer row (2.4 ms), where it took 5.5 ms before. A
+run back to back takes 3.2 ms; the suite times each call after the cluster settles
+(collections run, nothing held), when the same call takes 4.3-6.6 ms: the client, scheduler
+and worker threads wake from idle for the round trip. TensorFlow's in-process C++ executor
+runs the graph in 2-3 ms, so the ratio sits near the goal and moves with the machine's
+noise.
 
-*Fix in daskgraph (`execution.py`, `lowering.py`):* compile each program once, on the worker,
-into a flat list of `(callable, argument slots, output slot)` with the array module bound in
-(for NumPy, `Add`/`Mul`/... straight to `np.add`/`np.multiply`, no wrapper, no `**{}`), with
-separate loops for traced, stateful and plain programs and fixed-arity calls
-(`f(slots[a], slots[b])`) instead of a list per op. A prototype of that loop over the same
-program takes 2.84 ms (NumPy floor 2.36 ms), which with a direct call to the worker puts the
-run near 4 ms: within 2x of TensorFlow.""",
+*Next step:* time each hop of a cold round trip (client thread to its event loop, the
+message to the worker, the worker's hand-off to the executor thread, and back) and cut the
+largest; running the call on the worker's event loop instead of a thread was tried and
+gained nothing measurable.""",
     "scale.us_per_op": """\
-**Cyclic garbage collection while a million small objects are made.** 100k ops are placed and
-lowered in 0.87 s (8.7 us/op, the goal of the core issue); the 1M-op size, timed once without
-a warm-up, came to 10.85 us/op. Each op's instruction is now built once (the frees are worked
-out while the program is assembled), and the per-op key tuples and repeated device-string
-parses are gone. With the collector off, lowering 100k ops takes about 0.47 s instead of
-0.68 s: CPython's full collections scan the whole graph while place() and lower() allocate a
-few objects per op, more of it as the graph grows, which is also why us/op rises with size.
-
-*Next step:* run place() and lower() with the collector paused (`gc.disable()` in a
-try/finally, or `gc.freeze()` of the built graph), which the profile says brings 1M ops under
-8 us/op.""",
+**Cyclic garbage collection while a million small objects are made.** Lowering allocated a few
+small objects per op with the whole graph alive, and every full collection walked the graph
+again (lowering 1M ops took 8.5-9.7 s with the collector on, 4.4-4.8 s with it off). `lower`
+now pauses the collector while it builds the plan (nothing it makes is cyclic; the caller's
+collector state is restored): 1M ops went from 10.85 to 6.9 us/op.""",
     "scale.linearity": """\
-Per-op cost grows with size mostly through cyclic garbage collection (see the us/op target):
-the collector's full passes scan the whole graph, more of it as it grows. Pausing the
-collector around `place` and `lower` in daskgraph removes most of the growth.""",
+Per-op cost grew with size mostly through cyclic garbage collection (see the us/op target):
+the collector's full passes scan the whole graph, more of it as it grows. `lower` pauses the
+collector while it builds a plan, which removed most of the growth (log-log slope 1.12 ->
+1.05).""",
 }
