@@ -14,24 +14,20 @@ from __future__ import annotations
 
 FINDINGS: dict[str, str] = {
     "compute.vs_numpy": """\
-**A slower first matmul on the worker, and 48 MB across a process boundary.** Fixed earlier:
-Dask's nanny starts workers with OpenBLAS limited to one thread (`execution.py` now gives BLAS
-the CPU worker's threads with `threadpoolctl`: 1.7x became 1.1x), and large feeds went through
-the scheduler (now the fast path sends them straight to the worker; the suite's client talks
-to workers directly, as a session's own client does: 1.15x became 1.10x). What remains, from
-traced runs on this machine: the 19 ops take 1.57-1.63 s on the worker against 1.51-1.55 s
-for NumPy in the client; most of the difference is the first MatMul of a run with fed
-inputs (90-160 ms instead of 85 ms; with constants instead of feeds it is not slower), and
-the run adds 30-40 ms over its ops for the two 16 MB feeds in and the 16 MB result out (an
-`A + B` run with the same transfers takes 40 ms against 3 ms in NumPy). Ruled out by
-measurement: distributed's statistical profiler, the memory monitors' interval, glibc's
-`MALLOC_TRIM_THRESHOLD_` / mmap threshold on the worker, calling BLAS from a non-main
-thread, the alignment of received arrays, and running the actor call on the event loop
-instead of a thread.
+**Page faults on every op output, and 48 MB across a process boundary.** Fixed: Dask's nanny
+starts workers with OpenBLAS limited to one thread (`execution.py` gives BLAS the CPU worker's
+threads with `threadpoolctl`: 1.7x became 1.1x); large feeds went through the scheduler (the
+fast path now sends them straight to the worker; the suite's client talks to workers
+directly, as a session's own client does); and the nanny's `MALLOC_TRIM_THRESHOLD_=65536`
+switches off glibc's dynamic mmap threshold, so each 16 MB MatMul output was a fresh `mmap`
+with about 900 page faults (a MatMul 8-10% slower on the worker than in the client, which
+faults about 60 times): the worker preload now sets the mmap threshold to 32 MiB and the trim
+threshold to 64 MiB (`daskgraph.worker-malloc-mmap-threshold`), which brought 1.10-1.15x to
+1.01-1.02x. What remains when it shows: the two 16 MB feeds in and the 16 MB result out (an
+`A + B` run with the same transfers takes 40 ms against 3 ms in NumPy).
 
-*Next steps:* find what the first MatMul after fed inputs waits for (a `perf` profile of the
-worker during that op); keep inputs that do not change between runs on the worker
-(Variables, or constants, which are shipped once per session), so only the result crosses.""",
+*If it regresses:* count the worker's minor page faults per op (`resource.getrusage` through
+`client.run`) before looking elsewhere.""",
     "feeds.through_scheduler": """\
 **The one-partition fast path goes through the scheduler.** `dispatch.FastPath` runs a plan of
 one partition by calling a `PartitionExecutor` Dask actor on the device's worker. A Dask actor
