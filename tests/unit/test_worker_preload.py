@@ -50,8 +50,10 @@ def test_large_arrays_are_reused_from_the_heap_instead_of_faulted_in_again() -> 
     dask_default = _faults_per_array("none")
     tuned = _faults_per_array(str(32 * 2**20))
     assert dask_default["applied"] is False and tuned["applied"] is True
-    assert dask_default["faults"] > 500  # 16 MB of fresh pages per array
-    assert tuned["faults"] < dask_default["faults"] / 10, (dask_default, tuned)
+    # Dask's setting: fresh pages for every 16 MB array (hundreds of faults; how many depends
+    # on the kernel's fault-around and huge pages); tuned: the heap's pages are reused
+    assert dask_default["faults"] > 100, dask_default
+    assert tuned["faults"] < 10, tuned
 
 
 def test_no_threshold_changes_nothing() -> None:
