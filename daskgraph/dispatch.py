@@ -30,6 +30,7 @@ from daskgraph.execution import (
     MISSING_PROGRAM,
     PartitionExecutor,
     RunFailure,
+    RunStep,
     execute_partition,
 )
 from daskgraph.lowering import Plan, build_task_graph
@@ -109,7 +110,7 @@ class FastPath:
     def run(
         self,
         compiled: CompiledRun,
-        session_id: str,
+        step: RunStep,
         feed_values: Sequence[Any],
         trace: bool,
         tick: float,
@@ -126,7 +127,7 @@ class FastPath:
                     load = actor.load(compiled.token, partition.program)
                     _actor_result_watching(self.client, compiled.plan, load, tick)
                     self._loaded[worker].add(compiled.token)
-                call = actor.run(compiled.token, session_id, feeds, trace)
+                call = actor.run(compiled.token, step, feeds, trace)
                 result = _actor_result_watching(self.client, compiled.plan, call, tick)
                 if not (isinstance(result, str) and result == MISSING_PROGRAM):
                     break
@@ -168,7 +169,7 @@ def submit_run(
     client: Client,
     compiled: CompiledRun,
     key_prefix: str,
-    session_id: str,
+    step: RunStep,
     feed_values: Sequence[Any],
     trace: bool,
     tick: float,
@@ -180,7 +181,7 @@ def submit_run(
     watchdog, or as lost data that cancelled the run, or a worker that refused a send). A
     program released while its worker stayed is sent again, once.
     """
-    args = (client, compiled, key_prefix, session_id, feed_values, trace, tick)
+    args = (client, compiled, key_prefix, step, feed_values, trace, tick)
     try:
         return _submit_once(*args)
     except UnavailableError:
@@ -197,7 +198,7 @@ def _submit_once(
     client: Client,
     compiled: CompiledRun,
     key_prefix: str,
-    session_id: str,
+    step: RunStep,
     feed_values: Sequence[Any],
     trace: bool,
     tick: float,
@@ -208,7 +209,7 @@ def _submit_once(
     dsk, keys = build_task_graph(
         plan,
         key_prefix,
-        session_id,
+        step,
         feed_values,
         execute_partition,
         trace,

@@ -16,8 +16,9 @@ import importlib
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -37,11 +38,21 @@ __all__ = [
     "NodeStats",
     "PartitionExecutor",
     "RunFailure",
+    "RunStep",
     "VariableStore",
     "drop_session",
     "execute_partition",
     "store_for",
 ]
+
+
+class RunStep(NamedTuple):
+    """Which run a partition belongs to: the session, and the number of its ``Session.run``
+    call. A run repeated after a worker loss keeps its number, so that a stateful op (an
+    assign) that already ran on a surviving worker is not applied a second time."""
+
+    session: str
+    number: int
 
 
 class VariableStore:
@@ -51,6 +62,24 @@ class VariableStore:
         self.device = device
         self._values: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._step = -1  # the run whose stateful ops are remembered in _applied
+        self._applied: dict[str, Any] = {}
+
+    def apply_once(self, step: int, op_name: str, apply: Callable[[], Any]) -> Any:
+        """``apply()`` (a stateful op's kernel), unless op ``op_name`` already ran in run
+        ``step``: then its result of that time. Only the latest run is remembered (runs of a
+        session are numbered in order; an older one, running concurrently, is not deduplicated).
+        """
+        with self._lock:
+            if step > self._step:
+                self._step, self._applied = step, {}
+            elif step == self._step and op_name in self._applied:
+                return self._applied[op_name]
+        result = apply()
+        with self._lock:
+            if step == self._step:
+                self._applied[op_name] = result
+        return result
 
     def read(self, name: str) -> Any:
         try:
@@ -245,7 +274,7 @@ def _current_address() -> str:
 
 def execute_partition(
     program: PartitionProgram,
-    session_id: str,
+    step: RunStep,
     feeds: tuple,
     trace: bool,
     *dependencies: Any,
@@ -263,7 +292,7 @@ def execute_partition(
     >>> from daskgraph.ops.math import _add
     >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 2, (), ((0, 0),),
     ...     (Instruction("add", "Add", _add, {}, (0, 0), 1, False, ()),), ((1, False),))
-    >>> execute_partition(prog, "doc", (np.float32(3.0),), False)
+    >>> execute_partition(prog, RunStep("doc", 1), (np.float32(3.0),), False)
     (np.float32(6.0),)
     """
     for dependency in dependencies:
@@ -289,7 +318,7 @@ def execute_partition(
                 to_device += _copied_bytes(value, moved)
         steps = None if trace else _compiled(program, xp)
         if steps is None:
-            stats = _run(program, slots, xp, session_id, trace)
+            stats = _run(program, slots, xp, step, trace)
         else:
             _run_compiled(program, steps, slots)
         outputs = tuple(_to_host(slots[s]) if host else slots[s] for s, host in program.outputs)
@@ -306,7 +335,7 @@ def execute_partition(
     return outputs
 
 
-def _run(program: PartitionProgram, slots: list, xp: Any, session_id: str, trace: bool) -> list:
+def _run(program: PartitionProgram, slots: list, xp: Any, step: RunStep, trace: bool) -> list:
     """The instruction loop: one kernel call and one list store per op."""
     store = None
     stats: list[NodeStats] = []
@@ -316,11 +345,15 @@ def _run(program: PartitionProgram, slots: list, xp: Any, session_id: str, trace
             args = [slots[a] for a in ins.args]
             if ins.stateful or ins.deref:
                 if store is None:
-                    store = store_for(session_id, program.device)
+                    store = store_for(step.session, program.device)
                 for i in ins.deref:
                     args[i] = store.read(args[i].name)
                 if ins.stateful:
-                    result = ins.kernel(xp, store, *args, **ins.attrs)
+                    result = store.apply_once(
+                        step.number,
+                        ins.op_name,
+                        lambda: ins.kernel(xp, store, *args, **ins.attrs),  # noqa: B023 (now)
+                    )
                 else:
                     result = ins.kernel(xp, *args, **ins.attrs)
             else:
@@ -454,11 +487,11 @@ class PartitionExecutor:
         for token in tokens:
             self._programs.pop(token, None)
 
-    def run(self, token: str, session_id: str, feeds: tuple, trace: bool) -> Any:
+    def run(self, token: str, step: RunStep, feeds: tuple, trace: bool) -> Any:
         program = self._programs.get(token)
         if program is None:
             return MISSING_PROGRAM
-        return execute_partition(program, session_id, feeds, trace)
+        return execute_partition(program, step, feeds, trace)
 
 
 #: what :meth:`PartitionExecutor.run` returns for a program it does not hold (worker restarted)

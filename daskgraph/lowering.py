@@ -453,7 +453,7 @@ class _Emitter:
 def build_task_graph(
     plan: Plan,
     key_prefix: str,
-    session_id: str,
+    step: Any,
     feed_values: Sequence[Any],
     execute: Any,
     trace: bool = False,
@@ -462,9 +462,11 @@ def build_task_graph(
 ) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
     """The Dask graph of one run: one task per partition, each restricted to its worker.
 
-    ``execute`` is the worker-side function ``execute(program, session_id, feeds, trace,
-    *dependency_outputs)``. ``program_keys`` are the keys of the programs already on their
-    workers (see :mod:`daskgraph.dispatch`); without them the programs travel in the graph.
+    ``execute`` is the worker-side function ``execute(program, step, feeds, trace,
+    *dependency_outputs)``; ``step`` identifies the run to it (a
+    :class:`daskgraph.execution.RunStep`). ``program_keys`` are the keys of the programs
+    already on their workers (see :mod:`daskgraph.dispatch`); without them the programs
+    travel in the graph.
     ``feed_keys`` maps feed positions to the keys of values already sent to a worker: those
     feeds are referenced, not embedded. Returns the graph and every partition's key, in order.
     """
@@ -489,7 +491,7 @@ def build_task_graph(
             key,
             execute,
             program,
-            session_id,
+            step,
             feeds,
             trace,
             *(TaskRef(keys[d]) for d in p.dependencies),

@@ -33,7 +33,7 @@ from daskgraph.config import SessionConfig
 from daskgraph.device import GPU
 from daskgraph.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
-from daskgraph.execution import DeviceStepStats, drop_session
+from daskgraph.execution import DeviceStepStats, RunStep, drop_session
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
 from daskgraph.lowering import lower
 from daskgraph.placement import Placement, format_placement_log, place
@@ -127,6 +127,7 @@ class Session:
         self._config = (config or SessionConfig()).validate()
         self._id = uuid.uuid4().hex[:12]
         self._runs = 0
+        self._steps = 0
         self._closed = False
         self._placement: Placement | None = None
         self._plans: dict[tuple, CompiledRun] = {}
@@ -185,11 +186,13 @@ class Session:
         feeds, values = _check_feeds(feed_dict, self._graph)
         trace = bool(options is not None and options.trace_level and run_metadata is not None)
         retries = int(dask.config.get("daskgraph.run-retries"))
+        self._steps += 1
+        step = RunStep(self._id, self._steps)  # one per call: a repeat applies no assign twice
         for attempt in range(retries + 1):
             compiled = self._plan(items, feeds)
             plan = compiled.plan
             try:
-                results = self._execute(compiled, values, trace) if plan.partitions else {}
+                results = self._execute(compiled, step, values, trace) if plan.partitions else {}
                 break
             except UnavailableError as exc:
                 if attempt == retries:
@@ -301,15 +304,17 @@ class Session:
             lost=True,
         )
 
-    def _execute(self, compiled: CompiledRun, values: list[Any], trace: bool) -> dict:
-        self._runs += 1
+    def _execute(
+        self, compiled: CompiledRun, step: RunStep, values: list[Any], trace: bool
+    ) -> dict:
+        self._runs += 1  # per attempt: a repeated run's tasks get fresh keys
         prefix = f"dg-{self._id}-{self._runs}"
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
         if compiled.single_partition and dask.config.get("daskgraph.fast-path"):
-            results = self._fast.run(compiled, self._id, values, trace, tick)
+            results = self._fast.run(compiled, step, values, trace, tick)
             if results is not None:
                 return results
-        return submit_run(self._client, compiled, prefix, self._id, values, trace, tick)
+        return submit_run(self._client, compiled, prefix, step, values, trace, tick)
 
     # -- devices and logging --------------------------------------------------------------------
     def _discover_devices(self) -> list[Device]:

@@ -206,3 +206,41 @@ def test_a_device_gone_for_good(dg_cluster_factory, soft):
                     assert box["elapsed"] < 20
             finally:
                 session.close()
+
+
+def test_an_assign_on_a_surviving_worker_is_not_applied_twice(process_cluster, caplog):
+    """The GPU worker dies after the CPU partition's ``assign_add`` ran; the run is repeated
+    on the restarted worker, and the counter on the CPU goes up by one, not two."""
+    client = process_cluster
+    _wait_for_both(client)
+    size = 1000
+    value = (np.random.default_rng(1).random((size, size), dtype=np.float32) / size).astype(
+        np.float32
+    )
+    with dg.Graph().as_default() as g:
+        with dg.device("/cpu:0"):
+            counter = dg.Variable(np.float32(0.0), name="counter")
+            bumped = counter.assign_add(1.0)
+        with dg.device("/gpu:0"):
+            a = dg.placeholder(dg.float32, [size, size], name="a")
+            y = a * bumped
+            for _ in range(40):  # a few seconds on one thread: the kill lands mid-run
+                y = dg.matmul(y, a)
+            out = dg.reduce_sum(y)
+        session = dg.Session(client, graph=g)
+        try:
+            session.run(counter.initializer)
+            (gpu,) = [d.worker for d in session.list_devices() if d.name.endswith("GPU:0")]
+            killer = threading.Timer(0.5, _kill, (client, gpu))
+            killer.start()
+            with caplog.at_level("WARNING", logger="daskgraph"):
+                box = within(120, lambda: session.run(out, {a: value}))
+            killer.join()
+            assert "error" not in box, box
+            assert any("left during a run" in r.getMessage() for r in caplog.records), (
+                "the kill did not interrupt the run: nothing was repeated"
+            )
+            assert session.run(counter) == 1.0
+        finally:
+            session.close()
+            _wait_for_both(client)

@@ -16,13 +16,14 @@ import pytest
 import daskgraph as dg
 from daskgraph import execution
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.execution import RunFailure, execute_partition
+from daskgraph.execution import RunFailure, RunStep, execute_partition
 from daskgraph.lowering import lower
 from daskgraph.ops.registry import ArrayFunction
 from daskgraph.placement import place
 from daskgraph.topology import Device
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+STEP = RunStep("t", 1)
 
 
 def one_partition(graph: dg.Graph, fetches, feeds):
@@ -65,8 +66,8 @@ def test_compiled_and_traced_loops_agree_and_compile_once() -> None:
     g, x, out = chain_graph()
     program = one_partition(g, [out], [x])
     value = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
-    plain = execute_partition(program, "t", (value,), False)
-    traced = execute_partition(program, "t", (value,), True)
+    plain = execute_partition(program, STEP, (value,), False)
+    traced = execute_partition(program, STEP, (value,), True)
     z = np.tanh((value @ value.T) * np.float32(0.5) - value)
     np.testing.assert_allclose(plain[0], z + z * z - value, rtol=1e-6)
     np.testing.assert_array_equal(plain[0], traced[0])
@@ -91,9 +92,31 @@ def test_a_failing_op_is_named_in_either_loop(trace: bool) -> None:
         last = dg.negative(bad, name="last")
     program = one_partition(g, [last], [x, y])
     result = execute_partition(
-        program, "t", (np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)), trace
+        program, STEP, (np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)), trace
     )
     assert isinstance(result, RunFailure)
     assert isinstance(result.error, InvalidArgumentError)
     assert result.error.op == "bad"
     assert "bad (MatMul) failed on " + CPU0 in str(result.error)
+
+
+def test_a_repeated_run_applies_an_assign_once() -> None:
+    """A run repeated after a worker loss keeps its step number: an assign that already ran
+    on a surviving worker returns its earlier result instead of applying again."""
+    from daskgraph.execution import drop_session
+
+    with dg.Graph().as_default() as g:
+        v = dg.Variable(np.float32(0.0), name="counter")
+        bump = v.assign_add(1.0)
+    session = "exactly-once"
+    try:
+        execute_partition(one_partition(g, [v.initializer], []), RunStep(session, 1), (), False)
+        program = one_partition(g, [bump], [])
+        first = execute_partition(program, RunStep(session, 2), (), False)
+        again = execute_partition(program, RunStep(session, 2), (), True)  # the repeat
+        assert first[0] == again[0] == 1.0
+        assert execute_partition(program, RunStep(session, 3), (), False)[0] == 2.0
+        stale = execute_partition(program, RunStep(session, 2), (), False)  # an older run
+        assert stale[0] == 3.0  # is not deduplicated against the newer one's record
+    finally:
+        drop_session(session)

@@ -24,7 +24,7 @@ from daskgraph import gpu_worker, gpus
 from daskgraph.cluster import gpu_worker_envs, worker_options, worker_specs
 from daskgraph.config import GPUOptions, SessionConfig
 from daskgraph.errors import ResourceExhaustedError
-from daskgraph.execution import RunFailure, execute_partition
+from daskgraph.execution import RunFailure, RunStep, execute_partition
 from daskgraph.gpu_worker import configure_memory, memory_settings
 from daskgraph.gpus import GPUInfo, parse_visible_devices, rotate, visible_gpus
 from daskgraph.lowering import Instruction, PartitionProgram
@@ -535,6 +535,7 @@ def test_cuda_visible_devices_stop_at_an_invalid_entry(monkeypatch: pytest.Monke
 
 # -- out of memory -> ResourceExhaustedError ------------------------------------------------------
 GPU0 = LOCAL + "GPU:0"
+OOM_STEP = RunStep("oom", 1)
 
 
 class OutOfMemoryError(Exception):
@@ -558,7 +559,7 @@ def one_op_program(kernel) -> PartitionProgram:
 @pytest.mark.parametrize("trace", [False, True], ids=["plain", "traced"])
 def test_cupy_out_of_memory_becomes_resource_exhausted(trace: bool) -> None:
     result = execute_partition(
-        one_op_program(_cupy_oom_kernel), "oom", (np.ones(4, np.float32),), trace
+        one_op_program(_cupy_oom_kernel), OOM_STEP, (np.ones(4, np.float32),), trace
     )
     assert isinstance(result, RunFailure)
     err = result.error
@@ -579,7 +580,7 @@ def test_cupy_out_of_memory_becomes_resource_exhausted(trace: bool) -> None:
 
 def test_memory_error_becomes_resource_exhausted() -> None:
     result = execute_partition(
-        one_op_program(_memory_error_kernel), "oom", (np.ones(4, np.float32),), False
+        one_op_program(_memory_error_kernel), OOM_STEP, (np.ones(4, np.float32),), False
     )
     assert isinstance(result, RunFailure)
     err = result.error
@@ -602,7 +603,7 @@ def test_out_of_memory_copying_an_input_to_the_gpu_is_resource_exhausted(
     program = PartitionProgram(
         GPU0, "GPU", xp.__name__, 2, (), ((0, 0),), (instruction,), ((1, False),)
     )
-    result = execute_partition(program, "oom", (np.ones(1024, np.float32),), False)
+    result = execute_partition(program, OOM_STEP, (np.ones(1024, np.float32),), False)
     assert isinstance(result, RunFailure)
     assert type(result.error) is ResourceExhaustedError
     assert result.error.device == GPU0
@@ -610,10 +611,10 @@ def test_out_of_memory_copying_an_input_to_the_gpu_is_resource_exhausted(
 
 def test_failure_is_passed_on_by_dependent_partitions() -> None:
     failure = execute_partition(
-        one_op_program(_cupy_oom_kernel), "oom", (np.ones(4, np.float32),), False
+        one_op_program(_cupy_oom_kernel), OOM_STEP, (np.ones(4, np.float32),), False
     )
     downstream = PartitionProgram(CPU0, "CPU", "numpy", 1, ((0, 0, 0),), (), (), ((0, False),))
-    assert execute_partition(downstream, "oom", (), False, failure) is failure
+    assert execute_partition(downstream, OOM_STEP, (), False, failure) is failure
 
 
 # -- topology: the workers these specs start ------------------------------------------------------

@@ -6,6 +6,7 @@ order, with :func:`daskgraph.execution.execute_partition` (see :func:`run_plan_i
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 from collections.abc import Sequence
@@ -17,13 +18,18 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError
-from daskgraph.execution import RunFailure, drop_session, execute_partition
+from daskgraph.execution import RunFailure, RunStep, drop_session, execute_partition
 from daskgraph.lowering import Plan, build_task_graph, lower
 from daskgraph.placement import place
 from daskgraph.topology import Device
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0, GPU1 = LOCAL + "CPU:0", LOCAL + "GPU:0", LOCAL + "GPU:1"
+_run_numbers = itertools.count(1)  # every in-process run is a new Session.run call
+
+
+def new_step(session_id: str) -> RunStep:
+    return RunStep(session_id, next(_run_numbers))
 
 
 def run_plan_in_process(
@@ -36,14 +42,12 @@ def run_plan_in_process(
     partition's :class:`RunFailure` is raised as its error. This is the one place that knows
     ``execute_partition``'s signature: adapt it here when the signature changes.
     """
-    session_id = session_id or f"unit-{uuid.uuid4().hex}"
+    step = new_step(session_id or f"unit-{uuid.uuid4().hex}")
     results: list[Any] = []
     for partition in plan.partitions:
         feeds = tuple(feed_values[i] for i in partition.feed_indices)
         dependencies = [results[d] for d in partition.dependencies]
-        results.append(
-            execute_partition(partition.program, session_id, feeds, False, *dependencies)
-        )
+        results.append(execute_partition(partition.program, step, feeds, False, *dependencies))
     for index in plan.result_partitions:
         if isinstance(results[index], RunFailure):
             raise results[index].error
@@ -310,7 +314,7 @@ def test_feeds_read_by_different_partitions_through_the_task_graph() -> None:
     plan = lowered(g, [out], [x, y])
     values = [np.ones(2, np.float32), np.full(2, 3.0, np.float32)]
     hlg, keys = build_task_graph(
-        plan, "unit", f"unit-{uuid.uuid4().hex}", values, execute_partition
+        plan, "unit", new_step(f"unit-{uuid.uuid4().hex}"), values, execute_partition
     )
     results = dask.get(dict(hlg), keys)
     partition, index = plan.fetches[0]
@@ -325,7 +329,7 @@ def test_task_graph_is_pinned_to_the_workers() -> None:
             y = dg.square(x, name="y")
     plan = lowered(g, [y], [x])
     hlg, keys = build_task_graph(
-        plan, "unit", "sid", [np.array([2.0, 3.0], np.float32)], execute_partition
+        plan, "unit", new_step("sid"), [np.array([2.0, 3.0], np.float32)], execute_partition
     )
     assert [k[1] for k in keys] == [0, 1]
     assert keys[0][0] == "unit-localhost-0-cpu0"
@@ -394,9 +398,10 @@ def test_uninitialized_variable_read_fails_and_the_failure_propagates(session_id
     with pytest.raises(FailedPreconditionError, match="uninitialized value 'v'"):
         run_plan_in_process(plan, session_id=session_id)
     # the CPU partition returns the failure; the GPU one passes it on without running
-    first = execute_partition(plan.partitions[0].program, session_id, (), False)
+    step = new_step(session_id)
+    first = execute_partition(plan.partitions[0].program, step, (), False)
     assert isinstance(first, RunFailure)
-    second = execute_partition(plan.partitions[1].program, session_id, (), False, first)
+    second = execute_partition(plan.partitions[1].program, step, (), False, first)
     assert second is first
 
 
