@@ -82,9 +82,12 @@ def server(
         virtual_gpus=virtual_gpus,
         security=security,
     )
-    click.echo(f"daskgraph server /job:{job_name}/task:{task_index} serving {srv.target}")
-    sys.stdout.flush()
-    srv.join()
+
+    def serving() -> None:  # once SIGTERM stops the server cleanly
+        click.echo(f"daskgraph server /job:{job_name}/task:{task_index} serving {srv.target}")
+        sys.stdout.flush()
+
+    srv.join(ready=serving)
     click.echo("stopped")
 
 

@@ -23,7 +23,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from distributed import Scheduler
@@ -313,20 +313,29 @@ class Server:
                 return
             time.sleep(0.1)
 
-    def join(self) -> None:
-        """Block until the server is stopped; SIGINT and SIGTERM stop it cleanly."""
+    def join(self, ready: Callable[[], Any] | None = None) -> None:
+        """Block until the server is stopped; SIGINT and SIGTERM stop it cleanly.
+
+        ``ready`` is called once those signals are handled: a program that announces that it
+        serves (so that something may stop it with SIGTERM) announces it there, not before
+        ``join``, where SIGTERM would still kill it with Python's default handling.
+        """
         if threading.current_thread() is threading.main_thread():
             previous = {
                 sig: signal.signal(sig, lambda *_: self._stopped.set())
                 for sig in (signal.SIGINT, signal.SIGTERM)
             }
             try:
+                if ready is not None:
+                    ready()
                 while not self._stopped.wait(0.2):
                     pass
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
         else:
+            if ready is not None:
+                ready()
             self._stopped.wait()
         self.stop()
 

@@ -46,8 +46,8 @@ def main() -> None:
         done = [Event(f"two-servers-done-{t}", client=sess.client) for t in (0, 1)]
         done[args.task].set()
         done[other].wait(timeout=120)
-    if args.join:
-        server.join()
+    if args.join:  # serve until SIGINT/SIGTERM; say so once they stop the server cleanly
+        server.join(ready=lambda: print(f"task {args.task} serving", flush=True))
     if peer is not None:
         peer.wait(timeout=120)
     # the task that runs the scheduler stays until the other tasks are done with it

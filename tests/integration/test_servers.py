@@ -419,7 +419,8 @@ def test_two_servers_example_in_two_terminals(tmp_path, processes):
         return logs[task][0].read_text(), logs[task][1].read_text()
 
     deadline = time.monotonic() + 60
-    while not (HELLO_1 in read(0)[0] and HELLO_2 in read(1)[0]):
+    # task 1 is joining (SIGTERM handled) once it says so; before, SIGTERM would kill it
+    while not (HELLO_1 in read(0)[0] and HELLO_2 in read(1)[0] and "serving" in read(1)[0]):
         if time.monotonic() > deadline or procs[0].poll() not in (None, 0):
             pytest.fail(f"no hellos within 60 s: task 0 {read(0)}, task 1 {read(1)}")
         time.sleep(0.2)
@@ -573,7 +574,15 @@ def wait_for_devices(address: str, wanted: list[str], *extra: str) -> str:
 
 
 def terminate(processes: Processes, *procs: subprocess.Popen, timeout: float = 20) -> None:
-    """SIGTERM every process at once; each must exit with 0 after printing 'stopped'."""
+    """SIGTERM every process at once; each must exit with 0 after printing 'stopped'.
+
+    Each is first waited for until it says it serves: only then does SIGTERM stop it cleanly.
+    """
+    deadline = time.monotonic() + START_S
+    while not all(" serving " in processes.log(p) for p in procs):
+        if time.monotonic() > deadline:
+            pytest.fail("servers did not say they serve:\n" + "\n".join(map(processes.log, procs)))
+        time.sleep(0.1)
     for proc in procs:
         proc.send_signal(signal.SIGTERM)
     for proc in procs:
