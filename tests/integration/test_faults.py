@@ -56,7 +56,7 @@ def _expected(value: np.ndarray) -> np.float32:
 def process_cluster():
     cluster = local_cluster(virtual_gpus=1, processes=True, cpu_threads=1)
     client = Client(cluster, set_as_default=False)
-    client.wait_for_workers(2, timeout=60)
+    _wait_for_both(client)
     yield client
     client.close()
     cluster.close()
@@ -90,13 +90,20 @@ def test_runs_survive_a_worker_killed_at_a_random_point(process_cluster):
 
 
 def _wait_for_both(client: Client, timeout: float = 60) -> None:
-    """Until both devices' workers are registered again (after a kill, the dead one may still
-    be listed for a moment, so count names of running workers)."""
+    """Until both devices' workers run, and so do their nannies.
+
+    After a kill the dead worker may still be listed for a moment, so running workers are
+    counted by name. A worker registers before its nanny has finished starting, and a nanny
+    that is still starting does not restart a worker that dies (distributed's
+    ``Nanny._on_worker_exit``): the next kill must wait for the nannies too.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         workers = client.scheduler_info(n_workers=-1)["workers"].values()
         if len({w["name"] for w in workers if w.get("status") == "running"}) == 2:
-            return
+            nannies = client.run(lambda dask_worker: dask_worker.status.name, nanny=True)
+            if len(nannies) == 2 and set(nannies.values()) == {"running"}:
+                return
         time.sleep(0.1)
     raise AssertionError(f"the workers did not come back within {timeout} s")
 
@@ -111,7 +118,7 @@ def _cluster_quick_to_close_lost_workers():
         cluster = local_cluster(virtual_gpus=1, processes=True, cpu_threads=1)
         client = Client(cluster, set_as_default=False)
         try:
-            client.wait_for_workers(2, timeout=60)
+            _wait_for_both(client)
             yield cluster, client
         finally:
             client.close()
@@ -168,7 +175,7 @@ def test_variables_of_a_restarted_worker_are_reported_lost_by_name(process_clust
             np.testing.assert_array_equal(session.run(doubled), [2.0, 2.0, 2.0])
         finally:
             session.close()
-            client.wait_for_workers(2, timeout=60)
+            _wait_for_both(client)
 
 
 @pytest.mark.parametrize("soft", [False, True], ids=["no-soft-placement", "soft-placement"])
