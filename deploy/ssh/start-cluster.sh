@@ -52,20 +52,7 @@ read -ra scp_cmd <<<"${SCP:-scp -q -o BatchMode=yes}"
 daskgraph=${DASKGRAPH:-daskgraph}
 
 # "job index host" per task, the scheduler's task (first task of the first job) first
-mapfile -t tasks < <("${PYTHON:-python3}" - "$spec" <<'PY'
-import json, sys
-
-spec = json.load(open(sys.argv[1]))
-spec = spec.get("cluster", spec)
-for job, tasks in spec.items():
-    items = enumerate(tasks) if isinstance(tasks, list) else sorted(
-        (int(i), a) for i, a in tasks.items()
-    )
-    for index, address in items:
-        host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
-        print(job, index, host)
-PY
-)
+mapfile -t tasks < <("${PYTHON:-python3}" "$(dirname "$0")/cluster_tasks.py" "$spec")
 ((${#tasks[@]})) || { echo "start-cluster.sh: $spec has no task" >&2; exit 2; }
 
 run() {  # run (or, with --dry-run, print) one command

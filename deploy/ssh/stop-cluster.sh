@@ -21,20 +21,7 @@ done
 [[ -f $spec ]] || { echo "usage: stop-cluster.sh [--remote-dir DIR] [--dry-run] cluster.json" >&2; exit 2; }
 
 read -ra ssh_cmd <<<"${SSH:-ssh -o BatchMode=yes}"
-mapfile -t tasks < <("${PYTHON:-python3}" - "$spec" <<'PY'
-import json, sys
-
-spec = json.load(open(sys.argv[1]))
-spec = spec.get("cluster", spec)
-for job, tasks in spec.items():
-    items = enumerate(tasks) if isinstance(tasks, list) else sorted(
-        (int(i), a) for i, a in tasks.items()
-    )
-    for index, address in items:
-        host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
-        print(job, index, host)
-PY
-)
+mapfile -t tasks < <("${PYTHON:-python3}" "$(dirname "$0")/cluster_tasks.py" "$spec")
 
 for ((i = ${#tasks[@]} - 1; i >= 0; i--)); do  # the scheduler's task last
     read -r job index host <<<"${tasks[$i]}"
