@@ -2,7 +2,7 @@
 
 As ``distributed.deploy.spec`` and dask-cuda's ``worker_spec`` do it, :func:`worker_specs`
 returns plain dictionaries (one per device: the worker's class and options) and
-:func:`local_cluster` only fills in defaults and starts a ``SpecCluster`` from them. Every
+:func:`local_cluster` only fills in defaults and starts an :class:`EmbeddedCluster`. Every
 worker stands for one device: it is named by the device's full name and carries a resource
 (``CPU: 1`` or ``GPU: 1``, plus ``VIRTUAL_GPU: 1`` for a virtual GPU). Everything listens on
 127.0.0.1 only, the dashboard included.
@@ -25,10 +25,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import dask.config
-from dask.utils import parse_timedelta
 from distributed import Scheduler, SpecCluster, Worker
-from distributed.deploy.cluster import Cluster
 from distributed.deploy.subprocess import SubprocessWorker
+from distributed.system import MEMORY_LIMIT
 
 from daskgraph.config import GPUOptions, virtual_gpu_count
 from daskgraph.device import CPU, GPU, DeviceSpec
@@ -36,15 +35,18 @@ from daskgraph.gpus import GPUInfo, rotate, visible_gpus
 from daskgraph.topology import VIRTUAL_GPU_RESOURCE
 
 __all__ = [
-    "DeviceCluster",
+    "EmbeddedCluster",
     "gpu_worker_envs",
     "local_cluster",
+    "process_environment",
     "scheduler_spec",
     "worker_options",
     "worker_specs",
 ]
 
 LOOPBACK = "127.0.0.1"
+#: the nanny class of process workers (:mod:`daskgraph.nanny_setup`)
+NANNY = "daskgraph.nanny_setup.DeviceNanny"
 
 
 def _device_name(job: str, task: int, device_type: str, index: int) -> str:
@@ -61,7 +63,7 @@ def worker_specs(
     job: str = "localhost",
     task: int = 0,
     host: str = LOOPBACK,
-    memory_limit: str | int = "auto",
+    memory_limit: str | int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Worker specs for one task of a cluster: a CPU worker, one worker per (logical) GPU, and
     one per virtual GPU.
@@ -86,10 +88,17 @@ def worker_specs(
         The TensorFlow job and task the devices belong to.
     host
         Interface the workers listen on (loopback by default).
+    memory_limit
+        Host memory of each worker (Dask's spill/pause/terminate thresholds). By default the
+        machine's memory is shared out evenly, so that the limits add up to at most the
+        machine's memory (as dask-cuda's ``LocalCUDACluster`` does).
     """
     if virtual_gpus < 0:
         raise ValueError(f"virtual_gpus must be >= 0; got {virtual_gpus}")
     threads = cpu_threads or os.cpu_count() or 1
+    if memory_limit is None:
+        n_gpus = len(gpu_worker_envs(gpus, gpu_options or GPUOptions()))
+        memory_limit = MEMORY_LIMIT // (1 + n_gpus + virtual_gpus)
     specs = {
         _device_name(job, task, CPU, 0): _worker_spec(
             _device_name(job, task, CPU, 0), threads, {CPU: 1}, processes, host, memory_limit
@@ -154,6 +163,34 @@ def worker_options(spec: dict[str, Any]) -> dict[str, Any]:
     return options.get("worker_kwargs", options)
 
 
+def process_environment(nthreads: int) -> dict[str, str]:
+    """The environment of a worker process: BLAS with the worker's threads, and glibc's
+    allocator keeping large blocks in the heap.
+
+    Dask's nanny starts workers with one BLAS thread (many small tasks share a worker's
+    cores) and ``MALLOC_TRIM_THRESHOLD_=65536``; a daskgraph worker stands for one device and
+    runs one partition at a time, which should use the device's threads, as NumPy does in a
+    plain process. Dask's trim threshold also switches off glibc's dynamic mmap threshold, so
+    every array of more than 128 KiB would be a fresh ``mmap``, page-faulted in as it is
+    written (a 2000x2000 MatMul 8-10% slower than in a plain process): here the mmap threshold
+    is ``daskgraph.worker-malloc-mmap-threshold`` (32 MiB) and the trim threshold twice that,
+    what glibc's dynamic threshold reaches by itself. These variables must be set before the
+    worker process starts; the nanny :class:`daskgraph.nanny_setup.DeviceNanny` sees to that.
+
+    >>> env = process_environment(4)
+    >>> env["OMP_NUM_THREADS"], env["MALLOC_MMAP_THRESHOLD_"]
+    ('4', '33554432')
+    """
+    env = {var: str(nthreads) for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    env["MKL_NUM_THREADS"] = str(nthreads)
+    threshold = dask.config.get("daskgraph.worker-malloc-mmap-threshold")
+    if threshold is not None:
+        threshold = min(int(threshold), 32 * 2**20)
+        env["MALLOC_MMAP_THRESHOLD_"] = str(threshold)
+        env["MALLOC_TRIM_THRESHOLD_"] = str(2 * threshold)
+    return env
+
+
 def _worker_spec(
     name: str,
     nthreads: int,
@@ -166,7 +203,8 @@ def _worker_spec(
     """One worker's spec. A process worker is a Nanny started in a fresh interpreter
     (``SubprocessWorker``), so that scripts without an ``if __name__ == "__main__":`` guard
     (every TF1 program) can start the embedded cluster: nothing re-imports the user's script.
-    A GPU worker (``env`` given) also gets its environment and the GPU set-up preload.
+    Its environment is :func:`process_environment`; a GPU worker (``env`` given) also gets
+    its GPU's environment and the GPU set-up preload.
     """
     options = {
         "name": name,
@@ -178,12 +216,18 @@ def _worker_spec(
     }
     if not processes:
         return {"cls": Worker, "options": options}
-    kwargs = {**options, "silence_logs": logging.ERROR, "preload": ["daskgraph.worker_preload"]}
+    preload = ["daskgraph.worker_preload"]
     if env is not None:
-        kwargs.update(env=env, preload=["daskgraph.worker_preload", "daskgraph.gpu_worker"])
+        preload.append("daskgraph.gpu_worker")
+    kwargs = {
+        **options,
+        "silence_logs": logging.ERROR,
+        "preload": preload,
+        "env": {**process_environment(nthreads), **(env or {})},
+    }
     return {
         "cls": SubprocessWorker,
-        "options": {"worker_class": "distributed.Nanny", "name": name, "worker_kwargs": kwargs},
+        "options": {"worker_class": NANNY, "name": name, "worker_kwargs": kwargs},
     }
 
 
@@ -205,10 +249,10 @@ def local_cluster(
     gpu_options: GPUOptions | None = None,
     cpu_threads: int | None = None,
     processes: bool | None = None,
-    asynchronous: bool = False,
-) -> SpecCluster:
-    """Start the embedded cluster; unset arguments come from the ``daskgraph`` Dask config,
-    and ``gpus`` from NVML (:func:`daskgraph.gpus.visible_gpus`: none without a driver)."""
+) -> EmbeddedCluster:
+    """Start an embedded cluster; unset arguments come from the ``daskgraph`` Dask config,
+    and ``gpus`` from NVML (:func:`daskgraph.gpus.visible_gpus`: none without a driver).
+    Sessions share one per process (:mod:`daskgraph.embedded`); this starts a private one."""
     if virtual_gpus is None:
         virtual_gpus = virtual_gpu_count()
     if gpus is None:
@@ -224,54 +268,98 @@ def local_cluster(
         cpu_threads=cpu_threads,
         processes=processes,
     )
-    return DeviceCluster(
-        workers=workers,
-        scheduler=scheduler_spec(),
-        asynchronous=asynchronous,
-        silence_logs="error",
-        name="daskgraph-local",
-    )
+    return EmbeddedCluster(workers, scheduler_spec())
 
 
-class DeviceCluster(SpecCluster):
-    """The embedded cluster: a ``SpecCluster`` that leaves a restarting worker to its nanny.
+class EmbeddedCluster:
+    """A local cluster described as data: a scheduler, and one worker per device spec.
 
-    ``SpecCluster`` closes a worker whose name has been missing from the scheduler for
-    ``distributed.deploy.lost-worker-timeout`` (15 s), checked once, 15 s after each removal.
-    With process workers that die and are restarted by their nanny, that one check sooner or
-    later lands in the half second a restart takes, and the cluster then kills the nanny
-    (``SubprocessWorker.close``), so the device never comes back. Here the check repeats
-    instead while the worker's nanny process is alive; a worker whose process is gone (or an
-    in-process worker, which nothing restarts) is closed as ``SpecCluster`` closes it.
+    The scheduler runs in a ``SpecCluster`` (which gives the event loop, the dashboard link
+    and ``Client(cluster)``); the device workers are started from their specs and closed here.
+    A process worker is a nanny, which restarts its worker when it dies; the cluster leaves
+    that to the nanny. (A ``SpecCluster`` managing the workers itself closes a worker whose
+    name has been missing for ``distributed.deploy.lost-worker-timeout``, checked once, 15 s
+    after each removal; with a nanny restarting its worker after every kill, that one check
+    sooner or later lands in the half second a restart takes, and the device never comes
+    back.) A worker whose nanny process died is gone for good, as on a real cluster.
+
+    Parameters
+    ----------
+    worker_spec
+        Device name -> worker spec (:func:`worker_specs`).
+    scheduler
+        The scheduler's spec (:func:`scheduler_spec`).
     """
 
-    def _update_worker_status(self, op: str, msg: Any) -> None:
-        if op != "remove":
-            super()._update_worker_status(op, msg)
-            return
-        name = self.scheduler_info["workers"][msg]["name"]
-        delay = parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
-        loop = asyncio.get_running_loop()
+    def __init__(self, worker_spec: dict[str, dict[str, Any]], scheduler: dict[str, Any]):
+        self.worker_spec = worker_spec
+        self.workers: dict[str, Any] = {}
+        self._cluster = SpecCluster(
+            workers={}, scheduler=scheduler, silence_logs="error", name="daskgraph-local"
+        )
+        try:
+            self.sync(self._start_workers)
+        except BaseException:
+            self.close()
+            raise
 
-        def check() -> None:
-            if name not in self.workers or _listed(self.scheduler_info, name):
-                return  # closed already, or back
-            if _nanny_alive(self.workers[name]):
-                loop.call_later(delay, check)  # restarting: look again later
-                return
-            self._futures.add(asyncio.ensure_future(self.workers[name].close()))
-            del self.workers[name]
+    async def _start_workers(self) -> None:
+        address = self.scheduler_address
+        for name, spec in self.worker_spec.items():
+            self.workers[name] = spec["cls"](address, **spec["options"])
+        await asyncio.gather(*(_started(w) for w in self.workers.values()))
 
-        loop.call_later(delay, check)
-        Cluster._update_worker_status(self, op, msg)  # SpecCluster's own check is replaced
+    @property
+    def scheduler_address(self) -> str:
+        return self._cluster.scheduler_address
+
+    @property
+    def scheduler(self) -> Any:
+        """The scheduler (an in-process ``distributed.Scheduler``)."""
+        return self._cluster.scheduler
+
+    @property
+    def dashboard_link(self) -> str:
+        return self._cluster.dashboard_link
+
+    @property
+    def loop(self) -> Any:
+        return self._cluster.loop
+
+    def sync(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run coroutine function ``func`` on the cluster's event loop and wait for it."""
+        return self._cluster.sync(func, *args, **kwargs)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Close the device workers, then the scheduler."""
+        if self.workers:
+            workers, self.workers = list(self.workers.values()), {}
+            try:
+                self.sync(_close_all, workers, callback_timeout=timeout)
+            except Exception:  # closing anyway: the scheduler goes next
+                logging.getLogger("daskgraph.cluster").debug("closing workers", exc_info=True)
+        self._cluster.close(timeout=timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        # everything else (status, asynchronous, ...; what ``Client(cluster)`` reads) is the
+        # scheduler's cluster's
+        if name.startswith("__") or name == "_cluster":
+            raise AttributeError(name)
+        return getattr(self._cluster, name)
+
+    def __enter__(self) -> EmbeddedCluster:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<daskgraph.EmbeddedCluster {self.scheduler_address} {list(self.worker_spec)}>"
 
 
-def _listed(scheduler_info: dict[str, Any], name: Any) -> bool:
-    return any(w["name"] == name for w in scheduler_info.get("workers", {}).values())
+async def _started(worker: Any) -> Any:
+    return await worker
 
 
-def _nanny_alive(worker: Any) -> bool:
-    """Whether ``worker`` (a spec worker object) is a subprocess that still runs: a nanny
-    process, which restarts the Dask worker it watches."""
-    process = getattr(worker, "process", None) if isinstance(worker, SubprocessWorker) else None
-    return process is not None and process.returncode is None
+async def _close_all(workers: list[Any]) -> None:
+    await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)

@@ -5,8 +5,11 @@ workers that run them (``Client.scatter`` to the owning worker, kept as futures)
 then send only the feeds and the task graph, not the programs, and the constants inside them
 cross the network once per session. :func:`submit_run` builds one run's graph, submits it, and
 waits for it with a watchdog: while the run is pending it checks every ``tick`` seconds that
-the workers of the plan's devices are still in the cluster, so that a vanished device fails the
-run within seconds instead of leaving its tasks in Dask's ``no-worker`` state forever.
+the workers of the plan's devices are still in the cluster (a
+:class:`~daskgraph.liveness.ClusterWatch`, which asks the scheduler only after a worker came or
+went), so that a vanished device fails the run within seconds instead of leaving its tasks in
+Dask's ``no-worker`` state forever. Partitions are restricted to their workers by name, so a
+plan stays valid when a nanny restarts a worker under its device's name.
 
 :class:`FastPath` is the shortcut for the commonest case, a plan of one partition (everything
 on one device): the run is one direct call to an executor actor living on that device's worker,
@@ -26,14 +29,10 @@ from distributed import Client, Future
 from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph.errors import UnavailableError
-from daskgraph.execution import (
-    MISSING_PROGRAM,
-    PartitionExecutor,
-    RunFailure,
-    RunStep,
-    execute_partition,
-)
+from daskgraph.execution import MISSING_PROGRAM, PartitionExecutor, RunFailure, execute_partition
+from daskgraph.liveness import ClusterWatch
 from daskgraph.lowering import Plan, build_task_graph
+from daskgraph.program import RunStep
 
 __all__ = ["CompiledRun", "FastPath", "submit_run"]
 
@@ -86,12 +85,14 @@ class FastPath:
     left) makes :meth:`run` return ``None``, and the caller takes the scheduler's path.
     """
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, watch: ClusterWatch, session_id: str) -> None:
         self.client = client
-        self._actors: dict[str, Any] = {}
-        self._loaded: dict[str, set[str]] = {}
+        self.watch = watch
+        self.session_id = session_id
+        self._actors: dict[Any, Any] = {}
+        self._loaded: dict[Any, set[str]] = {}
 
-    def _actor(self, worker: str, plan: Plan, tick: float) -> Any:
+    def _actor(self, worker: Any, plan: Plan, tick: float) -> Any:
         actor = self._actors.get(worker)
         if actor is None:
             future = self.client.submit(
@@ -102,7 +103,7 @@ class FastPath:
                 pure=False,
             )
             with self.client.as_current():  # the actor's handle binds to the current client
-                actor = _result_watching_workers(self.client, plan, [future], future, tick)
+                actor = _result_watching_workers(self.watch, plan, [future], future, tick)
             self._actors[worker] = actor
             self._loaded[worker] = set()
         return actor
@@ -124,11 +125,11 @@ class FastPath:
             actor = self._actor(worker, compiled.plan, tick)
             for _ in range(2):  # a second time if the actor had dropped the program
                 if compiled.token not in self._loaded[worker]:
-                    load = actor.load(compiled.token, partition.program)
-                    _actor_result_watching(self.client, compiled.plan, load, tick)
+                    load = actor.load(self.session_id, compiled.token, partition.program)
+                    _actor_result_watching(self.watch, compiled.plan, load, tick)
                     self._loaded[worker].add(compiled.token)
                 call = actor.run(compiled.token, step, feeds, trace)
-                result = _actor_result_watching(self.client, compiled.plan, call, tick)
+                result = _actor_result_watching(self.watch, compiled.plan, call, tick)
                 if not (isinstance(result, str) and result == MISSING_PROGRAM):
                     break
                 self._loaded[worker].discard(compiled.token)
@@ -145,7 +146,7 @@ class FastPath:
             raise result.error
         return {0: result}
 
-    def forget(self, worker: str | None = None) -> None:
+    def forget(self, worker: Any = None) -> None:
         """Drop the actor of ``worker`` (all actors when None)."""
         for w in [worker] if worker is not None else list(self._actors):
             self._actors.pop(w, None)
@@ -157,16 +158,17 @@ def _has_large(values: Sequence[Any]) -> bool:
     return any(getattr(v, "nbytes", 0) >= threshold for v in values)
 
 
-def _actor_result_watching(client: Client, plan: Plan, call: Any, tick: float) -> Any:
+def _actor_result_watching(watch: ClusterWatch, plan: Plan, call: Any, tick: float) -> Any:
     while True:
         try:
             return call.result(timeout=tick)
         except TimeoutError:
-            _raise_if_devices_left(client, plan, [])
+            _raise_if_devices_left(watch, plan, [])
 
 
 def submit_run(
     client: Client,
+    watch: ClusterWatch,
     compiled: CompiledRun,
     key_prefix: str,
     step: RunStep,
@@ -181,13 +183,13 @@ def submit_run(
     watchdog, or as lost data that cancelled the run, or a worker that refused a send). A
     program released while its worker stayed is sent again, once.
     """
-    args = (client, compiled, key_prefix, step, feed_values, trace, tick)
+    args = (client, watch, compiled, key_prefix, step, feed_values, trace, tick)
     try:
         return _submit_once(*args)
     except UnavailableError:
         raise
     except (FutureCancelledError, FuturesCancelledError, KeyError, OSError) as exc:
-        _raise_if_devices_left(client, compiled.plan, [], exc)
+        _raise_if_devices_left(watch, compiled.plan, [], exc)
         if not isinstance(exc, (FutureCancelledError, FuturesCancelledError)):
             raise
         compiled.forget_programs()
@@ -196,6 +198,7 @@ def submit_run(
 
 def _submit_once(
     client: Client,
+    watch: ClusterWatch,
     compiled: CompiledRun,
     key_prefix: str,
     step: RunStep,
@@ -213,14 +216,14 @@ def _submit_once(
         feed_values,
         execute_partition,
         trace,
-        program_keys=[f.key for f in programs],
-        feed_keys={i: f.key for i, f in feed_futures.items()},
+        programs=programs,
+        sent_feeds=feed_futures,
     )
     # with tracing, every partition reports where it ran; otherwise only results matter
     parts = range(len(plan.partitions)) if trace else plan.result_partitions
     futures = client.get(dsk, [keys[i] for i in parts], sync=False)
     try:
-        gathered = [_result_watching_workers(client, plan, futures, f, tick) for f in futures]
+        gathered = [_result_watching_workers(watch, plan, futures, f, tick) for f in futures]
     finally:
         del futures, feed_futures
     for result in gathered:
@@ -233,7 +236,7 @@ def _send_large_feeds(client: Client, plan: Plan, feed_values: Sequence[Any]) ->
     """Send each feed of at least ``daskgraph.direct-feed-bytes`` straight to the (first)
     worker that reads it, bypassing the scheduler; smaller feeds travel inside the graph."""
     threshold = int(dask.config.get("daskgraph.direct-feed-bytes"))
-    readers: dict[int, str] = {}
+    readers: dict[int, Any] = {}
     for p in plan.partitions:
         for i in p.feed_indices:
             readers.setdefault(i, p.worker)
@@ -246,29 +249,29 @@ def _send_large_feeds(client: Client, plan: Plan, feed_values: Sequence[Any]) ->
 
 
 def _result_watching_workers(
-    client: Client, plan: Plan, futures: list[Future], future: Future, tick: float
+    watch: ClusterWatch, plan: Plan, futures: list[Future], future: Future, tick: float
 ) -> Any:
     while True:
         try:
             return future.result(timeout=tick)
         except TimeoutError:
-            _raise_if_devices_left(client, plan, futures)
+            _raise_if_devices_left(watch, plan, futures)
 
 
 def _raise_if_devices_left(
-    client: Client, plan: Plan, futures: list[Future], cause: Exception | None = None
+    watch: ClusterWatch, plan: Plan, futures: list[Future], cause: Exception | None = None
 ) -> None:
-    live = set(client.scheduler_info(n_workers=-1)["workers"])
-    gone = [p for p in plan.partitions if p.worker not in live]
+    missing_workers = set(watch.missing({p.worker for p in plan.partitions}))
+    gone = [p for p in plan.partitions if p.worker in missing_workers]
     if gone:
         missing = sorted({p.device for p in gone})
         if futures:
-            client.cancel(futures)
+            futures[0].client.cancel(futures)
         seen = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
         raise UnavailableError(
             f"The workers of devices {', '.join(missing)} left the cluster during the run{seen}, "
             "so its partitions there cannot run. Run again: the graph is placed again on the "
             "devices that remain (soft placement may move ops elsewhere).",
             missing=missing,
-            workers=sorted({p.worker for p in gone}),
+            workers=sorted({str(p.worker) for p in gone}),
         ) from cause

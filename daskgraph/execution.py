@@ -5,8 +5,9 @@ its device. It converts incoming tensors to the device's array module (NumPy, or
 real GPU), runs the instructions in a lean loop (one kernel call and a list store per op),
 and returns the outputs other partitions and the client need.
 
-Variables live in a :class:`VariableStore`, one per (worker, session), so they survive between
-``Session.run`` calls on the worker of their device and are dropped when the session closes.
+Variables and compiled programs live in the worker's daskgraph state
+(:mod:`daskgraph.worker_state`), per session, so they survive between ``Session.run`` calls on
+the worker of their device and are freed when the session closes.
 """
 
 from __future__ import annotations
@@ -14,23 +15,21 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from daskgraph.errors import (
-    FailedPreconditionError,
     InvalidArgumentError,
     OpError,
     ResourceExhaustedError,
 )
-from daskgraph.lowering import Instruction, PartitionProgram
 from daskgraph.ops.registry import ArrayFunction
 from daskgraph.ops.state import VariableRef
+from daskgraph.program import Instruction, PartitionProgram, RunStep
+from daskgraph.worker_state import SessionState, VariableStore, current_state
 
 __all__ = [
     "MISSING_PROGRAM",
@@ -38,105 +37,14 @@ __all__ = [
     "NodeStats",
     "PartitionExecutor",
     "RunFailure",
-    "RunStep",
-    "VariableStore",
-    "drop_session",
     "execute_partition",
     "store_for",
 ]
 
 
-class RunStep(NamedTuple):
-    """Which run a partition belongs to: the session, and the number of its ``Session.run``
-    call. A run repeated after a worker loss keeps its number, so that a stateful op (an
-    assign) that already ran on a surviving worker is not applied a second time."""
-
-    session: str
-    number: int
-
-
-class VariableStore:
-    """The values of one session's variables on one worker."""
-
-    def __init__(self, device: str = "") -> None:
-        self.device = device
-        self._values: dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self._step = -1  # the run whose stateful ops are remembered in _applied
-        self._applied: dict[str, Any] = {}
-
-    def apply_once(self, step: int, op_name: str, apply: Callable[[], Any]) -> Any:
-        """``apply()`` (a stateful op's kernel), unless op ``op_name`` already ran in run
-        ``step``: then its result of that time. Only the latest run is remembered (runs of a
-        session are numbered in order; an older one, running concurrently, is not deduplicated).
-        """
-        with self._lock:
-            if step > self._step:
-                self._step, self._applied = step, {}
-            elif step == self._step and op_name in self._applied:
-                return self._applied[op_name]
-        result = apply()
-        with self._lock:
-            if step == self._step:
-                self._applied[op_name] = result
-        return result
-
-    def read(self, name: str) -> Any:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise FailedPreconditionError(
-                f"Attempting to use uninitialized value {name!r} "
-                f"(on {self.device or 'its device'}). Run its initializer first, e.g. "
-                "session.run(global_variables_initializer()).",
-                op=name,
-                variable=name,
-            ) from None
-
-    def assign(self, name: str, value: Any) -> None:
-        """Store ``value``. NumPy values are kept as read-only views, so that no caller (a
-        fetch on an in-process worker, say) can change a variable behind the store's back."""
-        if isinstance(value, np.ndarray) and value.flags.writeable:
-            value = value.view()
-            value.flags.writeable = False
-        with self._lock:
-            self._values[name] = value
-
-    def names(self) -> list[str]:
-        return sorted(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-
-_stores: dict[tuple[str, str], VariableStore] = {}
-_stores_lock = threading.Lock()
-
-
-def _worker_id() -> str:
-    try:
-        from distributed import get_worker
-
-        return get_worker().id
-    except ValueError:  # not inside a Dask worker: running in-process (tests, local use)
-        return ""
-
-
 def store_for(session_id: str, device: str = "") -> VariableStore:
-    """The variable store of ``session_id`` on the current worker."""
-    key = (_worker_id(), session_id)
-    store = _stores.get(key)
-    if store is None:
-        with _stores_lock:
-            store = _stores.setdefault(key, VariableStore(device))
-    return store
-
-
-def drop_session(session_id: str, dask_worker: Any = None) -> int:
-    """Forget the variables of ``session_id`` on this worker; returns how many were dropped."""
-    worker_id = dask_worker.id if dask_worker is not None else _worker_id()
-    store = _stores.pop((worker_id, session_id), None)
-    return len(store) if store is not None else 0
+    """The variable store of ``session_id`` for ``device`` on the current worker."""
+    return current_state().session(session_id).store(device)
 
 
 def _array_module(backend: str):
@@ -243,26 +151,6 @@ def _copied_bytes(before: Any, after: Any) -> int:
     return 0 if after is before else int(getattr(after, "nbytes", 0))
 
 
-_blas_threads_set = False
-
-
-def _use_worker_threads_for_blas() -> None:
-    """Let BLAS (matmul) use the CPU worker's threads. Dask's nanny starts worker processes
-    with OMP/OpenBLAS/MKL limited to one thread (to avoid oversubscription by many small
-    tasks); a CPU device's partition is one task that should use its worker's cores, as
-    NumPy does in a plain process. Done once per process, with threadpoolctl."""
-    global _blas_threads_set
-    _blas_threads_set = True
-    try:
-        from distributed import get_worker
-        from threadpoolctl import threadpool_limits
-
-        threads = get_worker().state.nthreads
-    except (ImportError, ValueError):
-        return
-    threadpool_limits(limits=threads, user_api="blas")
-
-
 def _current_address() -> str:
     try:
         from distributed import get_worker
@@ -288,7 +176,7 @@ def execute_partition(
     --------
     Programs are built by :func:`daskgraph.lowering.lower`; a tiny one by hand:
 
-    >>> from daskgraph.lowering import Instruction, PartitionProgram
+    >>> from daskgraph.program import Instruction, PartitionProgram
     >>> from daskgraph.ops.math import _add
     >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 2, (), ((0, 0),),
     ...     (Instruction("add", "Add", _add, {}, (0, 0), 1, False, ()),), ((1, False),))
@@ -298,8 +186,6 @@ def execute_partition(
     for dependency in dependencies:
         if isinstance(dependency, RunFailure):
             return dependency
-    if program.device_type == "CPU" and not _blas_threads_set:
-        _use_worker_threads_for_blas()
     try:
         xp = _array_module(program.backend)
         on_gpu = program.backend != "numpy"
@@ -316,7 +202,7 @@ def execute_partition(
                 raise _resource_exhausted(exc, _ARRIVAL, program) from exc
             if trace and on_gpu:
                 to_device += _copied_bytes(value, moved)
-        steps = None if trace else _compiled(program, xp)
+        steps = None if trace else _compiled(program, xp, step)
         if steps is None:
             stats = _run(program, slots, xp, step, trace)
         else:
@@ -420,26 +306,11 @@ def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
     return steps
 
 
-_compiled_cache: dict[int, tuple[PartitionProgram, str, list[_Step] | None]] = {}
-_compiled_lock = threading.Lock()
-#: compiled programs kept per worker process (a program holds on to its compiled form)
-_COMPILED_CAPACITY = 128
-
-
-def _compiled(program: PartitionProgram, xp: Any) -> list[_Step] | None:
-    """:func:`_compile` once per program object on this worker (a program is scattered once
-    per session and reused by every run, so later runs find it here)."""
-    key = id(program)
-    with _compiled_lock:
-        hit = _compiled_cache.get(key)
-    if hit is not None and hit[0] is program and hit[1] == xp.__name__:
-        return hit[2]
-    steps = _compile(program, xp)
-    with _compiled_lock:
-        _compiled_cache[key] = (program, xp.__name__, steps)
-        while len(_compiled_cache) > _COMPILED_CAPACITY:
-            del _compiled_cache[next(iter(_compiled_cache))]
-    return steps
+def _compiled(program: PartitionProgram, xp: Any, step: RunStep) -> list[_Step] | None:
+    """:func:`_compile` once per program object on this worker, kept with the session's state
+    (a program is sent once per session and reused by every run, so later runs find it)."""
+    session = current_state().session(step.session)
+    return session.compiled_form(program, xp.__name__, lambda: _compile(program, xp))
 
 
 def _run_compiled(program: PartitionProgram, steps: list[_Step], slots: list) -> None:
@@ -464,31 +335,36 @@ def _run_compiled(program: PartitionProgram, steps: list[_Step], slots: list) ->
 
 
 class PartitionExecutor:
-    """A Dask actor on a device's worker: keeps compiled programs and runs them on request.
+    """A Dask actor on a device's worker that runs loaded programs on request.
 
     The fast path of :mod:`daskgraph.dispatch`: a repeated run of a one-partition plan is a
     single call from the client to this actor, which skips the scheduler altogether (about a
-    millisecond instead of the ten a scheduled task costs on a small machine).
+    millisecond instead of the ten a scheduled task costs on a small machine). The programs
+    are kept in the session's state on the worker (:mod:`daskgraph.worker_state`), so they are
+    freed with the session.
     """
 
     def __init__(self) -> None:
-        self._programs: dict[str, PartitionProgram] = {}
+        self._state = current_state()
 
-    #: programs kept at most; the oldest is dropped first (its session reloads it if needed)
-    capacity = 256
+    def _session(self, session_id: str) -> SessionState:
+        return self._state.session(session_id)
 
-    def load(self, token: str, program: PartitionProgram) -> int:
-        self._programs[token] = program
-        while len(self._programs) > self.capacity:
-            del self._programs[next(iter(self._programs))]
-        return len(self._programs)
+    def load(self, session_id: str, token: str, program: PartitionProgram) -> int:
+        """Keep ``program`` under ``token`` for ``session_id``; returns how many it keeps."""
+        programs = self._session(session_id).programs
+        programs[token] = program
+        return len(programs)
 
-    def forget(self, tokens: list[str]) -> None:
+    def forget(self, session_id: str, tokens: list[str]) -> None:
+        """Drop programs of ``session_id``."""
+        programs = self._session(session_id).programs
         for token in tokens:
-            self._programs.pop(token, None)
+            programs.pop(token, None)
 
     def run(self, token: str, step: RunStep, feeds: tuple, trace: bool) -> Any:
-        program = self._programs.get(token)
+        """Run the program loaded under ``token`` for ``step``'s session."""
+        program = self._session(step.session).programs.get(token)
         if program is None:
             return MISSING_PROGRAM
         return execute_partition(program, step, feeds, trace)

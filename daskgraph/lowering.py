@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import dask.config
-from dask._task_spec import DataNode, Task, TaskRef, Tuple
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from daskgraph.device import CPU
@@ -34,53 +33,17 @@ from daskgraph.errors import InvalidArgumentError
 from daskgraph.graph import Operation, Tensor
 from daskgraph.ops.registry import lookup, ref_producing_types
 from daskgraph.placement import Placement
+from daskgraph.program import Instruction, PartitionProgram
 
-__all__ = ["Instruction", "PartitionProgram", "Plan", "build_task_graph", "lower"]
-
-#: the executor reads this slot's value from the feeds instead of running an op
-FEED = -1
-
-
-class Instruction(NamedTuple):
-    """One op of a partition: ``slots[out] = kernel(xp, [store,] *slots[args], **attrs)``.
-
-    A named tuple, not a dataclass: programs hold thousands of them, and tuples pickle and
-    unpickle several times faster.
-    """
-
-    op_name: str
-    op_type: str
-    kernel: Any
-    attrs: dict
-    args: tuple[int, ...]
-    out: int
-    stateful: bool
-    deref: tuple[int, ...]  # positions in ``args`` holding variable refs to read
-    free: tuple[int, ...] = ()  # slots last read here (not outputs): dropped after it runs
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionProgram:
-    """What a partition task runs on its worker; plain data, pickled into the task.
-
-    ``inputs`` are ``(dependency position, output index, slot)``; ``feeds`` are
-    ``(feed position, slot)``; ``outputs`` are ``(slot, to_host)`` where ``to_host`` asks for
-    a host (NumPy) copy because the value goes back to the client.
-    """
-
-    device: str
-    device_type: str
-    backend: str
-    n_slots: int
-    inputs: tuple[tuple[int, int, int], ...]
-    feeds: tuple[tuple[int, int], ...]
-    instructions: tuple[Instruction, ...]
-    outputs: tuple[tuple[int, bool], ...]
+__all__ = ["Partition", "Plan", "build_task_graph", "lower"]
 
 
 @dataclass(frozen=True, slots=True)
 class Partition:
-    """A partition of the plan: its program, its worker, and what it depends on."""
+    """A partition of the plan: its program, its worker, and what it depends on.
+
+    ``worker`` is what its task is restricted to: the Dask name of its device's worker (which
+    survives a restart), or the address of a worker known by address only."""
 
     index: int
     device: str
@@ -443,7 +406,7 @@ class _Emitter:
         return Partition(
             index,
             device.name,
-            device.worker,
+            device.restriction,
             program,
             tuple(renumber[d] for d in self.deps[p]),
             tuple(i for i, _ in self.feeds[p]),
@@ -457,51 +420,38 @@ def build_task_graph(
     feed_values: Sequence[Any],
     execute: Any,
     trace: bool = False,
-    program_keys: Sequence[Any] | None = None,
-    feed_keys: dict[int, Any] | None = None,
+    programs: Sequence[Any] | None = None,
+    sent_feeds: dict[int, Any] | None = None,
 ) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
-    """The Dask graph of one run: one task per partition, each restricted to its worker.
+    """The Dask graph of one run: one task per partition, each restricted to its device's
+    worker by the worker's *name*, which the scheduler resolves when the run is submitted (so
+    a worker restarted under its device's name takes the plan's partitions again).
 
-    ``execute`` is the worker-side function ``execute(program, step, feeds, trace,
-    *dependency_outputs)``; ``step`` identifies the run to it (a
-    :class:`daskgraph.execution.RunStep`). ``program_keys`` are the keys of the programs
-    already on their workers (see :mod:`daskgraph.dispatch`); without them the programs
-    travel in the graph.
-    ``feed_keys`` maps feed positions to the keys of values already sent to a worker: those
-    feeds are referenced, not embedded. Returns the graph and every partition's key, in order.
+    Tasks are Dask's classic tuples ``(execute, program, step, feeds, trace, *dependencies)``
+    in one ``MaterializedLayer`` per partition, whose annotations carry the restriction (no
+    fusion is applied: fusion drops annotations, dask/dask#7036). ``execute`` is the
+    worker-side function (:func:`daskgraph.execution.execute_partition`); ``step`` identifies
+    the run to it (a :class:`daskgraph.program.RunStep`). ``programs`` are the programs already
+    on their workers (futures, see :mod:`daskgraph.dispatch`); without them the programs travel
+    in the graph. ``sent_feeds`` maps feed positions to futures of values already sent to a
+    worker: those feeds are referenced, not embedded. Returns the graph and every partition's
+    key, in order.
     """
     keys = [(f"{key_prefix}-{_short(p.device)}", p.index) for p in plan.partitions]
     layers: dict[str, MaterializedLayer] = {}
     dependencies: dict[str, set[str]] = {}
     for p, key in zip(plan.partitions, keys, strict=True):
-        if feed_keys and any(i in feed_keys for i in p.feed_indices):
-            feeds: Any = Tuple(
-                *(
-                    TaskRef(feed_keys[i]) if i in feed_keys else DataNode(None, feed_values[i])
-                    for i in p.feed_indices
-                )
-            )
-        else:
-            feeds = DataNode(None, tuple(feed_values[i] for i in p.feed_indices))
-        if program_keys is not None:
-            program: Any = TaskRef(program_keys[p.index])
-        else:
-            program = DataNode(None, p.program)
-        task = Task(
-            key,
-            execute,
-            program,
-            step,
-            feeds,
-            trace,
-            *(TaskRef(keys[d]) for d in p.dependencies),
-        )
+        feeds = [
+            sent_feeds[i] if sent_feeds and i in sent_feeds else feed_values[i]
+            for i in p.feed_indices
+        ]
+        program = programs[p.index] if programs is not None else p.program
+        task = (execute, program, step, feeds, trace, *(keys[d] for d in p.dependencies))
         name = f"{key[0]}-{key[1]}"
         layers[name] = MaterializedLayer(
             {key: task}, annotations={"workers": [p.worker], "allow_other_workers": False}
         )
         dependencies[name] = {f"{keys[d][0]}-{keys[d][1]}" for d in p.dependencies}
-
     return HighLevelGraph(layers, dependencies), keys
 
 

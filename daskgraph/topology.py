@@ -57,12 +57,22 @@ class Device:
         ``"cpu"``, ``"gpu"`` (CuPy on a real GPU) or ``"virtual-gpu"`` (GPU kernels over NumPy).
     description
         What the device mapping prints after the name.
+    worker_name
+        The Dask name of that worker, which tasks are restricted to: the scheduler resolves it
+        to the worker's current address, so a worker restarted under the same name takes the
+        device's work again. ``None`` when the worker is known by its address only.
     """
 
     name: str
     worker: str
     kind: str
     description: str = ""
+    worker_name: Any = None
+
+    @property
+    def restriction(self) -> Any:
+        """What a task for this device is restricted to: the worker's name, else its address."""
+        return self.worker if self.worker_name is None else self.worker_name
 
     @property
     def spec(self) -> DeviceSpec:
@@ -138,13 +148,15 @@ def _named_device(address: str, name: str, info: Mapping[str, Any]) -> Device:
         kind = "virtual-gpu" if resources.get(VIRTUAL_GPU_RESOURCE) else "gpu"
     else:
         kind = "cpu"
-    return Device(spec.to_string(), address, kind, _describe(kind, spec, info))
+    return Device(spec.to_string(), address, kind, _describe(kind, spec, info), info.get("name"))
 
 
 def _plain_device(address: str, info: Mapping[str, Any], device_type: str, index: int) -> Device:
     spec = DeviceSpec(DEFAULT_JOB, 0, 0, device_type, index)
     kind = "gpu" if device_type == GPU else "cpu"
-    return Device(spec.to_string(), address, kind, _describe(kind, spec, info))
+    return Device(
+        spec.to_string(), address, kind, _describe(kind, spec, info), info.get("name", address)
+    )
 
 
 def _describe(kind: str, spec: DeviceSpec, info: Mapping[str, Any]) -> str:

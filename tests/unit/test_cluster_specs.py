@@ -48,14 +48,25 @@ def test_worker_class_and_logs(processes: bool, cls: type, silenced: bool) -> No
         assert spec["cls"] is cls
         assert ("silence_logs" in worker_options(spec)) is silenced
         if processes:  # a Nanny in a fresh interpreter: restarts its worker, needs no main guard
-            assert spec["options"]["worker_class"] == "distributed.Nanny"
+            assert spec["options"]["worker_class"] == "daskgraph.nanny_setup.DeviceNanny"
 
 
 def test_workers_listen_on_loopback_by_default() -> None:
     for spec in worker_specs(virtual_gpus=2).values():
         assert worker_options(spec)["host"] == "127.0.0.1"
         assert worker_options(spec)["dashboard_address"] == "127.0.0.1:0"
-        assert worker_options(spec)["memory_limit"] == "auto"
+
+
+
+def test_memory_limits_add_up_to_at_most_the_machines_memory() -> None:
+    from distributed.system import MEMORY_LIMIT
+
+    for n in (0, 1, 3):
+        specs = worker_specs(virtual_gpus=n)
+        limits = [worker_options(spec)["memory_limit"] for spec in specs.values()]
+        assert all(isinstance(x, int) and x > 0 for x in limits)
+        assert sum(limits) <= MEMORY_LIMIT
+        assert sum(limits) > MEMORY_LIMIT - len(limits)  # shared out, not wasted
 
 
 def test_host_memory_job_and_task_are_configurable() -> None:

@@ -16,7 +16,9 @@ import pytest
 import daskgraph as dg
 from daskgraph import execution
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.execution import RunFailure, RunStep, execute_partition
+from daskgraph.execution import RunFailure, execute_partition
+from daskgraph.program import RunStep
+from daskgraph.worker_state import current_state
 from daskgraph.lowering import lower
 from daskgraph.ops.registry import ArrayFunction
 from daskgraph.placement import place
@@ -71,7 +73,7 @@ def test_compiled_and_traced_loops_agree_and_compile_once() -> None:
     z = np.tanh((value @ value.T) * np.float32(0.5) - value)
     np.testing.assert_allclose(plain[0], z + z * z - value, rtol=1e-6)
     np.testing.assert_array_equal(plain[0], traced[0])
-    assert execution._compiled(program, np) is execution._compiled(program, np)
+    assert execution._compiled(program, np, STEP) is execution._compiled(program, np, STEP)
 
 
 def test_programs_with_variables_take_the_general_loop() -> None:
@@ -103,7 +105,6 @@ def test_a_failing_op_is_named_in_either_loop(trace: bool) -> None:
 def test_a_repeated_run_applies_an_assign_once() -> None:
     """A run repeated after a worker loss keeps its step number: an assign that already ran
     on a surviving worker returns its earlier result instead of applying again."""
-    from daskgraph.execution import drop_session
 
     with dg.Graph().as_default() as g:
         v = dg.Variable(np.float32(0.0), name="counter")
@@ -119,4 +120,4 @@ def test_a_repeated_run_applies_an_assign_once() -> None:
         stale = execute_partition(program, RunStep(session, 2), (), False)  # an older run
         assert stale[0] == 3.0  # is not deduplicated against the newer one's record
     finally:
-        drop_session(session)
+        current_state().close_session(session)

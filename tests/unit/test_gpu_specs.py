@@ -24,10 +24,10 @@ from daskgraph import gpu_worker, gpus
 from daskgraph.cluster import gpu_worker_envs, worker_options, worker_specs
 from daskgraph.config import GPUOptions, SessionConfig
 from daskgraph.errors import ResourceExhaustedError
-from daskgraph.execution import RunFailure, RunStep, execute_partition
+from daskgraph.execution import RunFailure, execute_partition
 from daskgraph.gpu_worker import configure_memory, memory_settings
 from daskgraph.gpus import GPUInfo, parse_visible_devices, rotate, visible_gpus
-from daskgraph.lowering import Instruction, PartitionProgram
+from daskgraph.program import Instruction, PartitionProgram, RunStep
 from daskgraph.topology import devices_from_workers
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
@@ -43,11 +43,11 @@ def h100(visible_id: str = "0", bus: str = "00000000:19:00.0") -> GPUInfo:
 
 
 def gpu_envs(specs: dict[str, dict[str, Any]]) -> dict[str, dict[str, str]]:
-    """Worker name -> environment, for the workers that have one (the real GPU workers)."""
+    """Worker name -> environment, for the real GPU workers."""
     return {
         name: worker_options(spec)["env"]
         for name, spec in specs.items()
-        if "env" in worker_options(spec)
+        if "CUDA_VISIBLE_DEVICES" in worker_options(spec).get("env", {})
     }
 
 
@@ -72,7 +72,7 @@ def test_gpu_workers_are_always_nanny_processes(processes: bool) -> None:
     specs = worker_specs(gpus=[h100()], virtual_gpus=1, processes=processes)
     gpu = specs[LOCAL + "GPU:0"]
     assert gpu["cls"] is SubprocessWorker
-    assert gpu["options"]["worker_class"] == "distributed.Nanny"
+    assert gpu["options"]["worker_class"] == "daskgraph.nanny_setup.DeviceNanny"
     assert gpu["options"]["name"] == LOCAL + "GPU:0"
     options = worker_options(gpu)
     assert options["name"] == LOCAL + "GPU:0"
@@ -84,7 +84,7 @@ def test_gpu_workers_are_always_nanny_processes(processes: bool) -> None:
     for name in (CPU0, LOCAL + "GPU:1"):
         assert specs[name]["cls"] is expected_cls
         assert "daskgraph.gpu_worker" not in worker_options(specs[name]).get("preload", [])
-        assert "env" not in worker_options(specs[name])
+        assert "CUDA_VISIBLE_DEVICES" not in worker_options(specs[name]).get("env", {})
 
 
 def test_cuda_visible_devices_put_each_workers_gpu_first() -> None:

@@ -18,7 +18,9 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError
-from daskgraph.execution import RunFailure, RunStep, drop_session, execute_partition
+from daskgraph.execution import RunFailure, execute_partition
+from daskgraph.program import RunStep
+from daskgraph.worker_state import current_state
 from daskgraph.lowering import Plan, build_task_graph, lower
 from daskgraph.placement import place
 from daskgraph.topology import Device
@@ -58,7 +60,7 @@ def run_plan_in_process(
 def session_id():
     sid = f"unit-{uuid.uuid4().hex}"
     yield sid
-    drop_session(sid)
+    current_state().close_session(sid)
 
 
 def devices(n_gpus: int = 2, kind: str = "virtual-gpu") -> list[Device]:
@@ -384,7 +386,7 @@ def test_variables_live_across_runs_in_process(session_id: str) -> None:
     np.testing.assert_allclose(got[0], [11.0, 12.0])
     got = run_plan_in_process(read, session_id=session_id)
     np.testing.assert_allclose(got[1], [22.0, 24.0])
-    assert drop_session(session_id) == 1
+    assert current_state().close_session(session_id) == 1
 
 
 def test_uninitialized_variable_read_fails_and_the_failure_propagates(session_id: str) -> None:

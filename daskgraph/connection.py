@@ -1,0 +1,183 @@
+"""A session's link to its cluster: the client, the cluster's devices, and the session's state
+on the workers.
+
+A :class:`Connection` is made from a session's target: ``None`` (the process's shared
+embedded cluster, :mod:`daskgraph.embedded`), a scheduler address, or a
+``distributed.Client``. It registers the session's :class:`~daskgraph.worker_state.SessionPlugin`
+on the workers (and unregisters it on close, which frees the session's variables and programs
+there), follows workers joining and leaving through the client's
+:class:`~daskgraph.liveness.ClusterWatch`, and maps the cluster's workers to devices
+(:mod:`daskgraph.topology`), read again only when a worker came or went.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+import dask.config
+from distributed import Client
+
+from daskgraph import embedded, gpu_worker
+from daskgraph.config import SessionConfig
+from daskgraph.errors import InvalidArgumentError
+from daskgraph.liveness import ClusterWatch, release_watch, watch_for
+from daskgraph.topology import Device, devices_from_workers
+from daskgraph.worker_state import SessionPlugin
+
+__all__ = ["Connection", "limit_devices"]
+
+logger = logging.getLogger("daskgraph.connection")
+
+
+class Connection:
+    """The client of a session's cluster, its devices, and the session's worker plugin.
+
+    Parameters
+    ----------
+    target
+        ``None`` or ``""`` for the embedded cluster, a scheduler address, or a ``Client``.
+    config
+        The session's :class:`~daskgraph.config.SessionConfig` (its ``device_count`` limits
+        the devices; its GPU options shape the embedded cluster).
+    session_id
+        Names the session's state on the workers.
+    security
+        A ``distributed.Security`` for a ``tls://`` target.
+    """
+
+    def __init__(
+        self,
+        target: str | Client | None,
+        config: SessionConfig,
+        session_id: str,
+        security: Any = None,
+    ) -> None:
+        self.config = config
+        self.cluster: Any = None
+        self._shape: embedded.ClusterShape | None = None
+        self._owns_client = False
+        self.client = self._open(target, security)
+        self.plugin: SessionPlugin | None = None
+        self.watch: ClusterWatch | None = None
+        try:
+            self.watch = watch_for(self.client)
+            self.plugin = SessionPlugin(session_id)
+            self.client.register_plugin(self.plugin)
+            self._seen = self.watch.version
+            self.devices = self.discover()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, target: Any, security: Any) -> Client:
+        if target is None or target == "":
+            self._shape = embedded.shape_for(self.config)
+            self.cluster, client = embedded.acquire(self._shape)
+            return client
+        if isinstance(target, Client):
+            return target
+        if isinstance(target, str):
+            self._owns_client = True
+            return _connect_to(target, security)
+        raise TypeError(
+            "Session target must be None (embedded cluster), a scheduler address string or a "
+            f"distributed.Client; got {target!r}"
+        )
+
+    # -- devices --------------------------------------------------------------------------------
+    @property
+    def changed(self) -> bool:
+        """Whether a worker joined or left since the devices were last read."""
+        return self.watch.version != self._seen
+
+    def discover(self) -> list[Device]:
+        """The cluster's devices now (waiting for a first worker of a cluster still starting),
+        limited by ``device_count``, GPUs described by their workers."""
+        self._seen = self.watch.version
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        if not workers:
+            try:
+                self.client.wait_for_workers(1, timeout=_startup_timeout())
+            except TimeoutError:
+                pass  # placement then says plainly that there are no devices
+            workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        devices = limit_devices(devices_from_workers(workers), self.config.device_count)
+        return self._describe_gpus(devices)
+
+    def _describe_gpus(self, devices: list[Device]) -> list[Device]:
+        """Ask real GPU workers what their GPU is (name, memory, bus id) for the mapping."""
+        gpu_workers = [d.worker for d in devices if d.kind == "gpu"]
+        if not gpu_workers:
+            return devices
+        try:
+            said = self.client.run(gpu_worker.describe, workers=gpu_workers)
+        except Exception:  # a plain Dask worker without daskgraph: keep the resource view
+            return devices
+        return [
+            replace(d, description=f"{d.description}, {said[d.worker]}")
+            if said.get(d.worker)
+            else d
+            for d in devices
+        ]
+
+    # -- life cycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free the session's state on the workers and let go of the cluster."""
+        client = self.client
+        if self.plugin is not None and client.status == "running":
+            try:
+                client.unregister_worker_plugin(self.plugin.name)
+            except Exception:  # a worker that is gone has nothing left to free
+                logger.debug("could not unregister %s", self.plugin.name, exc_info=True)
+            self.plugin = None
+        if self.watch is not None:
+            release_watch(client)
+            self.watch = None
+        if self._owns_client:
+            client.close()
+        if self._shape is not None:
+            embedded.release(self._shape)
+            self._shape = None
+
+
+def limit_devices(devices: list[Device], limits: dict[str, int]) -> list[Device]:
+    """The first ``limits[type]`` devices of each type (``device_count``), in order.
+
+    >>> cpu = Device("/job:localhost/replica:0/task:0/device:CPU:0", "tcp://a:1", "cpu")
+    >>> gpu = Device("/job:localhost/replica:0/task:0/device:GPU:0", "tcp://a:2", "gpu")
+    >>> [d.kind for d in limit_devices([cpu, gpu], {"GPU": 0})]
+    ['cpu']
+    """
+    if not limits:
+        return devices
+    counts: dict[str, int] = {}
+    kept = []
+    for d in devices:
+        counts[d.device_type] = counts.get(d.device_type, 0) + 1
+        if counts[d.device_type] <= limits.get(d.device_type, len(devices)):
+            kept.append(d)
+    return kept
+
+
+def _connect_to(target: str, security: Any) -> Client:
+    address = target if "://" in target else f"tcp://{target}"
+    try:
+        return Client(address, set_as_default=False, timeout=_startup_timeout(), security=security)
+    except OSError as exc:
+        raise InvalidArgumentError(
+            f"Cannot connect to the Dask scheduler at {target!r}: {exc}. Expected the "
+            "address of a running scheduler, e.g. 'tcp://127.0.0.1:8786'.",
+            target=target,
+        ) from exc
+    except TypeError as exc:  # distributed's answer to tls:// without certificates
+        raise InvalidArgumentError(
+            f"Cannot connect to {target!r}: {exc}. A tls:// target needs "
+            "security=daskgraph.tls.security_from_dir(DIR) (see `daskgraph certs`).",
+            target=target,
+        ) from exc
+
+
+def _startup_timeout() -> float:
+    return float(dask.config.get("daskgraph.local.startup-timeout"))

@@ -1,0 +1,138 @@
+"""Fetches and feeds of a run: what the caller asked for, checked, flattened, and given back.
+
+:func:`flatten_fetches` turns a nested structure of tensors, operations, variables and names
+into the unique items to run and a function that rebuilds the structure from their values;
+:func:`check_feeds` resolves ``feed_dict`` keys and converts the values to the fed tensors'
+dtypes and shapes, refusing what TensorFlow refuses. Nothing here talks to a cluster.
+
+>>> from daskgraph.graph import Graph
+>>> from daskgraph.ops import constant
+>>> with Graph().as_default() as g:
+...     a = constant(1.0, name="a")
+>>> items, rebuild = flatten_fetches({"x": [a, "a:0"]}, g)
+>>> len(items), rebuild([2.0])
+(1, {'x': [2.0, 2.0]})
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from daskgraph.graph import Graph, Operation, Tensor
+
+__all__ = ["as_result", "check_feeds", "flatten_fetches", "item_key", "resolve"]
+
+
+def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
+    if isinstance(item, str):
+        try:
+            return (
+                graph.get_tensor_by_name(item) if ":" in item else graph.get_operation_by_name(item)
+            )
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"{what} {item!r} names nothing in the graph: {exc}") from None
+    to_tensor = getattr(item, "_as_tensor", None)
+    if to_tensor is not None:
+        item = to_tensor()
+    if not isinstance(item, (Tensor, Operation)):
+        raise TypeError(
+            f"{what} {item!r} has invalid type {type(item).__name__}; expected a Tensor, an "
+            "Operation, a Variable, a name, or a list, tuple or dict of them."
+        )
+    if item.graph is not graph:
+        raise ValueError(
+            f"{what} {item!r} is not an element of this session's graph: it was built in "
+            "another graph. Run it with a session of that graph, or build it in this one."
+        )
+    return item
+
+
+def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], Any]]:
+    """The unique fetch items of a nested structure, and a function that rebuilds it."""
+    items: list[Tensor | Operation] = []
+    index: dict[int, int] = {}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            parts = [walk(v) for v in value]
+            if hasattr(value, "_fields"):  # a namedtuple
+                return lambda r: type(value)(*(p(r) for p in parts))
+            return lambda r: type(value)(p(r) for p in parts)
+        if isinstance(value, Mapping):
+            parts = {k: walk(v) for k, v in value.items()}
+            if isinstance(value, defaultdict):
+                return lambda r: defaultdict(
+                    value.default_factory, ((k, p(r)) for k, p in parts.items())
+                )
+            return lambda r: type(value)((k, p(r)) for k, p in parts.items())
+        item = resolve(value, graph, "Fetch argument")
+        position = index.get(id(item))
+        if position is None:
+            position = index[id(item)] = len(items)
+            items.append(item)
+        return lambda r: r[position]
+
+    rebuild = walk(fetches)
+    return items, rebuild
+
+
+def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list, list]:
+    if feed_dict is None:
+        return [], []
+    if not isinstance(feed_dict, Mapping):
+        raise TypeError(f"feed_dict must be a dict of tensor -> value; got {feed_dict!r}")
+    tensors, values = [], []
+    for key, value in feed_dict.items():
+        tensor = resolve(key, graph, "Feed key")
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"Feed key {key!r} is an operation; feed one of its output tensors.")
+        tensors.append(tensor)
+        values.append(_check_feed_value(tensor, value))
+    return tensors, values
+
+
+def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
+    dtype = tensor.dtype
+    if isinstance(value, (Tensor, Operation)):
+        raise TypeError(
+            f"The value of a feed cannot be a Tensor ({value!r}); feed NumPy arrays or Python "
+            f"values to {tensor.name!r}."
+        )
+    array = np.asarray(value, dtype=dtype.numpy if dtype.name == "string" else None)
+    if array.dtype != dtype.numpy:
+        if array.dtype.kind in "OUS" or not np.can_cast(array.dtype, dtype.numpy, "same_kind"):
+            raise ValueError(
+                f"Cannot feed value of dtype {array.dtype} to tensor {tensor.name!r} of dtype "
+                f"{dtype.name}: convert it first (e.g. np.asarray(value, np.{dtype.name}))."
+            )
+        array = array.astype(dtype.numpy)
+    shape = tensor.shape
+    if shape is not None and (
+        len(shape) != array.ndim
+        or any(d is not None and d != n for d, n in zip(shape, array.shape, strict=True))
+    ):
+        wanted = tuple("?" if d is None else d for d in shape)
+        raise ValueError(
+            f"Cannot feed value of shape {array.shape} for tensor {tensor.name!r}, which has "
+            f"shape {wanted}".replace("'?'", "?")
+        )
+    return array
+
+
+def item_key(item: Tensor | Operation) -> str:
+    return item.name if isinstance(item, Tensor) else f"^{item.name}"
+
+
+def as_result(value: Any) -> Any:
+    """A fetched value as the caller gets it: 0-d arrays become NumPy scalars, and read-only
+    arrays (constants and variables handed over by an in-process worker) are copied."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value[()]
+        if not value.flags.writeable:
+            return value.copy()
+    return value

@@ -1,0 +1,159 @@
+"""Which workers a cluster has now: the one place that follows workers joining and leaving.
+
+A :class:`ClusterWatch` subscribes to the scheduler's ``"all"`` event topic
+(``Client.subscribe_topic``), on which the scheduler announces every ``add-worker`` and
+``remove-worker``. Between events its view of the cluster is current without asking the
+scheduler anything, so a run's watchdog can check on every tick, for free, whether the workers
+of its devices are still there; after an event the view is read again once
+(``Client.scheduler_info``). Sessions use :attr:`ClusterWatch.version` to notice that devices
+came or went, and :meth:`ClusterWatch.wait_for` to wait for workers to (re)join.
+
+There is one watch per client (:func:`watch_for`), shared by the sessions using that client,
+and it unsubscribes when the last of them lets it go (:func:`release_watch`): a client that
+closes while subscribed makes the scheduler log a ``CommClosedError`` as it announces that.
+
+>>> view = MembershipView({"tcp://127.0.0.1:1": {"name": "cpu0", "status": "running"}})
+>>> view.missing(["cpu0", "gpu0", "tcp://127.0.0.1:1"])
+['gpu0']
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from distributed import Client
+
+__all__ = ["ClusterWatch", "MembershipView", "forget_client", "release_watch", "watch_for"]
+
+#: the scheduler's event topic that carries add-worker / remove-worker
+TOPIC = "all"
+_MEMBERSHIP = frozenset({"add-worker", "remove-worker"})
+#: worker statuses of a worker on its way out: it serves no device any more
+LEAVING = frozenset({"closing", "closing_gracefully", "closed", "failed"})
+
+
+class MembershipView:
+    """The workers of a cluster at one moment: address -> worker record (as
+    ``Client.scheduler_info()["workers"]``), looked up by address or by name."""
+
+    def __init__(self, workers: Mapping[str, Mapping[str, Any]]) -> None:
+        self.workers = dict(workers)
+        self._present = set()
+        for address, info in self.workers.items():
+            if info.get("status") in LEAVING:
+                continue
+            self._present.add(address)
+            self._present.add(info.get("name", address))
+
+    def missing(self, workers: Iterable[Any]) -> list[Any]:
+        """Those of ``workers`` (names or addresses) that are not in the cluster, in order."""
+        return [w for w in workers if w not in self._present]
+
+    def __contains__(self, worker: Any) -> bool:
+        return worker in self._present
+
+
+class ClusterWatch:
+    """Follows a client's cluster through the scheduler's membership events."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._changed = threading.Condition()
+        self._version = 0
+        self._view: MembershipView | None = None
+        self._view_version = -1
+        client.subscribe_topic(TOPIC, self._on_event)
+
+    @property
+    def version(self) -> int:
+        """Grows by one whenever a worker joins or leaves the cluster."""
+        return self._version
+
+    def _on_event(self, event: tuple[float, Any]) -> None:
+        """Runs on the client's event loop: never blocks, only records that something moved."""
+        _, msg = event
+        if isinstance(msg, dict) and msg.get("action") in _MEMBERSHIP:
+            with self._changed:
+                self._version += 1
+                self._changed.notify_all()
+
+    def view(self) -> MembershipView:
+        """The cluster's workers, read from the scheduler only when a worker came or went."""
+        version = self._version
+        if self._view is None or self._view_version != version:
+            workers = self._client.scheduler_info(n_workers=-1)["workers"]
+            self._view, self._view_version = MembershipView(workers), version
+        return self._view
+
+    def missing(self, workers: Iterable[Any]) -> list[Any]:
+        """Those of ``workers`` (names or addresses) that are not in the cluster now."""
+        return self.view().missing(workers)
+
+    def wait_for(self, workers: Iterable[Any], timeout: float, exclude: Iterable[str] = ()) -> bool:
+        """Wait until every one of ``workers`` (names or addresses) is in the cluster, on a
+        worker whose address is not in ``exclude`` (the dead ones the scheduler may still
+        list for a moment); returns whether they all are, at the latest after ``timeout``."""
+        wanted = list(workers)
+        dead = set(exclude)
+        deadline = time.monotonic() + timeout
+        while True:
+            version = self._version
+            view = self.view()
+            alive = MembershipView({a: i for a, i in view.workers.items() if a not in dead})
+            if not alive.missing(wanted):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            with self._changed:
+                # an event may be missed between the check and the wait: look again every
+                # half second all the same
+                if self._version == version:
+                    self._changed.wait(min(left, 0.5))
+
+    def close(self) -> None:
+        """Stop following the cluster."""
+        try:
+            self._client.unsubscribe_topic(TOPIC)
+        except Exception:  # the client is already closed: nothing is subscribed any more
+            pass
+
+
+_watches: weakref.WeakKeyDictionary[Client, tuple[ClusterWatch, int]] = weakref.WeakKeyDictionary()
+_watches_lock = threading.Lock()
+
+
+def watch_for(client: Client) -> ClusterWatch:
+    """The watch of ``client``'s cluster (one per client, made on first use); pair every call
+    with :func:`release_watch`."""
+    with _watches_lock:
+        watch, users = _watches.get(client, (None, 0))
+        if watch is None:
+            watch = ClusterWatch(client)
+        _watches[client] = (watch, users + 1)
+        return watch
+
+
+def release_watch(client: Client) -> None:
+    """One user fewer of ``client``'s watch; the last one unsubscribes it."""
+    with _watches_lock:
+        watch, users = _watches.get(client, (None, 0))
+        if watch is None:
+            return
+        if users > 1:
+            _watches[client] = (watch, users - 1)
+            return
+        del _watches[client]
+    watch.close()
+
+
+def forget_client(client: Client) -> None:
+    """Unsubscribe ``client``'s watch whoever still uses it (the client is about to close)."""
+    with _watches_lock:
+        watch, _ = _watches.pop(client, (None, 0))
+    if watch is not None:
+        watch.close()

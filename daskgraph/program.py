@@ -1,0 +1,71 @@
+"""The program format: what lowering writes and a worker executes, as plain data.
+
+A :class:`PartitionProgram` is one partition's ops in order, as :class:`Instruction` records
+over numbered *slots*; :mod:`daskgraph.lowering` writes programs and
+:mod:`daskgraph.execution` runs them. A :class:`RunStep` says which ``Session.run`` call a
+program runs for. Nothing here imports the planner, so the worker side needs only this module.
+
+>>> ins = Instruction("two", "Const", print, {}, (), 0, False, ())
+>>> ins.free
+()
+>>> RunStep("session", 3).number
+3
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+__all__ = ["FEED", "Instruction", "PartitionProgram", "RunStep"]
+
+#: the executor reads this slot's value from the feeds instead of running an op
+FEED = -1
+
+
+class Instruction(NamedTuple):
+    """One op of a partition: ``slots[out] = kernel(xp, [store,] *slots[args], **attrs)``.
+
+    A named tuple, not a dataclass: programs hold thousands of them, and tuples pickle and
+    unpickle several times faster.
+    """
+
+    op_name: str
+    op_type: str
+    kernel: Any
+    attrs: dict
+    args: tuple[int, ...]
+    out: int
+    stateful: bool
+    deref: tuple[int, ...]  # positions in ``args`` holding variable refs to read
+    free: tuple[int, ...] = ()  # slots last read here (not outputs): dropped after it runs
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionProgram:
+    """What a partition task runs on its worker; plain data, pickled into the task.
+
+    ``inputs`` are ``(dependency position, output index, slot)``; ``feeds`` are
+    ``(feed position, slot)``; ``outputs`` are ``(slot, to_host)`` where ``to_host`` asks for
+    a host (NumPy) copy because the value goes back to the client.
+    """
+
+    device: str
+    device_type: str
+    backend: str
+    n_slots: int
+    inputs: tuple[tuple[int, int, int], ...]
+    feeds: tuple[tuple[int, int], ...]
+    instructions: tuple[Instruction, ...]
+    outputs: tuple[tuple[int, bool], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStep:
+    """Which run a partition belongs to: the session, and the number of its ``Session.run``
+    call. A run repeated after a worker loss keeps its number, so that a stateful op (an
+    assign) that already ran on a surviving worker is not applied a second time. (A dataclass,
+    not a tuple: inside a Dask task a tuple would be read as a task or a list of arguments.)"""
+
+    session: str
+    number: int

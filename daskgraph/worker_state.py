@@ -1,0 +1,215 @@
+"""A worker's daskgraph state, owned by a Dask ``WorkerPlugin``: each session's variables and
+compiled programs, freed when the session closes.
+
+A :class:`~daskgraph.session.Session` registers a :class:`SessionPlugin` named after it. Dask
+runs the plugin's ``setup`` on every worker of the cluster, now and whenever a worker joins or
+is restarted by its nanny, and its ``teardown`` on every worker when the session unregisters
+it on close (``Client.unregister_worker_plugin``). The state lives in the worker's extensions,
+``worker.extensions["daskgraph"]``, as one :class:`WorkerState` holding a
+:class:`SessionState` per open session: the session's :class:`VariableStore` per device, the
+programs loaded for the fast path, and their compiled forms.
+
+Outside a Dask worker (a program run in-process, in tests and doctests) the same state is kept
+in a process-local :class:`WorkerState`.
+
+>>> state = WorkerState()
+>>> store = state.session("s1").store("/device:CPU:0")
+>>> store.assign("v", 1.0)
+>>> state.close_session("s1")
+1
+>>> state.session_ids()
+[]
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from distributed import WorkerPlugin, get_worker
+
+from daskgraph.errors import FailedPreconditionError
+
+__all__ = [
+    "EXTENSION",
+    "SessionPlugin",
+    "SessionState",
+    "VariableStore",
+    "WorkerState",
+    "current_state",
+    "state_of",
+]
+
+#: the key of daskgraph's state in ``worker.extensions``
+EXTENSION = "daskgraph"
+
+#: compiled programs a session keeps per worker (the oldest is compiled again if needed)
+COMPILED_CAPACITY = 128
+
+
+class VariableStore:
+    """The values of one session's variables on one device.
+
+    >>> store = VariableStore("/device:CPU:0")
+    >>> store.assign("w", np.ones(2))
+    >>> store.read("w")
+    array([1., 1.])
+    >>> store.apply_once(1, "w/Assign", lambda: "applied"), store.apply_once(1, "w/Assign", str)
+    ('applied', 'applied')
+    """
+
+    def __init__(self, device: str = "") -> None:
+        self.device = device
+        self._values: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._step = -1  # the run whose stateful ops are remembered in _applied
+        self._applied: dict[str, Any] = {}
+
+    def apply_once(self, step: int, op_name: str, apply: Callable[[], Any]) -> Any:
+        """``apply()`` (a stateful op's kernel), unless op ``op_name`` already ran in run
+        ``step``: then its result of that time. Only the latest run is remembered (runs of a
+        session are numbered in order; an older one, running concurrently, is not deduplicated).
+        """
+        with self._lock:
+            if step > self._step:
+                self._step, self._applied = step, {}
+            elif step == self._step and op_name in self._applied:
+                return self._applied[op_name]
+        result = apply()
+        with self._lock:
+            if step == self._step:
+                self._applied[op_name] = result
+        return result
+
+    def read(self, name: str) -> Any:
+        """The value of variable ``name``; FailedPreconditionError if it was never assigned."""
+        try:
+            return self._values[name]
+        except KeyError:
+            raise FailedPreconditionError(
+                f"Attempting to use uninitialized value {name!r} "
+                f"(on {self.device or 'its device'}). Run its initializer first, e.g. "
+                "session.run(global_variables_initializer()).",
+                op=name,
+                variable=name,
+            ) from None
+
+    def assign(self, name: str, value: Any) -> None:
+        """Store ``value``. NumPy values are kept as read-only views, so that no caller (a
+        fetch on an in-process worker, say) can change a variable behind the store's back."""
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            value = value.view()
+            value.flags.writeable = False
+        with self._lock:
+            self._values[name] = value
+
+    def names(self) -> list[str]:
+        """The names of the variables that hold a value."""
+        return sorted(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+class SessionState:
+    """What one session keeps on one worker: variables per device, and programs."""
+
+    def __init__(self) -> None:
+        self.stores: dict[str, VariableStore] = {}
+        #: fast-path programs by token (:class:`daskgraph.execution.PartitionExecutor`)
+        self.programs: dict[str, Any] = {}
+        #: compiled forms by ``id(program)``: (program, array module name, steps)
+        self.compiled: OrderedDict[int, tuple[Any, str, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def store(self, device: str) -> VariableStore:
+        """The variable store of ``device`` (made on first use)."""
+        store = self.stores.get(device)
+        if store is None:
+            with self._lock:
+                store = self.stores.setdefault(device, VariableStore(device))
+        return store
+
+    def compiled_form(self, program: Any, backend: str, compile: Callable[[], Any]) -> Any:
+        """``compile()`` once per program object and array module; the latest
+        :data:`COMPILED_CAPACITY` are kept."""
+        key = id(program)
+        hit = self.compiled.get(key)
+        if hit is not None and hit[0] is program and hit[1] == backend:
+            return hit[2]
+        steps = compile()
+        with self._lock:
+            self.compiled[key] = (program, backend, steps)
+            while len(self.compiled) > COMPILED_CAPACITY:
+                self.compiled.popitem(last=False)
+        return steps
+
+    def variable_count(self) -> int:
+        return sum(len(s) for s in self.stores.values())
+
+
+class WorkerState:
+    """daskgraph's state on one worker: a :class:`SessionState` per open session."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, SessionState] = {}
+        self._lock = threading.Lock()
+
+    def session(self, session_id: str) -> SessionState:
+        """The state of ``session_id`` (made on first use: a task may arrive before setup)."""
+        state = self._sessions.get(session_id)
+        if state is None:
+            with self._lock:
+                state = self._sessions.setdefault(session_id, SessionState())
+        return state
+
+    def close_session(self, session_id: str) -> int:
+        """Free everything of ``session_id``; returns how many variables were dropped."""
+        with self._lock:
+            state = self._sessions.pop(session_id, None)
+        return state.variable_count() if state is not None else 0
+
+    def session_ids(self) -> list[str]:
+        """The sessions that hold state here."""
+        return sorted(self._sessions)
+
+
+_local_state = WorkerState()
+
+
+def state_of(worker: Any) -> WorkerState:
+    """The daskgraph state of a Dask ``worker`` (made on first use)."""
+    state = worker.extensions.get(EXTENSION)
+    if state is None:
+        state = worker.extensions.setdefault(EXTENSION, WorkerState())
+    return state
+
+
+def current_state() -> WorkerState:
+    """The state of the worker running this code, or the process-local one outside Dask."""
+    try:
+        worker = get_worker()
+    except ValueError:
+        return _local_state
+    return state_of(worker)
+
+
+class SessionPlugin(WorkerPlugin):
+    """Holds a session's state on every worker, from registration until the session closes.
+
+    >>> SessionPlugin("abc").name
+    'daskgraph-session-abc'
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.name = f"daskgraph-session-{session_id}"
+
+    def setup(self, worker: Any) -> None:
+        state_of(worker).session(self.session_id)
+
+    def teardown(self, worker: Any) -> None:
+        state_of(worker).close_session(self.session_id)
