@@ -19,9 +19,8 @@ from typing import Any
 import dask.config
 from distributed import Client
 
-from daskgraph import embedded, gpu_worker
+from daskgraph import embedded, gpu_worker, master
 from daskgraph.config import SessionConfig
-from daskgraph.errors import InvalidArgumentError
 from daskgraph.liveness import ClusterWatch, release_watch, watch_for
 from daskgraph.topology import Device, devices_from_workers
 from daskgraph.worker_state import SessionPlugin
@@ -58,6 +57,7 @@ class Connection:
         self.cluster: Any = None
         self._shape: embedded.ClusterShape | None = None
         self._owns_client = False
+        self.local_task: tuple[str, int] | None = None  # the master's task (see master.py)
         self.client = self._open(target, security)
         self.plugin: SessionPlugin | None = None
         self.watch: ClusterWatch | None = None
@@ -78,9 +78,25 @@ class Connection:
             return client
         if isinstance(target, Client):
             return target
-        if isinstance(target, str):
+        if isinstance(target, str):  # what TensorFlow's master does in CreateSession
+            resolved = master.resolve_target(target)
+            client = master.connect(resolved.address, security)
+            try:
+                spec = master.published_cluster_spec(client)
+                if spec:
+                    master.wait_for_tasks(
+                        client,
+                        spec,
+                        master.cluster_wait_timeout(),
+                        master.cluster_wait_log_interval(),
+                        target=resolved.address,
+                    )
+            except BaseException:
+                client.close()
+                raise
             self._owns_client = True
-            return _connect_to(target, security)
+            self.local_task = resolved.local_task
+            return client
         raise TypeError(
             "Session target must be None (embedded cluster), a scheduler address string or a "
             f"distributed.Client; got {target!r}"
@@ -159,24 +175,6 @@ def limit_devices(devices: list[Device], limits: dict[str, int]) -> list[Device]
         if counts[d.device_type] <= limits.get(d.device_type, len(devices)):
             kept.append(d)
     return kept
-
-
-def _connect_to(target: str, security: Any) -> Client:
-    address = target if "://" in target else f"tcp://{target}"
-    try:
-        return Client(address, set_as_default=False, timeout=_startup_timeout(), security=security)
-    except OSError as exc:
-        raise InvalidArgumentError(
-            f"Cannot connect to the Dask scheduler at {target!r}: {exc}. Expected the "
-            "address of a running scheduler, e.g. 'tcp://127.0.0.1:8786'.",
-            target=target,
-        ) from exc
-    except TypeError as exc:  # distributed's answer to tls:// without certificates
-        raise InvalidArgumentError(
-            f"Cannot connect to {target!r}: {exc}. A tls:// target needs "
-            "security=daskgraph.tls.security_from_dir(DIR) (see `daskgraph certs`).",
-            target=target,
-        ) from exc
 
 
 def _startup_timeout() -> float:

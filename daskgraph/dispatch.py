@@ -1,9 +1,11 @@
 """The client side of a run: ship a plan's programs once, submit each run, and never hang.
 
 A :class:`CompiledRun` is a lowered plan whose partition programs have been sent to the
-workers that run them (``Client.scatter`` to the owning worker, kept as futures): repeated runs
-then send only the feeds and the task graph, not the programs, and the constants inside them
-cross the network once per session. :func:`submit_run` builds one run's graph, submits it, and
+workers that run them (one task per program, restricted to its device's worker, kept as
+futures): repeated runs then send only the feeds and the task graph, not the programs, and the
+constants inside them cross the network once per session. Being tasks, not scattered data, a
+program lost with its worker is sent again by Dask itself to the worker restarted under the
+device's name. :func:`submit_run` builds one run's graph, submits it, and
 waits for it with a watchdog: while the run is pending it checks every ``tick`` seconds that
 the workers of the plan's devices are still in the cluster (a
 :class:`~daskgraph.liveness.ClusterWatch`, which asks the scheduler only after a worker came or
@@ -25,11 +27,18 @@ from collections.abc import Sequence
 from typing import Any
 
 import dask.config
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from distributed import Client, Future
 from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph.errors import UnavailableError
-from daskgraph.execution import MISSING_PROGRAM, PartitionExecutor, RunFailure, execute_partition
+from daskgraph.execution import (
+    MISSING_PROGRAM,
+    PartitionExecutor,
+    RunFailure,
+    execute_partition,
+    resident,
+)
 from daskgraph.liveness import ClusterWatch
 from daskgraph.lowering import Plan, build_task_graph
 from daskgraph.program import RunStep
@@ -62,16 +71,19 @@ class CompiledRun:
         self._programs = None
 
     def _ship(self, client: Client) -> list[Future]:
-        by_worker: dict[str, list[int]] = {}
+        """One task per program, restricted to its partition's worker, all in one graph."""
+        ship = uuid.uuid4().hex[:8]
+        layers = {}
+        keys = []
         for p in self.plan.partitions:
-            by_worker.setdefault(p.worker, []).append(p.index)
-        futures: list[Future | None] = [None] * len(self.plan.partitions)
-        for worker, indices in by_worker.items():
-            programs = [self.plan.partitions[i].program for i in indices]
-            scattered = client.scatter(programs, workers=[worker], hash=False, broadcast=False)
-            for i, future in zip(indices, scattered, strict=True):
-                futures[i] = future
-        return futures  # type: ignore[return-value]
+            key = (f"dg-program-{self.token[:12]}-{ship}", p.index)
+            layers[f"{key[0]}-{p.index}"] = MaterializedLayer(
+                {key: (resident, p.program)},
+                annotations={"workers": [p.worker], "allow_other_workers": False},
+            )
+            keys.append(key)
+        graph = HighLevelGraph(layers, {name: set() for name in layers})
+        return client.get(graph, keys, sync=False)
 
 
 class FastPath:
@@ -159,11 +171,12 @@ def _has_large(values: Sequence[Any]) -> bool:
 
 
 def _actor_result_watching(watch: ClusterWatch, plan: Plan, call: Any, tick: float) -> Any:
+    started = _workers_now(watch, plan)
     while True:
         try:
             return call.result(timeout=tick)
         except TimeoutError:
-            _raise_if_devices_left(watch, plan, [])
+            _raise_if_devices_left(watch, plan, [], started=started)
 
 
 def submit_run(
@@ -188,7 +201,8 @@ def submit_run(
         return _submit_once(*args)
     except UnavailableError:
         raise
-    except (FutureCancelledError, FuturesCancelledError, KeyError, OSError) as exc:
+    except (FutureCancelledError, FuturesCancelledError, KeyError, OSError, ValueError) as exc:
+        # (a ValueError: a large feed scattered to a worker name the scheduler lacks)
         _raise_if_devices_left(watch, compiled.plan, [], exc)
         if not isinstance(exc, (FutureCancelledError, FuturesCancelledError)):
             raise
@@ -207,6 +221,7 @@ def _submit_once(
     tick: float,
 ) -> dict[int, tuple]:
     plan = compiled.plan
+    started = _workers_now(watch, plan)  # raises at once if a device's worker is missing
     programs = compiled.program_futures(client)
     feed_futures = _send_large_feeds(client, plan, feed_values)
     dsk, keys = build_task_graph(
@@ -223,7 +238,9 @@ def _submit_once(
     parts = range(len(plan.partitions)) if trace else plan.result_partitions
     futures = client.get(dsk, [keys[i] for i in parts], sync=False)
     try:
-        gathered = [_result_watching_workers(watch, plan, futures, f, tick) for f in futures]
+        gathered = [
+            _result_watching_workers(watch, plan, futures, f, tick, started) for f in futures
+        ]
     finally:
         del futures, feed_futures
     for result in gathered:
@@ -249,20 +266,44 @@ def _send_large_feeds(client: Client, plan: Plan, feed_values: Sequence[Any]) ->
 
 
 def _result_watching_workers(
-    watch: ClusterWatch, plan: Plan, futures: list[Future], future: Future, tick: float
+    watch: ClusterWatch,
+    plan: Plan,
+    futures: list[Future],
+    future: Future,
+    tick: float,
+    started: dict[Any, str | None] | None = None,
 ) -> Any:
     while True:
         try:
             return future.result(timeout=tick)
         except TimeoutError:
-            _raise_if_devices_left(watch, plan, futures)
+            _raise_if_devices_left(watch, plan, futures, started=started)
+
+
+def _workers_now(watch: ClusterWatch, plan: Plan) -> dict[Any, str | None]:
+    """The address of each worker of the plan as a run starts; a run must not be submitted
+    while one is missing (the scheduler resolves a worker name when a task arrives: a task
+    restricted to a name it does not know would wait for that name forever)."""
+    _raise_if_devices_left(watch, plan, [])
+    return watch.view().addresses({p.worker for p in plan.partitions})
 
 
 def _raise_if_devices_left(
-    watch: ClusterWatch, plan: Plan, futures: list[Future], cause: Exception | None = None
+    watch: ClusterWatch,
+    plan: Plan,
+    futures: list[Future],
+    cause: Exception | None = None,
+    started: dict[Any, str | None] | None = None,
 ) -> None:
-    missing_workers = set(watch.missing({p.worker for p in plan.partitions}))
-    gone = [p for p in plan.partitions if p.worker in missing_workers]
+    """Raise UnavailableError if a worker of the plan is missing, or (given the addresses at
+    the start of the run) was replaced during the run: a restarted worker lost the run's
+    partitions there, and Dask may hold them for a worker that never comes."""
+    now = watch.view().addresses({p.worker for p in plan.partitions})
+    gone = [
+        p
+        for p in plan.partitions
+        if now[p.worker] is None or (started is not None and started[p.worker] != now[p.worker])
+    ]
     if gone:
         missing = sorted({p.device for p in gone})
         if futures:

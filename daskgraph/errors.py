@@ -24,6 +24,7 @@ from typing import Any
 __all__ = [
     "CancelledError",
     "DaskgraphError",
+    "DeadlineExceededError",
     "FailedPreconditionError",
     "InternalError",
     "InvalidArgumentError",
@@ -31,6 +32,7 @@ __all__ = [
     "OpError",
     "ResourceExhaustedError",
     "UnavailableError",
+    "UnreachableError",
 ]
 
 
@@ -91,6 +93,17 @@ class ResourceExhaustedError(OpError, MemoryError):
 
 class UnavailableError(OpError):
     """The cluster cannot serve the request now (a device's worker is gone)."""
+
+
+class UnreachableError(UnavailableError, ConnectionError):
+    """The scheduler a session (or server) targets cannot be reached: nothing listens there,
+    or nothing answers in time (fields ``target`` and ``found``). Also a ``ConnectionError``,
+    as a refused or unanswered connection is one."""
+
+
+class DeadlineExceededError(OpError, TimeoutError):
+    """A deadline passed before the operation finished: e.g. a session waiting for the tasks of
+    its cluster to join (fields ``missing``, the tasks that did not, and ``target``)."""
 
 
 class CancelledError(OpError):

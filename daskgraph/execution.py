@@ -38,8 +38,15 @@ __all__ = [
     "PartitionExecutor",
     "RunFailure",
     "execute_partition",
+    "resident",
     "store_for",
 ]
+
+
+def resident(program: PartitionProgram) -> PartitionProgram:
+    """The task that keeps a program on its worker for the runs of a plan (Dask holds its
+    result there; were the worker lost, Dask would run it again where it is restricted to)."""
+    return program
 
 
 def store_for(session_id: str, device: str = "") -> VariableStore:

@@ -53,6 +53,21 @@ class MembershipView:
         """Those of ``workers`` (names or addresses) that are not in the cluster, in order."""
         return [w for w in workers if w not in self._present]
 
+    def addresses(self, workers: Iterable[Any]) -> dict[Any, str | None]:
+        """The address of each of ``workers`` (names or addresses) now; None if absent.
+
+        >>> MembershipView({"tcp://h:1": {"name": "cpu0"}}).addresses(["cpu0", "gpu0"])
+        {'cpu0': 'tcp://h:1', 'gpu0': None}
+        """
+        by_name = {
+            info.get("name", a): a
+            for a, info in self.workers.items()
+            if info.get("status") not in LEAVING
+        }
+        return {
+            w: w if w in self.workers and w in self._present else by_name.get(w) for w in workers
+        }
+
     def __contains__(self, worker: Any) -> bool:
         return worker in self._present
 

@@ -3,7 +3,8 @@
 It follows TensorFlow's rules:
 
 * an op with no device request goes to the highest-priority device that has a kernel for it:
-  the lowest-numbered GPU when the cluster has one, else the CPU;
+  the lowest-numbered GPU when the cluster has one, else the CPU; on a cluster session, among
+  devices of the same type those of the master's own task come first (``local_task``);
 * a partial request (``/gpu:*``, ``/job:worker``) matches any device that fits it;
 * ops that must live together (a Variable with its reads and assigns, ``colocate_with``) are
   placed as one group, on a device with a kernel for every member;
@@ -109,8 +110,20 @@ def place(
     devices: Sequence[Device],
     *,
     allow_soft_placement: bool = False,
+    local_task: tuple[str, int] | None = None,
 ) -> Placement:
     """Choose a device for every operation of ``graph``.
+
+    Among the devices a request allows (every device, for an op without a request), the
+    placer takes the first in TensorFlow's order: ``DeviceSet::SortPrioritizedDeviceVector``
+    (tensorflow/core/common_runtime/device_set.cc), applied to every colocation group by
+    ``FilterSupportedDevices`` (colocation_graph.cc), sorts by the device type's priority
+    (GPU before CPU), then local devices before remote ones (``Device::IsLocal``), then by
+    name. The master's local devices are those of its own task: ``Master::CreateSession``
+    (distributed_runtime/master.cc) adds the server's own devices as they are and every other
+    task's as a ``RemoteDevice``, whose ``IsLocal`` is false (remote_device.cc). Names are
+    compared field by field here (job, then replica, task and index as numbers), where
+    TensorFlow compares the strings (``task:10`` before ``task:2``).
 
     Parameters
     ----------
@@ -120,6 +133,10 @@ def place(
         The cluster's devices (see :func:`daskgraph.topology.devices_from_workers`).
     allow_soft_placement
         Fall back to an available device instead of raising.
+    local_task
+        ``(job, task)`` of the master's task (the :class:`~daskgraph.server.Server` whose
+        target the session was created on): its devices go before other tasks' devices of the
+        same type. ``None``: no device is local (only type priority, then name, decide).
 
     Raises
     ------
@@ -141,6 +158,15 @@ def place(
     '/job:localhost/replica:0/task:0/device:CPU:0'
     >>> p["mul"].device, p["mul"].reason
     ('/job:localhost/replica:0/task:0/device:GPU:0', 'automatic')
+
+    On a session created on task 1's server, task 1's CPU goes before task 0's:
+
+    >>> two = [Device(f"/job:local/replica:0/task:{t}/device:CPU:0", f"w{t}", "cpu")
+    ...        for t in (0, 1)]
+    >>> place(g, two)["mul"].device
+    '/job:local/replica:0/task:0/device:CPU:0'
+    >>> place(g, two, local_task=("local", 1))["mul"].device
+    '/job:local/replica:0/task:1/device:CPU:0'
     """
     if not devices:
         raise InvalidArgumentError(
@@ -192,7 +218,7 @@ def place(
             else:
                 request[root] = (spec, op.name)
 
-    chooser = _Chooser(devices, allow_soft_placement)
+    chooser = _Chooser(devices, allow_soft_placement, local_task)
     where = [0] * n
     reasons = [AUTOMATIC] * n
     details: dict[int, str] = {}
@@ -252,10 +278,20 @@ def _merge_group_request(
 class _Chooser:
     """Picks a device for a (request, kernel types) pair, caching every answer."""
 
-    def __init__(self, devices: Sequence[Device], soft: bool) -> None:
+    def __init__(
+        self, devices: Sequence[Device], soft: bool, local_task: tuple[str, int] | None = None
+    ) -> None:
         self.devices = list(devices)
         self.specs = [d.spec for d in devices]
         self.soft = soft
+        # 0 for a device of the master's task, 1 for the others: TensorFlow's IsLocal tie-break
+        self.remote = [
+            0
+            if local_task is not None
+            and (s.job, s.replica or 0, s.task) == (local_task[0], 0, local_task[1])
+            else 1
+            for s in self.specs
+        ]
         self.cache: dict[tuple[DeviceSpec, tuple[str, ...]], tuple] = {}
         self.names = ", ".join(d.name for d in devices)
 
@@ -267,6 +303,7 @@ class _Chooser:
             key = (
                 0 if candidate.device_type == prefer else 1,
                 _TYPE_PRIORITY.get(candidate.device_type, 1),
+                self.remote[i],
                 candidate.job or "",
                 candidate.replica or 0,
                 candidate.task or 0,

@@ -8,6 +8,12 @@ task's workers on its host — a CPU worker plus one per GPU (or virtual GPU), n
 first task also runs the scheduler. ``server.target`` is the scheduler's address, so a
 ``Session(server.target)`` from any process sees every device of every task.
 
+Every server publishes the ClusterSpec to the scheduler when it starts, and notes itself in
+this process's registry of servers (:mod:`daskgraph.master`): a session created on a cluster
+waits, as TensorFlow's master does, until every task of the spec has joined, and one created
+on a server of this process (``server.target``, or ``grpc://`` and the task's address) counts
+that server's task as its local one.
+
 >>> spec = ClusterSpec({"worker": ["host0:2222", "host1:2222"], "ps": {0: "host2:2222"}})
 >>> spec.jobs, spec.num_tasks("worker"), spec.job_tasks("ps")
 (['worker', 'ps'], 2, ['host2:2222'])
@@ -29,6 +35,7 @@ from typing import Any
 from distributed import Scheduler
 from distributed.utils import LoopRunner, silence_logging_cmgr, sync
 
+from daskgraph import master
 from daskgraph.cluster import worker_specs
 from daskgraph.config import SessionConfig, virtual_gpu_count
 from daskgraph.gpus import visible_gpus
@@ -241,6 +248,7 @@ class Server:
         except BaseException:
             self.stop()
             raise
+        master.register_server(self)
 
     async def _start(self) -> None:
         host, port = _host_port(self.address)
@@ -251,6 +259,10 @@ class Server:
                 protocol=self._target.split("://")[0],
                 security=self.security,
                 dashboard_address=f"{host}:0",
+            )
+            # sessions find the spec at once, whichever task's workers join first
+            await master.publish_cluster_spec(
+                self.cluster_spec, self._target, scheduler=self._scheduler
             )
         gpus = [] if self.config.device_count.get("GPU") == 0 else visible_gpus()
         specs = worker_specs(
@@ -270,35 +282,37 @@ class Server:
             self._workers.append(worker)
         for worker in self._workers:
             await worker
+        if self._scheduler is None:  # a scheduler elsewhere (the first task's, or given)
+            try:
+                await master.publish_cluster_spec(self.cluster_spec, self._target, self.security)
+            except Exception as exc:  # sessions then do not wait for the tasks: not fatal
+                master.logger.warning(
+                    "could not publish the ClusterSpec to the scheduler at %s: %s",
+                    self._target,
+                    exc,
+                )
 
     def wait_for_cluster(self, timeout: float = 60.0) -> None:
-        """Wait until every task of the cluster spec has registered its workers.
+        """Wait until every task of the cluster spec has registered its workers (a session
+        created on the cluster waits for them by itself, see :mod:`daskgraph.master`).
 
         Raises
         ------
-        TimeoutError
-            Naming the tasks still missing.
+        daskgraph.errors.DeadlineExceededError
+            A ``TimeoutError``, naming the tasks still missing (field ``missing``).
         """
-        from distributed import Client
-
-        wanted = {
-            f"/job:{job}/replica:0/task:{index}/"
-            for job in self.cluster_spec.jobs
-            for index in self.cluster_spec.task_indices(job)
-        }
-        deadline = time.monotonic() + timeout
-        with Client(self.target, security=self.security, set_as_default=False) as client:
-            while True:
-                names = [str(w["name"]) for w in client.scheduler_info()["workers"].values()]
-                missing = {t for t in wanted if not any(n.startswith(t) for n in names)}
-                if not missing:
-                    return
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"Tasks {sorted(missing)} did not join the cluster at {self.target} "
-                        f"within {timeout} s; start their servers (daskgraph server ...)"
-                    )
-                time.sleep(0.1)
+        client = master.connect(self.target, self.security)
+        try:
+            master.wait_for_tasks(
+                client,
+                self.cluster_spec,
+                timeout,
+                master.cluster_wait_log_interval(),
+                target=self.target,
+                what="wait_for_cluster",
+            )
+        finally:
+            client.close()
 
     def wait_for_others_to_leave(self, timeout: float = 60.0) -> None:
         """On the task running the scheduler: wait until other tasks' workers have left (so
@@ -341,6 +355,7 @@ class Server:
 
     def stop(self) -> None:
         """Stop this task's workers, and the scheduler if this server runs it."""
+        master.unregister_server(self)
         self._stopped.set()
         loop = self._loop
         if loop is None:

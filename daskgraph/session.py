@@ -132,6 +132,7 @@ class Session:
         self._tokens: list = []
         self._lost: dict[str, str] = {}  # variable -> device whose worker died with it
         self._conn = Connection(target, self._config, self._id, security)
+        self._local_task = self._conn.local_task  # preferred by the placer, as TF's master
         self._closed = False
         self._fast = FastPath(self._conn.client, self._conn.watch, self._id)
 
@@ -233,6 +234,7 @@ class Session:
                 self._graph,
                 self._conn.devices,
                 allow_soft_placement=self._config.allow_soft_placement,
+                local_task=self._local_task,
             )
             self._placement = placement
             self._plans.clear()
@@ -243,12 +245,31 @@ class Session:
     def _follow_cluster(self) -> None:
         """Read the devices again after workers came or went. Plans stay valid while every
         device is still served (perhaps by a restarted worker: tasks are restricted by worker
-        name); otherwise the graph is placed again on the devices there are now."""
+        name). When devices appeared (or changed), the graph is placed again on the devices
+        there are now, so a run that failed for a missing device succeeds once it joins. A
+        device that is only missing is left to the run: its worker may be restarting, and
+        :meth:`_recover` waits for it before placing around it."""
         before = self._conn.devices
-        self._conn.devices = devices = self._conn.discover()
-        if _serving(devices) != _serving(before) and self._placement is not None:
+        devices = self._conn.discover()
+        self._note_restarts(before, devices)
+        if _serving(devices) - _serving(before):
+            self._conn.devices = devices
             self._placement = None
             self._plans.clear()
+        elif _serving(devices) == _serving(before):
+            self._conn.devices = devices  # the same devices, perhaps at new addresses
+
+    def _note_restarts(self, before: list[Device], after: list[Device]) -> None:
+        """Devices whose worker is now at another address were restarted: the variables
+        placed there are lost, and a later read says so by name."""
+        address = {d.name: d.worker for d in after}
+        restarted = {d.name for d in before if address.get(d.name, d.worker) != d.worker}
+        placement = self._placement
+        if placement is None or not restarted:
+            return
+        for op in placement.ops:
+            if op.type == "VariableV2" and placement.device_of(op).name in restarted:
+                self._lost[op.name] = placement.device_of(op).name
 
     def _recover(self, failure: UnavailableError) -> None:
         """After devices' workers left during a run: wait a grace period for them to come back
@@ -271,13 +292,7 @@ class Session:
         devices = self._conn.discover()
         self._conn.devices = devices
         address = {d.name: d.worker for d in devices}
-        restarted = {d.name for d in before if address.get(d.name, d.worker) != d.worker}
-        restarted |= {d.name for d in before if d.worker in dead_addresses}
-        old = self._placement
-        if old is not None:
-            for op in old.ops:
-                if op.type == "VariableV2" and old.device_of(op).name in restarted:
-                    self._lost[op.name] = old.device_of(op).name
+        self._note_restarts(before, devices)
         missing = sorted({d.name for d in before} - set(address) | set(failure.missing))
         if _serving(devices) != _serving(before):
             try:
@@ -298,6 +313,8 @@ class Session:
 
     def _explain_lost(self, exc: FailedPreconditionError) -> FailedPreconditionError:
         name = exc.fields.get("variable")
+        if name not in self._lost and self._conn.changed:
+            self._follow_cluster()  # a worker restarted since the session last looked?
         if name not in self._lost:
             return exc
         return FailedPreconditionError(

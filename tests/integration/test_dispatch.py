@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.execution import PartitionExecutor
 from daskgraph.session import RunMetadata, RunOptions
 
 
@@ -76,11 +75,23 @@ def test_fast_path_errors_leave_the_session_usable(dg_session):
     assert dg_session.run(doubled) == 2.0
 
 
-def test_a_program_dropped_by_the_executor_is_sent_again(dg_session, monkeypatch):
-    monkeypatch.setattr(PartitionExecutor, "capacity", 1)  # in-process workers share the class
+def _drop_programs(session_id: str, dask_worker=None) -> int:
+    """On a worker: forget the fast path's programs of ``session_id`` (as a restart would)."""
+    from daskgraph.worker_state import state_of
+
+    programs = state_of(dask_worker).session(session_id).programs
+    dropped = len(programs)
+    programs.clear()
+    return dropped
+
+
+def test_a_program_dropped_by_the_executor_is_sent_again(dg_session, dg_client):
     with dg.device("/cpu:0"):
         a = dg.constant(1.0) + 1.0
         b = dg.constant(10.0) + 1.0
     for _ in range(2):
         assert dg_session.run(a) == 2.0
-        assert dg_session.run(b) == 11.0  # evicts a's program; a's next run reloads it
+        assert dg_session.run(b) == 11.0
+        dropped = dg_client.run(_drop_programs, dg_session._id)
+        assert sum(dropped.values()) == 2  # both programs were held, on the CPU's worker
+    assert dg_session.run(a) == 2.0  # reloaded

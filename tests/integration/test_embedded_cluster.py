@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 import daskgraph as dg
+from daskgraph import embedded as dg_embedded
 from daskgraph.session import RunMetadata, RunOptions
 
 TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
@@ -108,12 +109,45 @@ def test_empty_target_also_starts_an_embedded_cluster():
     with dg.Graph().as_default(), dask.config.set(THREADS):
         sess = dg.Session("")
         try:
-            assert sess._cluster is not None
+            assert sess._conn.cluster is not None
             assert [d.kind for d in sess.list_devices()] == ["cpu", "virtual-gpu"]
             assert sess.run(dg.constant(3.0) - 1.0) == 2.0
         finally:
             sess.close()
-    assert sess.client.status == "closed"
+    assert sess.client.status == "running"  # the process's embedded cluster, kept for the next
+
+
+def test_sessions_of_a_process_share_the_embedded_cluster():
+    with dg.Graph().as_default(), dask.config.set(THREADS):
+        first = dg.Session()
+        v = dg.Variable(1.0, name="v")
+        first.run(v.initializer)
+        second = dg.Session()
+        try:
+            assert second.client is first.client and second._conn.cluster is first._conn.cluster
+            # one cluster, but each session has its own variables
+            with pytest.raises(dg.errors.FailedPreconditionError, match="'v'"):
+                second.run(v)
+            first.close()
+            assert second.run(dg.constant(2.0) * 2.0) == 4.0  # unaffected by the other's close
+        finally:
+            second.close()
+        third = dg.Session()  # after every session closed: the same cluster again
+        try:
+            assert third._conn.cluster is first._conn.cluster
+        finally:
+            third.close()
+
+
+def test_another_cluster_shape_replaces_an_idle_embedded_cluster():
+    with dg.Graph().as_default():
+        with dask.config.set(THREADS):
+            with dg.Session() as one:
+                old = one._conn.cluster
+        with dask.config.set({**THREADS, "daskgraph.virtual-gpus": 2}), dg.Session() as two:
+            assert [d.kind for d in two.list_devices()].count("virtual-gpu") == 2
+            assert old.status.name == "closed"  # nobody used it: closed for the new shape
+    assert old not in dg_embedded.running().values()
 
 
 @pytest.mark.virtual_gpus(2)
@@ -124,7 +158,7 @@ def test_session_by_address_connects_and_leaves_the_cluster_running(dg_client, s
     with dg.Graph().as_default():
         sess = dg.Session(target)
         try:
-            assert sess._cluster is None  # nothing started: it joined the running cluster
+            assert sess._conn.cluster is None  # nothing started: it joined the running cluster
             assert len(sess.list_devices()) == 3
             with dg.device("/gpu:1"):
                 v = dg.Variable(1.0, name="v")
@@ -140,7 +174,8 @@ def test_session_by_address_connects_and_leaves_the_cluster_running(dg_client, s
     assert len(dg_client.scheduler_info(n_workers=-1)["workers"]) == 3
 
 
-def test_close_shuts_the_embedded_cluster_down():
+def test_shutdown_closes_the_embedded_cluster():
+    dg_embedded.shutdown()
     before = _listening()
     with dg.Graph().as_default(), dask.config.set(THREADS):
         sess = dg.Session()
@@ -149,8 +184,10 @@ def test_close_shuts_the_embedded_cluster_down():
     opened = _listening() - before
     sess.close()
     assert sess.closed
+    assert sess.client.status == "running"  # kept for the next session of the process
+    dg_embedded.shutdown()
     assert sess.client.status == "closed"
-    assert sess._cluster.status.name == "closed"
+    assert sess._conn.cluster.status.name == "closed"
     deadline = time.monotonic() + 10
     while opened & _listening() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -166,7 +203,8 @@ def test_with_block_closes_the_embedded_session():
             assert dg.get_default_session() is sess
             assert sess.run(dg.constant(2.0) * 4.0) == 8.0
     assert sess.closed
-    assert sess.client.status == "closed"
+    with pytest.raises(RuntimeError, match="closed"):
+        sess.run(dg.constant(1.0))
     with pytest.raises(ValueError, match="No default session"):
         dg.get_default_session()
 
@@ -189,6 +227,7 @@ def test_workers_are_separate_processes_when_processes_is_true():
                 box["ran_on"] = md.step_stats.worker_of("y")
             finally:
                 sess.close()
+                dg_embedded.shutdown()  # the workers' processes end with the cluster
             box["done"] = True
 
     def target() -> None:
@@ -221,7 +260,12 @@ def test_process_workers_reuse_large_blocks_instead_of_faulting_them_in():
     above 128 KiB a fresh mmap; daskgraph's worker preload restores glibc's reuse (about 1,000
     page faults per 16 MB array otherwise)."""
 
-    def faults_per_16mb_array() -> float:  # defined here: sent to the workers by value
+    def blas_threads() -> int:  # defined here: sent to the workers by value
+        from threadpoolctl import threadpool_info
+
+        return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+    def faults_per_16mb_array() -> float:
         import resource
 
         import numpy as np
@@ -241,5 +285,10 @@ def test_process_workers_reuse_large_blocks_instead_of_faulting_them_in():
     ):
         faults = sess.client.run(faults_per_16mb_array)
         envs = sess.client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
-    assert set(envs.values()) == {"65536"}  # Dask's setting is there, and overridden
+        blas = sess.client.run(blas_threads)
+        threads = {d.worker: 1 if d.kind != "cpu" else os.cpu_count() for d in sess.list_devices()}
+    # BLAS uses each device's threads (Dask's nanny would give every worker one)
+    assert blas == threads
+    # daskgraph's environment, set before the worker process started (Dask's is 65536)
+    assert set(envs.values()) == {str(2 * 32 * 2**20)}
     assert len(faults) == 2 and all(f < 100 for f in faults.values()), faults

@@ -19,15 +19,15 @@ def _worker_of(session: dg.Session, device: str) -> str:
 
 
 def _stored_variables(session_id: str, dask_worker=None) -> list[str]:
-    """On a worker: names of the variables ``session_id`` holds there."""
-    from daskgraph.execution import _stores
+    """On a worker: names of the variables ``session_id`` holds there (in the worker's
+    daskgraph extension, where the session's WorkerPlugin keeps them)."""
+    from daskgraph.worker_state import state_of
 
-    return sorted(
-        name
-        for (worker_id, sid), store in list(_stores.items())
-        if sid == session_id and worker_id == dask_worker.id
-        for name in store.names()
-    )
+    state = state_of(dask_worker)
+    if session_id not in state.session_ids():
+        return []
+    stores = state.session(session_id).stores.values()
+    return sorted(name for store in stores for name in store.names())
 
 
 def _held_by(session: dg.Session, client) -> dict[str, list[str]]:

@@ -57,7 +57,6 @@ def test_workers_listen_on_loopback_by_default() -> None:
         assert worker_options(spec)["dashboard_address"] == "127.0.0.1:0"
 
 
-
 def test_memory_limits_add_up_to_at_most_the_machines_memory() -> None:
     from distributed.system import MEMORY_LIMIT
 

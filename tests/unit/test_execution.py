@@ -17,12 +17,12 @@ import daskgraph as dg
 from daskgraph import execution
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.execution import RunFailure, execute_partition
-from daskgraph.program import RunStep
-from daskgraph.worker_state import current_state
 from daskgraph.lowering import lower
 from daskgraph.ops.registry import ArrayFunction
 from daskgraph.placement import place
+from daskgraph.program import RunStep
 from daskgraph.topology import Device
+from daskgraph.worker_state import current_state
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 STEP = RunStep("t", 1)

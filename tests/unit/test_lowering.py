@@ -19,11 +19,11 @@ import pytest
 import daskgraph as dg
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError
 from daskgraph.execution import RunFailure, execute_partition
-from daskgraph.program import RunStep
-from daskgraph.worker_state import current_state
 from daskgraph.lowering import Plan, build_task_graph, lower
 from daskgraph.placement import place
+from daskgraph.program import RunStep
 from daskgraph.topology import Device
+from daskgraph.worker_state import current_state
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0, GPU1 = LOCAL + "CPU:0", LOCAL + "GPU:0", LOCAL + "GPU:1"

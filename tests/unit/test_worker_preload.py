@@ -59,9 +59,7 @@ def test_large_arrays_are_reused_from_the_heap_instead_of_faulted_in_again() -> 
 
 def test_worker_environment_uses_the_workers_threads_for_blas() -> None:
     env = process_environment(3)
-    assert {env[v] for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")} == {
-        "3"
-    }
+    assert {env[v] for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")} == {"3"}
 
 
 def test_no_threshold_leaves_the_allocator_to_dask() -> None:
@@ -76,8 +74,6 @@ def test_device_nanny_sets_the_specs_values_before_the_spawn() -> None:
     assert nanny.pre_spawn_env["OMP_NUM_THREADS"] == "4"
     assert nanny.pre_spawn_env["MALLOC_TRIM_THRESHOLD_"] == "9"
     assert "CUDA_VISIBLE_DEVICES" not in nanny.pre_spawn_env  # set in the worker, as Dask does
-
-
 
 
 @pytest.mark.parametrize(
