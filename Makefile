@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench check-newest clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ $(BENCH_STAMP): $(STAMP)
 		echo "note: the bench extra did not install fully; TensorFlow rows will say n/a"; \
 		$(PY) -m pip install --quiet -c constraints.txt matplotlib || true; \
 	fi
+
+check-newest:  ## the suite against the newest dask/distributed releases (.venv-newest)
+	.ci/newest
 
 bench: $(BENCH_STAMP)  ## the benchmark suite: table, benchmarks/results/latest.json, docs/
 	$(PY) -m benchmarks.run

@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 DOCS = ROOT / "docs"
 TEMPLATE = pathlib.Path(__file__).resolve().parent / "templates" / "benchmarks.md"
-CASE_ORDER = ("fine_grained", "compute_bound", "latency", "scale", "feeds")
+CASE_ORDER = ("fine_grained", "compute_bound", "latency", "scale", "feeds", "sessions")
 
 
 # -- shared cell formatting -----------------------------------------------------------------------

@@ -8,7 +8,9 @@ Cases, in the order they run (each in its own module):
 
 * ``scale`` -- place() + lower() of 10k, 100k and 1M ops (pure functions, no cluster);
 * ``fine``, ``compute``, ``latency`` -- on one embedded cluster with a CPU worker only;
-* ``feeds`` -- on an embedded cluster with one virtual GPU.
+* ``feeds`` -- on an embedded cluster with one virtual GPU;
+* ``sessions`` -- ``Session()`` creation and worker memory over session cycles, each repeat in
+  a fresh process (the process's own shared embedded cluster, one virtual GPU).
 
 TensorFlow is an optional peer (the ``bench`` extra): without it, its rows and targets say
 "n/a (tensorflow not installed)" and the rest runs. Results go to
@@ -31,7 +33,7 @@ from typing import Any
 import cloudpickle
 
 import benchmarks
-from benchmarks import compute_bound, feeds, fine_grained, latency, report, scale
+from benchmarks import compute_bound, feeds, fine_grained, latency, report, scale, sessions
 from benchmarks.common import (
     background_busy,
     cpu_worker,
@@ -40,7 +42,7 @@ from benchmarks.common import (
     start_cluster,
 )
 
-CASES = ("scale", "fine", "compute", "latency", "feeds")
+CASES = ("scale", "fine", "compute", "latency", "feeds", "sessions")
 BUSY = 0.1  # warn when other processes use more than this fraction of the CPUs at the start
 RESULT_KEYS = {
     "scale": "scale",
@@ -48,6 +50,7 @@ RESULT_KEYS = {
     "compute": "compute_bound",
     "latency": "latency",
     "feeds": "feeds",
+    "sessions": "sessions",
 }
 
 
@@ -82,6 +85,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--big-repeats", type=int, default=1, help="scale: timed rounds for sizes >= 1M"
     )
     parser.add_argument("--feed-size", type=int, default=10_000, help="feeds: rows of each feed")
+    parser.add_argument(
+        "--session-calls", type=int, default=30, help="sessions: Session() calls per process"
+    )
+    parser.add_argument(
+        "--session-cycles", type=int, default=1000, help="sessions: open/run/close cycles"
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.big_repeats < 1:
         parser.error("--repeats and --big-repeats must be >= 1")
@@ -99,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     cloudpickle.register_pickle_by_value(benchmarks)
     started = time.perf_counter()
     tf, tf_missing = (None, "")
-    if set(cases) & {"fine", "compute", "latency"}:
+    if set(cases) & {"fine", "compute", "latency", "sessions"}:
         tf, tf_missing = load_tensorflow()
         if tf_missing:
             print(f"note: TensorFlow rows: {tf_missing}", file=sys.stderr)
@@ -151,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             client.close()
             cluster.close()
+
+    if "sessions" in cases:
+        _progress("sessions", started)
+        done["sessions"] = sessions.run(args, tf_missing)
 
     results["suite"]["wall_s"] = time.perf_counter() - started
     results["suite"]["loadavg_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None

@@ -9,6 +9,12 @@ it on close (``Client.unregister_worker_plugin``). The state lives in the worker
 :class:`SessionState` per open session: the session's :class:`VariableStore` per device, the
 programs loaded for the fast path, and their compiled forms.
 
+Dask logs every plugin's start and removal at INFO and keeps the last
+``distributed.admin.log-length`` (10,000) records on every worker for its dashboard: two per
+session, so that a program opening a session per step would fill that log with daskgraph's
+bookkeeping (about 15 MB per worker). The plugin drops those two records
+(:class:`QuietSessionPlugins`, a ``logging.Filter`` on ``distributed.worker``), nothing else.
+
 Outside a Dask worker (a program run in-process, in tests and doctests) the same state is kept
 in a process-local :class:`WorkerState`.
 
@@ -23,6 +29,7 @@ in a process-local :class:`WorkerState`.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -35,6 +42,7 @@ from daskgraph.errors import FailedPreconditionError
 
 __all__ = [
     "EXTENSION",
+    "QuietSessionPlugins",
     "SessionPlugin",
     "SessionState",
     "VariableStore",
@@ -148,6 +156,7 @@ class SessionState:
         return steps
 
     def variable_count(self) -> int:
+        """How many variables the session holds here, over all its devices."""
         return sum(len(s) for s in self.stores.values())
 
 
@@ -197,6 +206,32 @@ def current_state() -> WorkerState:
     return state_of(worker)
 
 
+class QuietSessionPlugins(logging.Filter):
+    """Drops Dask's INFO records of session plugins starting and being removed.
+
+    >>> record = logging.LogRecord("distributed.worker", logging.INFO, "", 0,
+    ...                            "Starting Worker plugin %s", ("daskgraph-session-1",), None)
+    >>> QuietSessionPlugins().filter(record)
+    False
+    >>> record.args = ("my-plugin",)
+    >>> QuietSessionPlugins().filter(record)
+    True
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for the start/removal record of a daskgraph session plugin."""
+        if record.levelno != logging.INFO or "Worker plugin" not in str(record.msg):
+            return True
+        return "Worker plugin daskgraph-session-" not in record.getMessage()
+
+
+def quiet_session_plugins(logger: logging.Logger | None = None) -> None:
+    """Install :class:`QuietSessionPlugins` on ``distributed.worker`` once per process."""
+    logger = logger or logging.getLogger("distributed.worker")
+    if not any(isinstance(f, QuietSessionPlugins) for f in logger.filters):
+        logger.addFilter(QuietSessionPlugins())
+
+
 class SessionPlugin(WorkerPlugin):
     """Holds a session's state on every worker, from registration until the session closes.
 
@@ -209,7 +244,10 @@ class SessionPlugin(WorkerPlugin):
         self.name = f"daskgraph-session-{session_id}"
 
     def setup(self, worker: Any) -> None:
+        """Create the session's state on ``worker`` (a ``WorkerPlugin`` hook)."""
+        quiet_session_plugins()
         state_of(worker).session(self.session_id)
 
     def teardown(self, worker: Any) -> None:
+        """Free everything of the session on ``worker`` (a ``WorkerPlugin`` hook)."""
         state_of(worker).close_session(self.session_id)
