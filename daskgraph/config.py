@@ -56,6 +56,8 @@ class GPUOptions:
     virtual_devices: list[int] = field(default_factory=list)
 
     def validate(self) -> GPUOptions:
+        """Check every field's type and range; return ``self`` or raise ``TypeError`` /
+        ``ValueError`` naming the bad field."""
         if not isinstance(self.allow_growth, bool):
             raise TypeError(f"gpu_options.allow_growth must be a bool; got {self.allow_growth!r}")
         fraction = self.per_process_gpu_memory_fraction
@@ -112,6 +114,8 @@ class SessionConfig:
     device_count: dict[str, int] = field(default_factory=dict)
 
     def validate(self) -> SessionConfig:
+        """Check every field (and the GPU options); return ``self`` or raise ``TypeError`` /
+        ``ValueError`` naming the bad field."""
         for name in ("log_device_placement", "allow_soft_placement"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")

@@ -58,6 +58,7 @@ class CompiledRun:
 
     @property
     def single_partition(self) -> bool:
+        """Whether the plan has exactly one partition (the fast path can run it)."""
         return len(self.plan.partitions) == 1
 
     def program_futures(self, client: Client) -> list[Future]:
@@ -68,6 +69,7 @@ class CompiledRun:
         return programs
 
     def forget_programs(self) -> None:
+        """Drop the programs' futures, so the next run ships them again."""
         self._programs = None
 
     def _ship(self, client: Client) -> list[Future]:
@@ -128,6 +130,9 @@ class FastPath:
         trace: bool,
         tick: float,
     ) -> dict[int, tuple] | None:
+        """Run a one-partition plan through its worker's actor: ``{0: results}``, or
+        ``None`` when the scheduler's path must run it instead (large feeds without direct
+        connections, or an actor that is gone)."""
         (partition,) = compiled.plan.partitions
         worker = partition.worker
         feeds = tuple(feed_values[i] for i in partition.feed_indices)

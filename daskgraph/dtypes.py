@@ -54,14 +54,21 @@ class DType:
 
     @property
     def is_floating(self) -> bool:
+        """Whether this is a floating-point dtype.
+
+        >>> float32.is_floating, int32.is_floating
+        (True, False)
+        """
         return self.numpy.kind == "f"
 
     @property
     def is_integer(self) -> bool:
+        """Whether this is a signed or unsigned integer dtype."""
         return self.numpy.kind in "iu"
 
     @property
     def is_numeric(self) -> bool:
+        """Whether this is an integer, floating-point or complex dtype (not bool or string)."""
         return self.numpy.kind in "iufc"
 
     @property

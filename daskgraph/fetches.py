@@ -28,6 +28,9 @@ __all__ = ["as_result", "check_feeds", "flatten_fetches", "item_key", "resolve"]
 
 
 def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
+    """The tensor or operation ``item`` stands for in ``graph``: a tensor, an operation, a
+    Variable (its value), or a name (``"op"`` or ``"op:0"``); ``what`` names the argument
+    ("fetch" or "feed") in the errors."""
     if isinstance(item, str):
         try:
             return (
@@ -81,6 +84,9 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
 
 
 def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list, list]:
+    """The fed tensors of ``graph`` and their values (as arrays of the tensors' dtypes),
+    in the same order; raises when a key is not a tensor of the graph or a value does not
+    fit its tensor."""
     if feed_dict is None:
         return [], []
     if not isinstance(feed_dict, Mapping):
@@ -124,6 +130,7 @@ def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
 
 
 def item_key(item: Tensor | Operation) -> str:
+    """A fetch's key in a run signature: a tensor's name, or ``^name`` for an operation."""
     return item.name if isinstance(item, Tensor) else f"^{item.name}"
 
 

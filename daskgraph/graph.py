@@ -1,9 +1,11 @@
-"""The dataflow graph: :class:`Graph`, :class:`Operation` and :class:`Tensor`.
+"""The dataflow graph: :class:`Graph`, the default graph and name scopes.
 
-A graph is an append-only list of operations. Each operation has a unique name (TensorFlow's
-defaults: the op type, made unique with ``_1``, ``_2``, ...; prefixed by the ``name_scope``),
-input tensors, control inputs, attributes, and the device *requested* for it by the device
-scopes in force when it was created. Where it actually runs is decided later by the placer.
+A graph is an append-only list of operations (:class:`~daskgraph.nodes.Operation`, whose
+outputs are :class:`~daskgraph.nodes.Tensor` values; both are importable from here too).
+Each operation has a unique name (TensorFlow's defaults: the op type, made unique with
+``_1``, ``_2``, ...; prefixed by the ``name_scope``), input tensors, control inputs,
+attributes, and the device *requested* for it by the device scopes in force when it was
+created. Where it actually runs is decided later by the placer.
 
 >>> g = Graph()
 >>> with g.as_default():
@@ -21,13 +23,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from daskgraph import dtypes, scopes
 from daskgraph.device import DeviceSpec
 from daskgraph.errors import InvalidArgumentError
+from daskgraph.nodes import Operation, Shape, Tensor, as_operation
 
 __all__ = [
     "Graph",
@@ -40,135 +43,7 @@ __all__ = [
     "reset_default_graph",
 ]
 
-Shape = tuple  # a static shape: a tuple of ints and None (unknown size), or None (unknown rank)
-
 GLOBAL_VARIABLES = "variables"
-
-
-class Tensor:
-    """One output of an :class:`Operation`: a symbolic value with a dtype and a static shape.
-
-    Tensors compare and hash by identity, as in TensorFlow 1, so they can key feed dicts.
-    Arithmetic operators (``+ - * / @``, unary ``-``) build new operations.
-    """
-
-    __slots__ = ("dtype", "index", "op", "shape")
-    __array_priority__ = 100  # NumPy defers ``ndarray + Tensor`` to Tensor.__radd__
-
-    def __init__(self, op: Operation, index: int, dtype: dtypes.DType, shape: Shape | None):
-        self.op = op
-        self.index = index
-        self.dtype = dtype
-        self.shape = shape
-
-    @property
-    def name(self) -> str:
-        return f"{self.op.name}:{self.index}"
-
-    @property
-    def graph(self) -> Graph:
-        return self.op.graph
-
-    @property
-    def device(self) -> str:
-        """The device requested for the producing operation (not where it was placed)."""
-        return self.op.device
-
-    def get_shape(self) -> Shape | None:
-        return self.shape
-
-    def __repr__(self) -> str:
-        return f"<Tensor {self.name!r} shape={self.shape} dtype={self.dtype.name}>"
-
-    def __bool__(self) -> bool:
-        raise TypeError(
-            f"Using tensor {self.name!r} as a Python bool is not allowed: its value is only "
-            "known when a Session runs it. Use Session.run to get the value first."
-        )
-
-    def __iter__(self):
-        raise TypeError(f"Tensor {self.name!r} is not iterable before it is run.")
-
-
-class Operation:
-    """A node of the graph.
-
-    Attributes
-    ----------
-    name, type
-        Unique name and op type (``"MatMul"``).
-    inputs
-        Input tensors, in order.
-    control_inputs
-        Operations that must run before this one.
-    attrs
-        Op attributes (``value`` of a constant, ``perm`` of a transpose, ...).
-    outputs
-        Output tensors.
-    device
-        Canonical string of the device requested for it ('' when none).
-    colocation
-        Name of the operation this one must share a device with, or None.
-    """
-
-    __slots__ = (
-        "attrs",
-        "colocation",
-        "control_inputs",
-        "device",
-        "graph",
-        "id",
-        "inputs",
-        "name",
-        "outputs",
-        "type",
-    )
-
-    def __init__(
-        self,
-        graph: Graph,
-        op_id: int,
-        name: str,
-        op_type: str,
-        inputs: tuple[Tensor, ...],
-        control_inputs: tuple[Operation, ...],
-        attrs: dict[str, Any],
-    ) -> None:
-        self.graph = graph
-        self.id = op_id  # position in the graph: creation order, a topological order
-        self.name = name
-        self.type = op_type
-        self.inputs = inputs
-        self.control_inputs = control_inputs
-        self.attrs = attrs
-        self.outputs: list[Tensor] = []
-        self.device = ""
-        self.colocation: str | None = None
-
-    def _set_device(self, spec: DeviceSpec) -> None:
-        self.device = spec.to_string()
-
-    def run(self, feed_dict: dict | None = None, session: Any = None) -> None:
-        """Run this operation in ``session`` (default: the default session), as TF1's ``run``."""
-        from daskgraph.session import get_default_session  # a convenience for TF1 programs
-
-        (session or get_default_session()).run(self, feed_dict=feed_dict)
-
-    def __repr__(self) -> str:
-        return f"<Operation {self.name!r} type={self.type}>"
-
-
-def as_operation(value: Any, where: str) -> Operation:
-    """The operation behind an Operation, a Tensor or a Variable, or a clear TypeError."""
-    if isinstance(value, Operation):
-        return value
-    if isinstance(value, Tensor):
-        return value.op
-    op = getattr(value, "op", None)
-    if isinstance(op, Operation):
-        return op
-    raise TypeError(f"{where} expects an Operation, a Tensor or a Variable; got {value!r}")
-
 
 _name_stack: ContextVar[tuple[Graph, str] | None] = ContextVar("daskgraph_name", default=None)
 
@@ -191,6 +66,7 @@ class Graph:
     # -- building ---------------------------------------------------------------------------
     @property
     def version(self) -> int:
+        """Grows with every new operation (the number of operations so far)."""
         return len(self._ops)
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
@@ -243,23 +119,9 @@ class Graph:
         """
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
-        for tensor in inputs:
-            if tensor.op.graph is not self:
-                raise InvalidArgumentError(
-                    f"Tensor {tensor.name!r} belongs to another graph than the one "
-                    f"{op_type} is being added to; build every op of a computation in one "
-                    "graph (check `with graph.as_default():` blocks).",
-                    op=op_type,
-                    tensor=tensor.name,
-                )
         target = colocate_with or scopes.current_colocation()
         scope_controls = scopes.current_control_inputs()
-        for other in (target, *control_inputs, *scope_controls):
-            if other is not None and other.graph is not self:
-                raise ValueError(
-                    f"Operation {other.name!r} belongs to another graph; it cannot be a control "
-                    f"input of, or colocated with, a new {op_type} op of this graph."
-                )
+        self._check_members(op_type, inputs, (target, *control_inputs, *scope_controls))
         controls = tuple(control_inputs) + tuple(
             c for c in scope_controls if c not in control_inputs
         )
@@ -274,17 +136,30 @@ class Graph:
         )
         if dtype is not None:
             op.outputs.append(Tensor(op, 0, dtype, shape))
-        scope = scopes.current_device_scope()
-        if target is not None:
-            op.colocation = target.colocation or target.name
-            op.device = target.device or scope.device_for(op).to_string()
-        elif scope.functions:
-            op._set_device(scope.device_for(op))
-        else:
-            op.device = _canonical(scope.spec)
+        _request_device(op, target)
         self._ops.append(op)
         self._by_name[op.name] = op
         return op
+
+    def _check_members(
+        self, op_type: str, inputs: Sequence[Tensor], others: Sequence[Operation | None]
+    ) -> None:
+        """Raise unless the inputs and the control / colocation ops are of this graph."""
+        for tensor in inputs:
+            if tensor.op.graph is not self:
+                raise InvalidArgumentError(
+                    f"Tensor {tensor.name!r} belongs to another graph than the one "
+                    f"{op_type} is being added to; build every op of a computation in one "
+                    "graph (check `with graph.as_default():` blocks).",
+                    op=op_type,
+                    tensor=tensor.name,
+                )
+        for other in others:
+            if other is not None and other.graph is not self:
+                raise ValueError(
+                    f"Operation {other.name!r} belongs to another graph; it cannot be a control "
+                    f"input of, or colocated with, a new {op_type} op of this graph."
+                )
 
     # -- looking up -------------------------------------------------------------------------
     def get_operations(self) -> list[Operation]:
@@ -292,12 +167,27 @@ class Graph:
         return list(self._ops)
 
     def get_operation_by_name(self, name: str) -> Operation:
+        """The operation called ``name``, or a ``KeyError`` saying there is none."""
         try:
             return self._by_name[name]
         except KeyError:
             raise KeyError(f"The graph has no operation named {name!r}") from None
 
     def get_tensor_by_name(self, name: str) -> Tensor:
+        """The tensor called ``name`` (``"<op name>:<output index>"``).
+
+        Examples
+        --------
+        >>> g = Graph()
+        >>> with g.as_default():
+        ...     op = g.create_op("Const", [], dtype=dtypes.float32, shape=(), name="c")
+        >>> g.get_tensor_by_name("c:0") is op.outputs[0]
+        True
+        >>> g.get_tensor_by_name("c")
+        Traceback (most recent call last):
+        ...
+        ValueError: Tensor name 'c' is not of the form '<op name>:<output index>'
+        """
         op_name, _, index = name.rpartition(":")
         if not op_name or not index.isdigit():
             raise ValueError(f"Tensor name {name!r} is not of the form '<op name>:<output index>'")
@@ -307,9 +197,11 @@ class Graph:
         return op.outputs[int(index)]
 
     def add_to_collection(self, name: str, value: Any) -> None:
+        """Append ``value`` to the collection ``name`` (TF1's graph collections)."""
         self._collections[name].append(value)
 
     def get_collection(self, name: str) -> list[Any]:
+        """A copy of the collection ``name`` (empty when there is none)."""
         return list(self._collections.get(name, ()))
 
     def finalize(self) -> None:
@@ -318,6 +210,7 @@ class Graph:
 
     @property
     def finalized(self) -> bool:
+        """Whether :meth:`finalize` was called."""
         return self._finalized
 
     # -- scopes -----------------------------------------------------------------------------
@@ -330,17 +223,20 @@ class Graph:
         finally:
             _default_graph.reset(token)
 
-    def device(self, request: Any):
+    def device(self, request: Any) -> AbstractContextManager[None]:
         """Same as :func:`daskgraph.device` (kept for TF1 code calling ``graph.device``)."""
         return scopes.device(request)
 
-    def colocate_with(self, op: Any, ignore_existing: bool = False):
+    def colocate_with(self, op: Any, ignore_existing: bool = False) -> AbstractContextManager[None]:
+        """Same as :func:`daskgraph.colocate_with` (kept for TF1 code calling the graph's)."""
         return scopes.colocate_with(op, ignore_existing)
 
-    def control_dependencies(self, ops: Any):
+    def control_dependencies(self, ops: Any) -> AbstractContextManager[None]:
+        """Same as :func:`daskgraph.control_dependencies` (for TF1 code calling the graph's)."""
         return scopes.control_dependencies(ops)
 
-    def name_scope(self, name: str | None):
+    def name_scope(self, name: str | None) -> AbstractContextManager[str]:
+        """A name scope of this graph (see :func:`name_scope`)."""
         return _name_scope(self, name)
 
     def __len__(self) -> int:
@@ -348,6 +244,19 @@ class Graph:
 
     def __repr__(self) -> str:
         return f"<daskgraph.Graph with {len(self._ops)} operations>"
+
+
+def _request_device(op: Operation, target: Operation | None) -> None:
+    """Set the device requested for a new ``op`` from the device scope in force, or, when it
+    is colocated with ``target``, from ``target`` (the scope only fills an empty request)."""
+    scope = scopes.current_device_scope()
+    if target is not None:
+        op.colocation = target.colocation or target.name
+        op.device = target.device or scope.device_for(op).to_string()
+    elif scope.functions:
+        op._set_device(scope.device_for(op))
+    else:
+        op.device = _canonical(scope.spec)
 
 
 _canonical_cache: dict[DeviceSpec, str] = {}
@@ -375,7 +284,7 @@ def _name_scope(graph: Graph, name: str | None) -> Iterator[str]:
         _name_stack.reset(token)
 
 
-def name_scope(name: str | None):
+def name_scope(name: str | None) -> AbstractContextManager[str]:
     """Prefix the names of the operations created in this block with ``name/``.
 
     A second scope of the same name is made unique (``name_1``), as in TensorFlow.

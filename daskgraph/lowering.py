@@ -67,6 +67,7 @@ class Plan:
 
     @property
     def workers(self) -> set[str]:
+        """The workers the plan's partitions run on."""
         return {p.worker for p in self.partitions}
 
 

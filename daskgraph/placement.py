@@ -15,12 +15,21 @@ It follows TensorFlow's rules:
   records why.
 
 It runs in linear time: ops are grouped with a union-find, and the device chosen for each
-distinct (request, kernel types) pair is computed once.
+distinct (request, kernel types) pair is computed once. :func:`place` is four steps, each
+its own section below:
+
+1. colocation groups (:func:`colocation_groups`): which ops must share a device;
+2. request merging (:func:`group_requests`): each group's merged device request and the
+   device types with a kernel for every member;
+3. device choice (``_Chooser``): the first allowed device in TensorFlow's order, or the soft
+   placement fallback, or the error saying why none fits;
+4. reasons (:func:`op_reason`): why each op is where it is (explicit, automatic, colocated or
+   soft), as ``log_device_placement`` shows it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from daskgraph.device import CPU, GPU, DeviceSpec
@@ -29,7 +38,16 @@ from daskgraph.graph import Graph, Operation
 from daskgraph.ops.registry import lookup
 from daskgraph.topology import Device
 
-__all__ = ["PlacedOp", "Placement", "format_placement_log", "place"]
+__all__ = [
+    "GroupRequest",
+    "PlacedOp",
+    "Placement",
+    "colocation_groups",
+    "format_placement_log",
+    "group_requests",
+    "op_reason",
+    "place",
+]
 
 EXPLICIT = "explicit"
 AUTOMATIC = "automatic"
@@ -71,10 +89,12 @@ class Placement:
 
     @property
     def ops(self) -> Sequence[Operation]:
+        """The graph's operations, in graph order (``op.id`` indexes them)."""
         return self._ops
 
     @property
     def graph_version(self) -> int:
+        """The graph's ``version`` when it was placed (a later op makes the placement stale)."""
         return self._graph_version
 
     def device_index(self, op: Operation) -> int:
@@ -82,6 +102,7 @@ class Placement:
         return self._where[op.id]
 
     def device_of(self, op: Operation) -> Device:
+        """The :class:`~daskgraph.topology.Device` ``op`` is placed on."""
         return self.devices[self._where[op.id]]
 
     def __getitem__(self, op: Operation | str) -> PlacedOp:
@@ -95,7 +116,7 @@ class Placement:
     def __len__(self) -> int:
         return len(self._where)
 
-    def items(self):
+    def items(self) -> Iterator[tuple[str, PlacedOp]]:
         """(op name, PlacedOp) for every op, in graph order."""
         for op in self._ops:
             yield op.name, self[op]
@@ -174,8 +195,41 @@ def place(
             available=[],
         )
     ops = graph.get_operations()
-    n = len(ops)
-    parent = list(range(n))
+    roots = colocation_groups(ops)
+    requests = group_requests(ops, roots, allow_soft_placement)
+    chooser = _Chooser(devices, allow_soft_placement, local_task)
+    where, reasons, details = _choose_devices(ops, roots, requests, chooser)
+    return Placement(devices, ops, where, reasons, details, graph.version)
+
+
+_EMPTY = DeviceSpec()
+
+
+# -- colocation groups ----------------------------------------------------------------------------
+def colocation_groups(ops: Sequence[Operation]) -> list[int]:
+    """The group of every op: ``roots[op.id]`` is the id of the first op of its group.
+
+    Ops that must share a device (``op.colocation`` names another op: a Variable with its
+    reads and assigns, ``colocate_with`` blocks) form one group, found with a union-find
+    in linear time; ``ops`` are a graph's operations, in graph order.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When an op is colocated with an op that is not in the graph.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default() as g:
+    ...     a = dg.constant(1.0, name="a")
+    ...     b = dg.constant(2.0, name="b")
+    ...     with dg.colocate_with(b):
+    ...         c = dg.identity(a, name="c")
+    >>> colocation_groups(g.get_operations())
+    [0, 1, 1]
+    """
+    parent = list(range(len(ops)))
     by_name = {op.name: op.id for op in ops} if any(op.colocation for op in ops) else {}
 
     def find(i: int) -> int:
@@ -198,14 +252,36 @@ def place(
             a, b = find(op.id), find(other)
             if a != b:
                 parent[max(a, b)] = min(a, b)
+    return [find(i) for i in range(len(ops))]
 
-    # per group: the merged request, the op it came from, and the device types of its kernels
+
+# -- request merging ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class GroupRequest:
+    """What a colocation group asks for: the merged device request of its members, the op
+    the request came from, and the device types that have a kernel for every member."""
+
+    spec: DeviceSpec
+    requester: str
+    kernel_types: tuple[str, ...]
+
+
+def group_requests(
+    ops: Sequence[Operation], roots: Sequence[int], soft: bool
+) -> dict[int, GroupRequest]:
+    """The :class:`GroupRequest` of every group (keyed by its root, see
+    :func:`colocation_groups`).
+
+    The members' device requests are merged field by field (:func:`_merge_group_request`:
+    incompatible requests raise, or with ``soft`` the first one wins), and the kernel types
+    are those every member has a kernel for.
+    """
     request: dict[int, tuple[DeviceSpec, str]] = {}
     kernel_types: dict[int, tuple[str, ...]] = {}
     type_cache: dict[tuple, tuple[str, ...]] = {}
     specs: dict[str, DeviceSpec] = {}
     for op in ops:
-        root = find(op.id)
+        root = roots[op.id]
         types = _kernel_types(op, type_cache)
         known = kernel_types.get(root)
         kernel_types[root] = types if known is None else tuple(t for t in known if t in types)
@@ -214,37 +290,13 @@ def place(
             if spec is None:
                 spec = specs[op.device] = DeviceSpec.from_string(op.device)
             if root in request:
-                request[root] = _merge_group_request(request[root], spec, op, allow_soft_placement)
+                request[root] = _merge_group_request(request[root], spec, op, soft)
             else:
                 request[root] = (spec, op.name)
-
-    chooser = _Chooser(devices, allow_soft_placement, local_task)
-    where = [0] * n
-    reasons = [AUTOMATIC] * n
-    details: dict[int, str] = {}
-    decided: dict[int, tuple[int, str, str]] = {}
-    for op in ops:
-        root = find(op.id)
-        result = decided.get(root)
-        if result is None:
-            spec, requester = request.get(root, (_EMPTY, ""))
-            result = chooser.choose(
-                spec, kernel_types[root], op if root == op.id else ops[root], requester
-            )
-            decided[root] = result
-        index, reason, detail = result
-        where[op.id] = index
-        if reason == SOFT:
-            reasons[op.id] = SOFT
-            details[op.id] = detail
-        elif root != op.id or op.colocation is not None or (reason == EXPLICIT and not op.device):
-            reasons[op.id] = COLOCATED
-        else:
-            reasons[op.id] = reason
-    return Placement(devices, ops, where, reasons, details, graph.version)
-
-
-_EMPTY = DeviceSpec()
+    return {
+        root: GroupRequest(*request.get(root, (_EMPTY, "")), types)
+        for root, types in kernel_types.items()
+    }
 
 
 def _kernel_types(op: Operation, cache: dict[tuple, tuple[str, ...]]) -> tuple[str, ...]:
@@ -275,6 +327,7 @@ def _merge_group_request(
     return known.make_merged_spec(spec), source
 
 
+# -- device choice --------------------------------------------------------------------------------
 class _Chooser:
     """Picks a device for a (request, kernel types) pair, caching every answer."""
 
@@ -293,7 +346,6 @@ class _Chooser:
             for s in self.specs
         ]
         self.cache: dict[tuple[DeviceSpec, tuple[str, ...]], tuple] = {}
-        self.names = ", ".join(d.name for d in devices)
 
     def _best(self, spec: DeviceSpec, types: tuple[str, ...], prefer: str | None) -> int | None:
         best, best_key = None, None
@@ -316,6 +368,8 @@ class _Chooser:
     def choose(
         self, spec: DeviceSpec, types: tuple[str, ...], op: Operation, requester: str
     ) -> tuple[int, str, str]:
+        """(device index, reason, soft-placement detail) for a group's request; ``op`` and
+        ``requester`` only name the group in an error."""
         key = (spec, types)
         cached = self.cache.get(key)
         if cached is not None:
@@ -331,43 +385,111 @@ class _Chooser:
     def _fallback(
         self, spec: DeviceSpec, types: tuple[str, ...], op: Operation, requester: str
     ) -> tuple[int, str, str]:
-        why = self._why(spec, types, op)
+        why = _why_unsatisfied(spec, types, op, self.specs)
         if self.soft and not spec.is_empty:
             relaxed = DeviceSpec(spec.job, spec.replica, spec.task)
             found = self._best(relaxed, types, spec.device_type)
             if found is not None:
-                detail = (
-                    f"requested '{spec}' but {why}; placed on {self.devices[found].name} "
-                    "by soft placement"
-                )
-                return (found, SOFT, detail)
-        fix = (
-            ""
-            if self.soft or spec.is_empty
-            else " Set allow_soft_placement=True in the session config to fall back to an available"
-            " device."
-        )
-        raise InvalidArgumentError(
-            f"Cannot assign a device for operation {op.name!r} ({op.type}): Could not satisfy "
-            f"explicit device specification '{spec}' because {why}; available devices: "
-            f"{self.names}.{fix}",
-            op=op.name,
-            requested=str(spec),
-            available=[d.name for d in self.devices],
-            requested_by=requester,
-        )
+                return (found, SOFT, _soft_detail(spec, why, self.devices[found]))
+        raise _unsatisfiable(spec, why, op, requester, self.devices, self.soft)
 
-    def _why(self, spec: DeviceSpec, types: tuple[str, ...], op: Operation) -> str:
-        if not types:
-            return f"op type {op.type} has no kernel for its dtypes on any device type"
-        if not any(spec.matches(s) for s in self.specs):
-            return "no devices matching that specification are registered in this cluster"
-        kinds = ", ".join(types) or "none"
-        dts = sorted({t.dtype.name for t in (*op.outputs, *op.inputs)})
-        return (
-            f"no supported kernel for {spec.device_type or 'the requested'} devices is available"
-            f" ({op.type} with dtype {', '.join(dts) or 'none'} has kernels for: {kinds})"
-        )
+
+def _choose_devices(
+    ops: Sequence[Operation],
+    roots: Sequence[int],
+    requests: dict[int, GroupRequest],
+    chooser: _Chooser,
+) -> tuple[list[int], list[str], dict[int, str]]:
+    """Every op's device index, reason, and (for soft fallbacks) detail: one choice per
+    colocation group, made when its first op (the root) comes up."""
+    where = [0] * len(ops)
+    reasons = [AUTOMATIC] * len(ops)
+    details: dict[int, str] = {}
+    decided: dict[int, tuple[int, str, str]] = {}
+    for op in ops:
+        root = roots[op.id]
+        result = decided.get(root)
+        if result is None:
+            group = requests[root]
+            result = chooser.choose(group.spec, group.kernel_types, ops[root], group.requester)
+            decided[root] = result
+        index, reason, detail = result
+        where[op.id] = index
+        reasons[op.id] = op_reason(op, root, reason)
+        if reason == SOFT:
+            details[op.id] = detail
+    return where, reasons, details
+
+
+# -- reasons --------------------------------------------------------------------------------------
+def op_reason(op: Operation, root: int, group_reason: str) -> str:
+    """Why ``op`` is on its group's device, given why the group is there.
+
+    Soft placement marks every member; otherwise the group's reason (explicit or automatic)
+    is the root's own, and the other members, ops with a colocation request, and ops that
+    requested nothing but share an explicitly requested device are *colocated*.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default() as g:
+    ...     a = dg.constant(1.0, name="a")
+    >>> op_reason(a.op, 0, EXPLICIT), op_reason(a.op, 0, AUTOMATIC), op_reason(a.op, 0, SOFT)
+    ('colocated', 'automatic', 'soft')
+    """
+    if group_reason == SOFT:
+        return SOFT
+    if root != op.id or op.colocation is not None or (group_reason == EXPLICIT and not op.device):
+        return COLOCATED
+    return group_reason
+
+
+def _why_unsatisfied(
+    spec: DeviceSpec, types: tuple[str, ...], op: Operation, specs: Sequence[DeviceSpec]
+) -> str:
+    """Why no device of ``specs`` satisfies ``spec`` for ``op`` (kernels for ``types``)."""
+    if not types:
+        return f"op type {op.type} has no kernel for its dtypes on any device type"
+    if not any(spec.matches(s) for s in specs):
+        return "no devices matching that specification are registered in this cluster"
+    kinds = ", ".join(types) or "none"
+    dts = sorted({t.dtype.name for t in (*op.outputs, *op.inputs)})
+    return (
+        f"no supported kernel for {spec.device_type or 'the requested'} devices is available"
+        f" ({op.type} with dtype {', '.join(dts) or 'none'} has kernels for: {kinds})"
+    )
+
+
+def _soft_detail(spec: DeviceSpec, why: str, device: Device) -> str:
+    """What a soft fallback records: the request, why it failed, and where the op went."""
+    return f"requested '{spec}' but {why}; placed on {device.name} by soft placement"
+
+
+def _unsatisfiable(
+    spec: DeviceSpec,
+    why: str,
+    op: Operation,
+    requester: str,
+    devices: Sequence[Device],
+    soft: bool,
+) -> InvalidArgumentError:
+    """The error for a request no device satisfies (suggesting soft placement if off)."""
+    fix = (
+        ""
+        if soft or spec.is_empty
+        else " Set allow_soft_placement=True in the session config to fall back to an available"
+        " device."
+    )
+    names = ", ".join(d.name for d in devices)
+    return InvalidArgumentError(
+        f"Cannot assign a device for operation {op.name!r} ({op.type}): Could not satisfy "
+        f"explicit device specification '{spec}' because {why}; available devices: "
+        f"{names}.{fix}",
+        op=op.name,
+        requested=str(spec),
+        available=[d.name for d in devices],
+        requested_by=requester,
+    )
 
 
 def format_placement_log(placement: Placement) -> list[str]:

@@ -25,12 +25,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from daskgraph.device import DeviceSpec, parse
-
-if TYPE_CHECKING:
-    from daskgraph.graph import Operation
+from daskgraph.nodes import Operation, as_operation
 
 __all__ = [
     "DeviceScope",
@@ -42,7 +40,7 @@ __all__ = [
     "device",
 ]
 
-DeviceFunction = Callable[["Operation"], str | DeviceSpec | None]
+DeviceFunction = Callable[[Operation], str | DeviceSpec | None]
 
 
 _EMPTY_SPEC = DeviceSpec()
@@ -147,7 +145,7 @@ def colocate_with(op: Any, ignore_existing: bool = False) -> Iterator[None]:
     ``op`` may be an operation, a tensor (its operation) or a Variable. As in TensorFlow,
     the colocation request takes precedence over the device scopes in force.
     """
-    target = _as_operation(op, "colocate_with")
+    target = as_operation(op, "colocate_with")
     token = _colocation.set(target)
     # As in TensorFlow, enclosing device scopes do not apply inside a colocation block: the
     # new ops take the device of the op they are colocated with.
@@ -168,16 +166,10 @@ def control_dependencies(ops: Iterable[Any] | None) -> Iterator[None]:
     if ops is None:
         new: tuple[Operation, ...] = ()
     else:
-        extra = tuple(_as_operation(o, "control_dependencies") for o in ops)
+        extra = tuple(as_operation(o, "control_dependencies") for o in ops)
         new = _control_inputs.get() + tuple(o for o in extra if o not in _control_inputs.get())
     token = _control_inputs.set(new)
     try:
         yield
     finally:
         _control_inputs.reset(token)
-
-
-def _as_operation(value: Any, where: str) -> Operation:
-    from daskgraph.graph import as_operation  # the graph module builds on this one
-
-    return as_operation(value, where)

@@ -19,14 +19,16 @@ import logging
 import sys
 import uuid
 from collections.abc import Mapping
-from contextvars import ContextVar
+from contextlib import AbstractContextManager
 from typing import Any
 
 import dask.config
 from distributed import Client
 
+from daskgraph import default_session
 from daskgraph.config import SessionConfig
 from daskgraph.connection import Connection
+from daskgraph.default_session import get_default_session
 from daskgraph.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
 from daskgraph.execution import DeviceStepStats
@@ -40,18 +42,6 @@ from daskgraph.topology import Device, format_device_mapping
 __all__ = ["RunMetadata", "RunOptions", "Session", "StepStats", "get_default_session"]
 
 logger = logging.getLogger("daskgraph.placement")
-
-_default_session: ContextVar[Session | None] = ContextVar("daskgraph_session", default=None)
-
-
-def get_default_session() -> Session:
-    """The session of the innermost ``with Session(...)`` block."""
-    session = _default_session.get()
-    if session is None:
-        raise ValueError(
-            "No default session: run this inside `with Session() as sess:` or pass session=."
-        )
-    return session
 
 
 class RunOptions:
@@ -359,34 +349,21 @@ class Session:
         self._placement = None
         self._conn.close()
 
-    def as_default(self):
+    def as_default(self) -> AbstractContextManager[Session]:
         """Make this session the default one in a ``with`` block (without closing it)."""
-        return _DefaultSession(self)
+        return default_session.as_default(self)
 
     def __enter__(self) -> Session:
-        self._tokens.append(_default_session.set(self))
+        self._tokens.append(default_session.push(self))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _default_session.reset(self._tokens.pop())
+        default_session.pop(self._tokens.pop())
         self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._conn.devices)} devices"
         return f"<daskgraph.Session {self._id} {state}>"
-
-
-class _DefaultSession:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.token = None
-
-    def __enter__(self) -> Session:
-        self.token = _default_session.set(self.session)
-        return self.session
-
-    def __exit__(self, *exc: Any) -> None:
-        _default_session.reset(self.token)
 
 
 def _serving(devices: list[Device]) -> set[tuple[str, str, Any]]:

@@ -99,6 +99,7 @@ def within(seconds: float, fn: Callable[[], Any]) -> dict[str, Any]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``gpu`` and ``virtual_gpus(n)`` markers (a pytest hook)."""
     config.addinivalue_line("markers", "gpu: needs a real NVIDIA GPU (skipped without one)")
     config.addinivalue_line(
         "markers", "virtual_gpus(n): number of virtual GPUs of the dg_cluster fixture"
@@ -106,6 +107,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a ``gpu``-marked test when the machine has no NVIDIA GPU (a pytest hook)."""
     if item.get_closest_marker("gpu") is not None and not gpu_available():
         pytest.skip("needs an NVIDIA GPU; none was found (nvidia-smi -L)")
 

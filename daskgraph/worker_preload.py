@@ -34,6 +34,8 @@ def name_is_free(identity: dict[str, Any], name: str) -> bool:
 
 
 async def dask_setup(worker: Any) -> None:
+    """Dask's preload hook: wait (up to ``NAME_WAIT`` seconds) until the scheduler no longer
+    lists a worker of this worker's name, so that a restarted worker can register under it."""
     name = str(worker.name)
     deadline = time.monotonic() + NAME_WAIT
     while time.monotonic() < deadline:

@@ -180,6 +180,17 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None) ->
 
 
 def identity(x: Any, name: str | None = None) -> Tensor:
+    """A new tensor with the value of ``x`` (an ``Identity`` op, e.g. to copy ``x`` to
+    another device).
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     y = identity(dg.constant([1.0, 2.0]), name="copy")
+    >>> y
+    <Tensor 'copy:0' shape=(2,) dtype=float32>
+    """
     x = convert_to_tensor(x)
     return _unary("Identity", x, x.shape, name)
 
@@ -213,6 +224,16 @@ def transpose(x: Any, perm: Sequence[int] | None = None, name: str | None = None
 
 
 def cast(x: Any, dtype: Any, name: str | None = None) -> Tensor:
+    """``x`` converted to ``dtype`` elementwise, as ``tf.cast``.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     y = cast(dg.constant([1, 2]), dg.float64)
+    >>> y.dtype
+    float64
+    """
     x = convert_to_tensor(x)
     dtype = dtypes.as_dtype(dtype)
     op = get_default_graph().create_op(

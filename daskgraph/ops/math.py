@@ -21,7 +21,7 @@ import numpy as np
 
 from daskgraph import dtypes
 from daskgraph.graph import Shape, Tensor, get_default_graph
-from daskgraph.ops.array import convert_to_tensor
+from daskgraph.ops.array import cast, convert_to_tensor
 from daskgraph.ops.registry import ArrayFunction, register
 
 __all__ = [
@@ -181,38 +181,43 @@ def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
     """``x / y`` elementwise; integer inputs are divided as float64, as ``tf.math.truediv``."""
     x, y = _as_pair(x, y, "RealDiv")
     if x.dtype.is_integer:
-        from daskgraph.ops.array import cast
-
         target = dtypes.float32 if x.dtype.numpy.itemsize <= 2 else dtypes.float64
         x, y = cast(x, target), cast(y, target)
     return _binary("RealDiv", x, y, name, "divide")
 
 
 def maximum(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """The larger of ``x`` and ``y`` elementwise, with broadcasting."""
     return _binary("Maximum", x, y, name, "maximum")
 
 
 def negative(x: Any, name: str | None = None) -> Tensor:
+    """``-x`` elementwise."""
     return _unary("Neg", x, name)
 
 
 def abs(x: Any, name: str | None = None) -> Tensor:
+    """The absolute value of ``x`` elementwise."""
     return _unary("Abs", x, name)
 
 
 def square(x: Any, name: str | None = None) -> Tensor:
+    """``x * x`` elementwise."""
     return _unary("Square", x, name)
 
 
 def sqrt(x: Any, name: str | None = None) -> Tensor:
+    """The square root of ``x`` elementwise."""
     return _unary("Sqrt", x, name)
 
 
 def exp(x: Any, name: str | None = None) -> Tensor:
+    """``e ** x`` elementwise."""
     return _unary("Exp", x, name)
 
 
 def tanh(x: Any, name: str | None = None) -> Tensor:
+    """The hyperbolic tangent of ``x`` elementwise."""
     return _unary("Tanh", x, name)
 
 

@@ -113,6 +113,8 @@ class OpDef:
         return found
 
     def kernel_for(self, device_type: str) -> Kernel:
+        """The kernel to run on a device of ``device_type`` (the GPU kernel on a GPU when
+        the op has one, else the generic kernel)."""
         if device_type == GPU and self.gpu_kernel is not None:
             return self.gpu_kernel
         return self.kernel
@@ -179,4 +181,5 @@ def ref_producing_types() -> frozenset[str]:
 
 
 def registered_types() -> list[str]:
+    """The registered op types, sorted."""
     return sorted(_REGISTRY)

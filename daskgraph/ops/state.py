@@ -20,7 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from daskgraph import dtypes
-from daskgraph.graph import GLOBAL_VARIABLES, Operation, Tensor, get_default_graph
+from daskgraph.default_session import run_in_default
+from daskgraph.errors import InvalidArgumentError
+from daskgraph.graph import GLOBAL_VARIABLES, Graph, Operation, Shape, Tensor, get_default_graph
 from daskgraph.graph import _name_scope as graph_name_scope
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.registry import register
@@ -61,8 +63,6 @@ def _variable_kernel(xp, store, *, var_name, shape, dtype):
 def _assign_kernel(xp, store, ref, value, *, validate_shape, shape):
     value = xp.asarray(value)
     if validate_shape and shape is not None and tuple(value.shape) != shape:
-        from daskgraph.errors import InvalidArgumentError
-
         raise InvalidArgumentError(
             f"Assign to {ref.name!r}: value of shape {tuple(value.shape)} does not match the "
             f"variable's shape {shape}",
@@ -133,34 +133,42 @@ class Variable:
     # -- identity -------------------------------------------------------------------------------
     @property
     def op(self) -> Operation:
+        """The ``VariableV2`` operation (what colocation and control inputs see)."""
         return self._variable_op
 
     @property
     def name(self) -> str:
+        """The name of the variable's reference output, ``<name>:0`` as in TensorFlow."""
         return f"{self._variable_op.name}:0"
 
     @property
     def dtype(self) -> dtypes.DType:
+        """The dtype of the variable's value."""
         return self._snapshot.dtype
 
     @property
-    def shape(self):
+    def shape(self) -> Shape | None:
+        """The static shape of the variable's value."""
         return self._snapshot.shape
 
     @property
     def device(self) -> str:
+        """The device requested for the variable (not where it was placed)."""
         return self._variable_op.device
 
     @property
-    def graph(self):
+    def graph(self) -> Graph:
+        """The graph the variable belongs to."""
         return self._variable_op.graph
 
     @property
     def initializer(self) -> Operation:
+        """The ``name/Assign`` operation that stores the initial value."""
         return self._initializer_op
 
     @property
     def initial_value(self) -> Tensor:
+        """The tensor of the initial value (``name/initial_value``)."""
         return self._initial_value
 
     def value(self) -> Tensor:
@@ -185,9 +193,8 @@ class Variable:
         return assign_add(self, delta, name=name)
 
     def eval(self, session: Any = None) -> Any:
-        from daskgraph.session import get_default_session  # a TF1 convenience
-
-        return (session or get_default_session()).run(self)
+        """The variable's value, run in ``session`` (default: the default session)."""
+        return run_in_default(self, None, session)
 
     def __repr__(self) -> str:
         return f"<Variable {self.name!r} shape={self.shape} dtype={self.dtype.name}>"

@@ -1,0 +1,166 @@
+"""The nodes of a graph: :class:`Operation` and the :class:`Tensor` values it outputs.
+
+An operation is created by :meth:`daskgraph.graph.Graph.create_op` (through the op
+constructors of :mod:`daskgraph.ops`); this module only holds the two node types and
+:func:`as_operation`, so that the construction scopes (:mod:`daskgraph.scopes`) can take
+operations, tensors and Variables without importing the graph.
+
+>>> import daskgraph as dg
+>>> with dg.Graph().as_default():
+...     t = dg.constant(1.0, name="one")
+>>> t, t.op
+(<Tensor 'one:0' shape=() dtype=float32>, <Operation 'one' type=Const>)
+>>> as_operation(t, "example") is t.op
+True
+>>> as_operation(1.0, "example")
+Traceback (most recent call last):
+...
+TypeError: example expects an Operation, a Tensor or a Variable; got 1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from daskgraph import dtypes
+from daskgraph.default_session import run_in_default
+from daskgraph.device import DeviceSpec
+
+if TYPE_CHECKING:
+    from daskgraph.graph import Graph
+
+__all__ = ["Operation", "Shape", "Tensor", "as_operation"]
+
+Shape = tuple  # a static shape: a tuple of ints and None (unknown size), or None (unknown rank)
+
+
+class Tensor:
+    """One output of an :class:`Operation`: a symbolic value with a dtype and a static shape.
+
+    Tensors compare and hash by identity, as in TensorFlow 1, so they can key feed dicts.
+    Arithmetic operators (``+ - * / @``, unary ``-``) build new operations.
+    """
+
+    __slots__ = ("dtype", "index", "op", "shape")
+    __array_priority__ = 100  # NumPy defers ``ndarray + Tensor`` to Tensor.__radd__
+
+    def __init__(self, op: Operation, index: int, dtype: dtypes.DType, shape: Shape | None):
+        self.op = op
+        self.index = index
+        self.dtype = dtype
+        self.shape = shape
+
+    @property
+    def name(self) -> str:
+        """``<op name>:<output index>``, as in TensorFlow."""
+        return f"{self.op.name}:{self.index}"
+
+    @property
+    def graph(self) -> Graph:
+        """The graph of the producing operation."""
+        return self.op.graph
+
+    @property
+    def device(self) -> str:
+        """The device requested for the producing operation (not where it was placed)."""
+        return self.op.device
+
+    def get_shape(self) -> Shape | None:
+        """The static shape (TF1's spelling of :attr:`shape`)."""
+        return self.shape
+
+    def eval(self, feed_dict: Mapping[Any, Any] | None = None, session: Any = None) -> Any:
+        """This tensor's value, run in ``session`` (default: the default session), as TF1's
+        ``Tensor.eval``; a shorthand for ``session.run(tensor, feed_dict)``."""
+        return run_in_default(self, feed_dict, session)
+
+    def __repr__(self) -> str:
+        return f"<Tensor {self.name!r} shape={self.shape} dtype={self.dtype.name}>"
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"Using tensor {self.name!r} as a Python bool is not allowed: its value is only "
+            "known when a Session runs it. Use Session.run to get the value first."
+        )
+
+    def __iter__(self):
+        raise TypeError(f"Tensor {self.name!r} is not iterable before it is run.")
+
+
+class Operation:
+    """A node of the graph.
+
+    Attributes
+    ----------
+    name, type
+        Unique name and op type (``"MatMul"``).
+    inputs
+        Input tensors, in order.
+    control_inputs
+        Operations that must run before this one.
+    attrs
+        Op attributes (``value`` of a constant, ``perm`` of a transpose, ...).
+    outputs
+        Output tensors.
+    device
+        Canonical string of the device requested for it ('' when none).
+    colocation
+        Name of the operation this one must share a device with, or None.
+    """
+
+    __slots__ = (
+        "attrs",
+        "colocation",
+        "control_inputs",
+        "device",
+        "graph",
+        "id",
+        "inputs",
+        "name",
+        "outputs",
+        "type",
+    )
+
+    def __init__(
+        self,
+        graph: Graph,
+        op_id: int,
+        name: str,
+        op_type: str,
+        inputs: tuple[Tensor, ...],
+        control_inputs: tuple[Operation, ...],
+        attrs: dict[str, Any],
+    ) -> None:
+        self.graph = graph
+        self.id = op_id  # position in the graph: creation order, a topological order
+        self.name = name
+        self.type = op_type
+        self.inputs = inputs
+        self.control_inputs = control_inputs
+        self.attrs = attrs
+        self.outputs: list[Tensor] = []
+        self.device = ""
+        self.colocation: str | None = None
+
+    def _set_device(self, spec: DeviceSpec) -> None:
+        self.device = spec.to_string()
+
+    def run(self, feed_dict: Mapping[Any, Any] | None = None, session: Any = None) -> None:
+        """Run this operation in ``session`` (default: the default session), as TF1's ``run``."""
+        run_in_default(self, feed_dict, session)
+
+    def __repr__(self) -> str:
+        return f"<Operation {self.name!r} type={self.type}>"
+
+
+def as_operation(value: Any, where: str) -> Operation:
+    """The operation behind an Operation, a Tensor or a Variable, or a clear TypeError."""
+    if isinstance(value, Operation):
+        return value
+    if isinstance(value, Tensor):
+        return value.op
+    op = getattr(value, "op", None)
+    if isinstance(op, Operation):
+        return op
+    raise TypeError(f"{where} expects an Operation, a Tensor or a Variable; got {value!r}")
