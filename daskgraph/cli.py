@@ -99,6 +99,7 @@ def devices(address: str, tls_dir: str | None, timeout: float) -> None:
     """List the devices of the cluster whose scheduler is at ADDRESS."""
     from distributed import Client
 
+    from daskgraph.connection import cuda_probes
     from daskgraph.topology import devices_from_workers, format_device_mapping
 
     security = _security(tls_dir) if tls_dir else None
@@ -109,7 +110,8 @@ def devices(address: str, tls_dir: str | None, timeout: float) -> None:
         raise click.ClickException(f"cannot reach the scheduler at {address}: {exc}") from None
     with client:
         workers = client.scheduler_info(n_workers=-1)["workers"]
-        click.echo(format_device_mapping(devices_from_workers(workers)))
+        probes = cuda_probes(client, workers)
+        click.echo(format_device_mapping(devices_from_workers(workers, probes)))
 
 
 @main.command()

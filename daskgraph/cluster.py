@@ -7,6 +7,12 @@ worker stands for one device: it is named by the device's full name and carries 
 (``CPU: 1`` or ``GPU: 1``, plus ``VIRTUAL_GPU: 1`` for a virtual GPU). Everything listens on
 127.0.0.1 only, the dashboard included.
 
+A real GPU's worker is a dask-cuda worker where dask-cuda is installed: its options come from
+:mod:`daskgraph.cuda_specs` (``GPUOptions`` as an RMM pool, CPU affinity, the CUDA context
+created at start), carried as plain data to a :class:`~daskgraph.nanny_setup.DeviceNanny`,
+which builds dask-cuda's plugins in its own process. Without dask-cuda the worker sets up its
+memory itself (:mod:`daskgraph.gpu_worker`), and the first such spec of a process warns.
+
 >>> specs = worker_specs(virtual_gpus=2, cpu_threads=4, processes=False)
 >>> for name, spec in specs.items():
 ...     print(name, spec["options"]["resources"], spec["options"]["nthreads"])
@@ -21,6 +27,7 @@ import asyncio
 import importlib.util
 import logging
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,13 +37,21 @@ from distributed.deploy.subprocess import SubprocessWorker
 from distributed.system import MEMORY_LIMIT
 
 from daskgraph.config import GPUOptions, virtual_gpu_count
+from daskgraph.cuda_specs import (
+    CudaWorker,
+    cuda_worker_options,
+    dask_cuda_installed,
+    dask_cuda_worker_options,
+)
 from daskgraph.device import CPU, GPU, DeviceSpec
-from daskgraph.gpus import GPUInfo, rotate, visible_gpus
+from daskgraph.gpus import GPUInfo, visible_gpus
+from daskgraph.tls import security_fields
 from daskgraph.topology import VIRTUAL_GPU_RESOURCE
 
 __all__ = [
     "EmbeddedCluster",
-    "gpu_worker_envs",
+    "gpu_worker_env",
+    "gpu_worker_spec",
     "local_cluster",
     "process_environment",
     "scheduler_spec",
@@ -47,6 +62,16 @@ __all__ = [
 LOOPBACK = "127.0.0.1"
 #: the nanny class of process workers (:mod:`daskgraph.nanny_setup`)
 NANNY = "daskgraph.nanny_setup.DeviceNanny"
+#: the preload of every process worker (:mod:`daskgraph.worker_preload`)
+WORKER_PRELOAD = "daskgraph.worker_preload"
+#: the preload of a GPU worker set up without dask-cuda (:mod:`daskgraph.gpu_worker`)
+GPU_PRELOAD = "daskgraph.gpu_worker"
+NO_DASK_CUDA_WARNING = (
+    "daskgraph found NVIDIA GPUs but dask-cuda is not installed: its GPU workers set up their "
+    "memory without it (no CPU affinity, no CUDA context made at start). Install the extra "
+    "of your CUDA major version: pip install 'daskgraph[cuda12]' or 'daskgraph[cuda13]'."
+)
+_warned_no_dask_cuda = False
 
 
 def _device_name(job: str, task: int, device_type: str, index: int) -> str:
@@ -64,6 +89,7 @@ def worker_specs(
     task: int = 0,
     host: str = LOOPBACK,
     memory_limit: str | int | None = None,
+    security: Any = None,
 ) -> dict[str, dict[str, Any]]:
     """Worker specs for one task of a cluster: a CPU worker, one worker per (logical) GPU, and
     one per virtual GPU.
@@ -74,12 +100,16 @@ def worker_specs(
         Number of virtual GPU workers (the GPU code path over NumPy).
     gpus
         The physical GPUs to give workers to (see :func:`daskgraph.gpus.visible_gpus`). Each
-        GPU worker is a process of its own whatever ``processes`` says, sees its GPU as device
-        0 (``CUDA_VISIBLE_DEVICES`` rotated, as dask-cuda does), and sets up its memory from
-        ``gpu_options`` when it starts (:mod:`daskgraph.gpu_worker`, a Dask preload).
-        ``gpu_options.virtual_devices`` splits each GPU into logical GPUs, one worker each.
+        GPU worker is a process of its own whatever ``processes`` says and sees its GPU as
+        device 0 (``CUDA_VISIBLE_DEVICES`` rotated, as dask-cuda does). Where dask-cuda is
+        installed it is a dask-cuda worker (:func:`gpu_worker_spec`); otherwise it sets up its
+        memory itself when it starts (:mod:`daskgraph.gpu_worker`, a Dask preload), and the
+        first such spec of the process warns that the ``cuda12``/``cuda13`` extra is missing.
     gpu_options
-        TensorFlow's GPU memory options (:class:`~daskgraph.config.GPUOptions`).
+        TensorFlow's GPU options (:class:`~daskgraph.config.GPUOptions`), translated by
+        :func:`daskgraph.cuda_specs.cuda_worker_options`: ``visible_device_list`` picks the
+        GPUs, ``virtual_devices`` splits each into logical GPUs (one worker each), and the
+        memory options give each worker's pool.
     cpu_threads
         Threads of the CPU worker; all cores by default.
     processes
@@ -92,64 +122,113 @@ def worker_specs(
         Host memory of each worker (Dask's spill/pause/terminate thresholds). By default the
         machine's memory is shared out evenly, so that the limits add up to at most the
         machine's memory (as dask-cuda's ``LocalCUDACluster`` does).
+    security
+        A ``distributed.Security`` for a TLS cluster, given to every worker (to a process
+        worker as :func:`daskgraph.tls.security_fields`).
     """
     if virtual_gpus < 0:
         raise ValueError(f"virtual_gpus must be >= 0; got {virtual_gpus}")
     threads = cpu_threads or os.cpu_count() or 1
+    gpu_workers = cuda_worker_options(gpus, gpu_options or GPUOptions())
     if memory_limit is None:
-        n_gpus = len(gpu_worker_envs(gpus, gpu_options or GPUOptions()))
-        memory_limit = MEMORY_LIMIT // (1 + n_gpus + virtual_gpus)
-    specs = {
-        _device_name(job, task, CPU, 0): _worker_spec(
-            _device_name(job, task, CPU, 0), threads, {CPU: 1}, processes, host, memory_limit
-        )
-    }
-    index = 0
-    for env in gpu_worker_envs(gpus, gpu_options or GPUOptions()):
+        memory_limit = MEMORY_LIMIT // (1 + len(gpu_workers) + virtual_gpus)
+    common = {"host": host, "memory_limit": memory_limit, "security": security}
+    cpu = _device_name(job, task, CPU, 0)
+    specs = {cpu: _worker_spec(cpu, threads, {CPU: 1}, processes, **common)}
+    use_dask_cuda = bool(gpu_workers) and _dask_cuda_or_warn()
+    for index, worker in enumerate(gpu_workers):
         name = _device_name(job, task, GPU, index)
-        specs[name] = _worker_spec(name, 1, {GPU: 1}, True, host, memory_limit, env=env)
-        index += 1
-    for _ in range(virtual_gpus):
+        if use_dask_cuda:
+            specs[name] = gpu_worker_spec(name, worker, **common)
+        else:
+            env = gpu_worker_env(worker, (gpu_options or GPUOptions()).allow_growth)
+            specs[name] = _worker_spec(name, 1, {GPU: 1}, True, env=env, **common)
+    for index in range(len(gpu_workers), len(gpu_workers) + virtual_gpus):
         name = _device_name(job, task, GPU, index)
         resources = {GPU: 1, VIRTUAL_GPU_RESOURCE: 1}
-        specs[name] = _worker_spec(name, 1, resources, processes, host, memory_limit)
-        index += 1
+        specs[name] = _worker_spec(name, 1, resources, processes, **common)
     return specs
 
 
-def gpu_worker_envs(gpus: Sequence[GPUInfo], options: GPUOptions) -> list[dict[str, str]]:
-    """The environment of each GPU worker, in device order: which GPU it sees and how it sets
-    up its memory. One entry per physical GPU, or per logical GPU with ``virtual_devices``.
+def _dask_cuda_or_warn() -> bool:
+    """Whether GPU workers can be dask-cuda's; warns (once per process) where they cannot."""
+    global _warned_no_dask_cuda
+    if dask_cuda_installed():
+        return True
+    if not _warned_no_dask_cuda:
+        _warned_no_dask_cuda = True
+        warnings.warn(NO_DASK_CUDA_WARNING, RuntimeWarning, stacklevel=3)
+    return False
+
+
+def gpu_worker_spec(
+    name: str,
+    worker: CudaWorker,
+    *,
+    host: str,
+    memory_limit: str | int,
+    security: Any = None,
+) -> dict[str, Any]:
+    """The spec of a dask-cuda GPU worker: a :class:`~daskgraph.nanny_setup.DeviceNanny` in a
+    fresh interpreter (``SubprocessWorker``), its options all plain data (JSON).
+
+    The options are dask-cuda's (:func:`daskgraph.cuda_specs.dask_cuda_worker_options`: one
+    thread, ``CUDA_VISIBLE_DEVICES``, the ``dask_cuda.initialize`` preload) plus daskgraph's:
+    the device's name, a ``GPU`` resource, the process environment
+    (:func:`process_environment`) and the GPU's description, the name-waiting preload, and
+    ``security`` as :func:`daskgraph.tls.security_fields`. The nanny builds dask-cuda's
+    plugins from ``cuda_worker`` (:meth:`CudaWorker.to_fields
+    <daskgraph.cuda_specs.CudaWorker.to_fields>`) in its own process.
+
+    >>> from daskgraph.gpus import GPUInfo
+    >>> (w,) = cuda_worker_options([GPUInfo("0", "NVIDIA L4", 2**34)], GPUOptions())
+    >>> spec = gpu_worker_spec("/job:localhost/replica:0/task:0/device:GPU:0", w,
+    ...                        host="127.0.0.1", memory_limit=2**33)
+    >>> options = worker_options(spec)
+    >>> options["resources"], options["preload"], options["cuda_worker"]["rmm_pool_size"]
+    ({'GPU': 1}, ['daskgraph.worker_preload', 'dask_cuda.initialize'], 268435456)
+    """
+    env = {**process_environment(1), "DASKGRAPH_GPU_DESCRIPTION": worker.description}
+    options = dask_cuda_worker_options(
+        worker,
+        name=name,
+        host=host,
+        resources={GPU: 1},
+        memory_limit=memory_limit,
+        security=None if security is None else security_fields(security),
+        preload=[WORKER_PRELOAD],
+        env=env,
+    )
+    options["cuda_worker"] = worker.to_fields()
+    return {
+        "cls": SubprocessWorker,
+        "options": {"worker_class": NANNY, "name": name, "worker_kwargs": options},
+    }
+
+
+def gpu_worker_env(worker: CudaWorker, allow_growth: bool) -> dict[str, str]:
+    """The environment of a GPU worker set up without dask-cuda (:mod:`daskgraph.gpu_worker`):
+    which GPUs it sees, its memory cap, ``GPUOptions.allow_growth`` and its description, from
+    the same translation of ``GPUOptions`` as a dask-cuda worker's.
+
+    The cap is rounded down to CuPy's 512-byte blocks: without RMM, the worker reserves it from
+    CuPy's pool, which rounds requests up to 512 bytes.
 
     >>> from daskgraph.gpus import GPUInfo
     >>> h100 = GPUInfo("0", "H100", 80 * 2**30)
-    >>> envs = gpu_worker_envs([h100], GPUOptions(virtual_devices=[1024, 2048]))
-    >>> [(e["CUDA_VISIBLE_DEVICES"], e["DASKGRAPH_GPU_MEMORY_LIMIT"]) for e in envs]
+    >>> workers = cuda_worker_options([h100], GPUOptions(virtual_devices=[1024, 2048]))
+    >>> [(e["CUDA_VISIBLE_DEVICES"], e["DASKGRAPH_GPU_MEMORY_LIMIT"])
+    ...  for e in (gpu_worker_env(w, False) for w in workers)]
     [('0', '1073741824'), ('0', '2147483648')]
     """
-    ids = [g.visible_id for g in gpus]
-    allowed = [s.strip() for s in options.visible_device_list.split(",") if s.strip()]
-    # TensorFlow's visible_device_list maps GPU:0, GPU:1, ... to the listed GPUs, in order
-    order = [int(a) for a in allowed if int(a) < len(gpus)] if allowed else range(len(gpus))
-    envs = []
-    for position in order:
-        gpu = gpus[position]
-        if options.virtual_devices:
-            limits = [mb * 2**20 for mb in options.virtual_devices]
-        else:
-            fraction = options.per_process_gpu_memory_fraction
-            # pools take sizes in whole 512-byte blocks (RMM: 256, CuPy: 512): round down
-            limits = [int(fraction * gpu.total_memory) // 512 * 512 if fraction else 0]
-        for limit in limits:
-            envs.append(
-                {
-                    "CUDA_VISIBLE_DEVICES": rotate(ids, position),
-                    "DASKGRAPH_GPU_MEMORY_LIMIT": str(limit),
-                    "DASKGRAPH_GPU_ALLOW_GROWTH": "1" if options.allow_growth else "0",
-                    "DASKGRAPH_GPU_DESCRIPTION": gpu.describe(),
-                }
-            )
-    return envs
+    cap = worker.rmm_maximum_pool_size
+    limit = 0 if cap is None else max(cap // 512 * 512, 512)
+    return {
+        "CUDA_VISIBLE_DEVICES": worker.cuda_visible_devices,
+        "DASKGRAPH_GPU_MEMORY_LIMIT": str(limit),
+        "DASKGRAPH_GPU_ALLOW_GROWTH": "1" if allow_growth else "0",
+        "DASKGRAPH_GPU_DESCRIPTION": worker.description,
+    }
 
 
 def worker_options(spec: dict[str, Any]) -> dict[str, Any]:
@@ -196,17 +275,20 @@ def _worker_spec(
     nthreads: int,
     resources: dict[str, int],
     processes: bool,
+    *,
     host: str,
     memory_limit: str | int,
+    security: Any = None,
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One worker's spec. A process worker is a Nanny started in a fresh interpreter
     (``SubprocessWorker``), so that scripts without an ``if __name__ == "__main__":`` guard
     (every TF1 program) can start the embedded cluster: nothing re-imports the user's script.
-    Its environment is :func:`process_environment`; a GPU worker (``env`` given) also gets
-    its GPU's environment and the GPU set-up preload.
+    Its spec travels as JSON (``security`` as :func:`daskgraph.tls.security_fields`); its
+    environment is :func:`process_environment`. A GPU worker set up without dask-cuda (``env``
+    given) also gets its GPU's environment and the GPU set-up preload.
     """
-    options = {
+    options: dict[str, Any] = {
         "name": name,
         "nthreads": nthreads,
         "resources": resources,
@@ -215,16 +297,17 @@ def _worker_spec(
         "memory_limit": memory_limit,
     }
     if not processes:
+        if security is not None:
+            options["security"] = security
         return {"cls": Worker, "options": options}
-    preload = ["daskgraph.worker_preload"]
-    if env is not None:
-        preload.append("daskgraph.gpu_worker")
     kwargs = {
         **options,
         "silence_logs": logging.ERROR,
-        "preload": preload,
+        "preload": [WORKER_PRELOAD] if env is None else [WORKER_PRELOAD, GPU_PRELOAD],
         "env": {**process_environment(nthreads), **(env or {})},
     }
+    if security is not None:
+        kwargs["security"] = security_fields(security)
     return {
         "cls": SubprocessWorker,
         "options": {"worker_class": NANNY, "name": name, "worker_kwargs": kwargs},

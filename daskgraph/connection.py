@@ -7,7 +7,9 @@ embedded cluster, :mod:`daskgraph.embedded`), a scheduler address, or a
 on the workers (and unregisters it on close, which frees the session's variables and programs
 there), follows workers joining and leaving through the client's
 :class:`~daskgraph.liveness.ClusterWatch`, and maps the cluster's workers to devices
-(:mod:`daskgraph.topology`), read again only when a worker came or went.
+(:mod:`daskgraph.topology`), read again only when a worker came or went. Workers that carry
+no daskgraph name or device resource are asked once each whether they are dask-cuda GPU
+workers (:func:`cuda_probes`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from distributed import Client
 
 from daskgraph import embedded, gpu_worker, master
 from daskgraph.config import SessionConfig
+from daskgraph.cuda_specs import cuda_worker_probe, may_be_cuda_worker
 from daskgraph.liveness import ClusterWatch, release_watch, watch_for
 from daskgraph.topology import Device, devices_from_workers
 from daskgraph.worker_state import SessionPlugin
 
-__all__ = ["Connection", "limit_devices"]
+__all__ = ["Connection", "cuda_probes", "limit_devices"]
 
 logger = logging.getLogger("daskgraph.connection")
 
@@ -36,7 +39,9 @@ class Connection:
     Parameters
     ----------
     target
-        ``None`` or ``""`` for the embedded cluster, a scheduler address, or a ``Client``.
+        ``None`` or ``""`` for the embedded cluster, a scheduler address, a ``Client``, or a
+        Dask cluster object (``LocalCluster``, dask-cuda's ``LocalCUDACluster``, ...: a client
+        of it is made, and closed with the connection).
     config
         The session's :class:`~daskgraph.config.SessionConfig` (its ``device_count`` limits
         the devices; its GPU options shape the embedded cluster).
@@ -58,6 +63,7 @@ class Connection:
         self._shape: embedded.ClusterShape | None = None
         self._owns_client = False
         self.local_task: tuple[str, int] | None = None  # the master's task (see master.py)
+        self._probes: dict[str, dict[str, Any] | None] = {}  # address -> cuda_worker_probe
         self.client = self._open(target, security)
         self.plugin: SessionPlugin | None = None
         self.watch: ClusterWatch | None = None
@@ -97,9 +103,12 @@ class Connection:
             self._owns_client = True
             self.local_task = resolved.local_task
             return client
+        if getattr(target, "scheduler_address", None):  # a Dask cluster: LocalCUDACluster, ...
+            self._owns_client = True
+            return Client(target, set_as_default=False)
         raise TypeError(
-            "Session target must be None (embedded cluster), a scheduler address string or a "
-            f"distributed.Client; got {target!r}"
+            "Session target must be None (embedded cluster), a scheduler address string, a "
+            f"distributed.Client or a Dask cluster object; got {target!r}"
         )
 
     # -- devices --------------------------------------------------------------------------------
@@ -119,7 +128,8 @@ class Connection:
             except TimeoutError:
                 pass  # placement then says plainly that there are no devices
             workers = self.client.scheduler_info(n_workers=-1)["workers"]
-        devices = limit_devices(devices_from_workers(workers), self.config.device_count)
+        probes = cuda_probes(self.client, workers, self._probes)
+        devices = limit_devices(devices_from_workers(workers, probes), self.config.device_count)
         return self._describe_gpus(devices)
 
     def _describe_gpus(self, devices: list[Device]) -> list[Device]:
@@ -156,6 +166,51 @@ class Connection:
         if self._shape is not None:
             embedded.release(self._shape)
             self._shape = None
+
+
+def cuda_probes(
+    client: Client,
+    workers: dict[str, dict[str, Any]],
+    known: dict[str, dict[str, Any] | None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """What each worker that may be a dask-cuda GPU worker says of itself
+    (:func:`~daskgraph.cuda_specs.cuda_worker_probe`), for
+    :func:`~daskgraph.topology.devices_from_workers`.
+
+    Only workers without a daskgraph device name or a ``GPU``/``CPU`` resource are asked
+    (:func:`~daskgraph.cuda_specs.may_be_cuda_worker`), in one ``client.run``, and each
+    address once: ``known`` (address -> answer, ``None`` for none) keeps the answers between
+    calls and forgets the workers that are gone. A worker that cannot answer (daskgraph not
+    installed there, or the run failed) gets no entry: it is judged by its record.
+
+    Parameters
+    ----------
+    client
+        A client of the cluster.
+    workers
+        ``client.scheduler_info()["workers"]``.
+    known
+        The answers of earlier calls, updated in place.
+
+    Returns
+    -------
+    dict
+        Address -> answer, for the workers that answered.
+    """
+    known = {} if known is None else known
+    for gone in [address for address in known if address not in workers]:
+        del known[gone]
+    ask = [a for a, info in workers.items() if a not in known and may_be_cuda_worker(info)]
+    if ask:
+        try:
+            said = client.run(cuda_worker_probe, workers=ask, on_error="return")
+        except Exception:  # the run itself failed: judge every worker by its record
+            logger.debug("could not ask workers %s about their GPUs", ask, exc_info=True)
+            said = {}
+        for address in ask:
+            answer = said.get(address)
+            known[address] = answer if isinstance(answer, dict) else None
+    return {a: answer for a in workers if (answer := known.get(a)) is not None}
 
 
 def limit_devices(devices: list[Device], limits: dict[str, int]) -> list[Device]:

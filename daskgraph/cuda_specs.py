@@ -15,11 +15,13 @@ called.
 :func:`cuda_worker_options`
     one :class:`CudaWorker` per (logical) GPU, in device order: which GPUs the worker sees and
     its RMM pool, by TensorFlow's rules;
-:func:`dask_cuda_worker_spec`
-    a ``SpecCluster`` worker spec for one of them, built as ``LocalCUDACluster`` builds its own;
-:func:`is_cuda_worker`, :func:`cuda_worker_description`
+:func:`dask_cuda_worker_spec`, :func:`dask_cuda_worker_options`
+    a ``SpecCluster`` worker spec for one of them, built as ``LocalCUDACluster`` builds its own
+    (or its options as plain data, for a nanny that builds dask-cuda's plugins itself);
+:func:`is_cuda_worker`, :func:`cuda_worker_device`, :func:`cuda_worker_description`
     whether a worker record of ``Client.scheduler_info()["workers"]`` is a GPU worker of a
-    dask-cuda cluster the user started, and what the device mapping says about its GPU;
+    dask-cuda cluster the user started, which CUDA device it owns, and what the device mapping
+    says about its GPU;
 :func:`cuda_worker_probe`
     what a worker says about itself through ``Client.run`` (the reliable signal, see
     :func:`is_cuda_worker`).
@@ -35,10 +37,12 @@ called.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from daskgraph.config import GPUOptions
@@ -50,11 +54,15 @@ __all__ = [
     "RMM_ALIGNMENT",
     "CudaWorker",
     "cuda_worker_description",
+    "cuda_worker_device",
     "cuda_worker_options",
     "cuda_worker_probe",
+    "dask_cuda_installed",
     "dask_cuda_plugins",
+    "dask_cuda_worker_options",
     "dask_cuda_worker_spec",
     "is_cuda_worker",
+    "may_be_cuda_worker",
 ]
 
 #: bytes of a pool that grows on demand when it starts (the whole cap, if smaller)
@@ -122,6 +130,28 @@ class CudaWorker:
         """
         first = self.visible_id
         return int(first) if first.isnumeric() else first
+
+    def to_fields(self) -> dict[str, Any]:
+        """The fields as JSON-able data (what a worker spec carries to the nanny's process).
+
+        >>> CudaWorker("0", 2**28, None, "name: L4").to_fields()["rmm_allocator_external_lib_list"]
+        ['cupy']
+        """
+        fields = asdict(self)
+        fields["rmm_allocator_external_lib_list"] = list(self.rmm_allocator_external_lib_list)
+        return fields
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any]) -> CudaWorker:
+        """The worker that :meth:`to_fields` (perhaps through JSON) describes.
+
+        >>> w = CudaWorker("1,0", 2**28, 2**30, "name: L4")
+        >>> CudaWorker.from_fields(w.to_fields()) == w
+        True
+        """
+        fields = dict(fields)
+        libs = fields.pop("rmm_allocator_external_lib_list", ("cupy",))
+        return cls(**fields, rmm_allocator_external_lib_list=tuple(libs))
 
 
 def _selected(gpus: Sequence[GPUInfo], visible_device_list: str) -> list[GPUInfo]:
@@ -220,6 +250,18 @@ def cuda_worker_options(gpus: Sequence[GPUInfo], options: GPUOptions) -> list[Cu
     return workers
 
 
+def dask_cuda_installed() -> bool:
+    """Whether dask-cuda can be imported here (asked without importing it).
+
+    >>> isinstance(dask_cuda_installed(), bool)
+    True
+    """
+    try:
+        return importlib.util.find_spec("dask_cuda") is not None
+    except (ImportError, ValueError):  # a module put in sys.modules by hand has no spec
+        return sys.modules.get("dask_cuda") is not None
+
+
 def dask_cuda_plugins(worker: CudaWorker, *, cpu_affinity: bool = True) -> list[Any]:
     """dask-cuda's worker plugins for ``worker``: ``CPUAffinity`` and ``RMMSetup``.
 
@@ -270,6 +312,63 @@ def dask_cuda_plugins(worker: CudaWorker, *, cpu_affinity: bool = True) -> list[
     if not cpu_affinity:
         return [rmm]
     return [CPUAffinity(get_cpu_affinity(worker.nvml_device)), rmm]
+
+
+def dask_cuda_worker_options(
+    worker: CudaWorker,
+    *,
+    name: str,
+    host: str,
+    resources: Mapping[str, float],
+    memory_limit: int | str,
+    security: Any = None,
+    nthreads: int = 1,
+    dashboard_address: str | None = None,
+    preload: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    silence_logs: int | str = logging.ERROR,
+) -> dict[str, Any]:
+    """The nanny options of one GPU worker, as ``LocalCUDACluster`` makes them, less the
+    plugins: plain data (JSON, where ``security`` is), and no dask-cuda import.
+
+    :func:`dask_cuda_worker_spec` adds dask-cuda's plugins (objects) to them; a nanny started
+    from JSON (``distributed.deploy.subprocess.SubprocessWorker``) builds the plugins in its
+    own process instead, from :meth:`CudaWorker.to_fields` (see
+    :class:`daskgraph.nanny_setup.DeviceNanny`). The parameters are
+    :func:`dask_cuda_worker_spec`'s.
+
+    Returns
+    -------
+    dict
+        ``name``, ``nthreads``, ``resources``, ``host``, ``dashboard_address``,
+        ``memory_limit``, ``security``, ``silence_logs``, ``env`` (with ``worker``'s
+        ``CUDA_VISIBLE_DEVICES``), ``preload`` (``preload``, then ``dask_cuda.initialize``)
+        and ``preload_argv`` (one list per preload: ``--create-cuda-context`` for dask-cuda's).
+
+    Examples
+    --------
+    >>> w = CudaWorker("1,0", 2**28, 2**30, "name: NVIDIA H100 80GB HBM3")
+    >>> options = dask_cuda_worker_options(
+    ...     w, name="/job:localhost/replica:0/task:0/device:GPU:0", host="127.0.0.1",
+    ...     resources={"GPU": 1}, memory_limit=2**34, preload=["daskgraph.worker_preload"])
+    >>> options["env"], options["preload"], options["preload_argv"]
+    ({'CUDA_VISIBLE_DEVICES': '1,0'}, ['daskgraph.worker_preload', 'dask_cuda.initialize'], \
+[[], ['--create-cuda-context']])
+    """
+    return {
+        "name": name,
+        "nthreads": nthreads,
+        "resources": dict(resources),
+        "host": host,
+        "dashboard_address": f"{host}:0" if dashboard_address is None else dashboard_address,
+        "memory_limit": memory_limit,
+        "security": security,
+        "silence_logs": silence_logs,
+        "env": {**(env or {}), "CUDA_VISIBLE_DEVICES": worker.cuda_visible_devices},
+        "preload": [*preload, "dask_cuda.initialize"],
+        # one argv per preload (a flat list would go to every preload)
+        "preload_argv": [[] for _ in preload] + [[_CREATE_CONTEXT]],
+    }
 
 
 def dask_cuda_worker_spec(
@@ -337,7 +436,8 @@ def dask_cuda_worker_spec(
     dict
         ``{"cls": nanny_class, "options": {...}}``, to pass to ``SpecCluster(workers=...)`` or
         to start as ``spec["cls"](scheduler_address, **spec["options"])``. The plugins are
-        objects: the spec pickles, but is no JSON (``SubprocessWorker`` cannot take it).
+        objects: the spec pickles, but is no JSON (``SubprocessWorker`` cannot take it: see
+        :func:`dask_cuda_worker_options`).
 
     Raises
     ------
@@ -353,27 +453,24 @@ def dask_cuda_worker_spec(
     >>> spec["options"]["env"], spec["options"]["preload"]  # doctest: +SKIP
     ({'CUDA_VISIBLE_DEVICES': '1,0'}, ['dask_cuda.initialize'])
     """
-    plugins = dask_cuda_plugins(worker, cpu_affinity=cpu_affinity)
+    options = dask_cuda_worker_options(
+        worker,
+        name=name,
+        host=host,
+        resources=resources,
+        memory_limit=memory_limit,
+        security=security,
+        nthreads=nthreads,
+        dashboard_address=dashboard_address,
+        preload=preload,
+        env=env,
+        silence_logs=silence_logs,
+    )
+    options["plugins"] = dask_cuda_plugins(worker, cpu_affinity=cpu_affinity)
     if nanny_class is None:
         from distributed import Nanny
 
         nanny_class = Nanny
-    preloads = [*preload, "dask_cuda.initialize"]
-    options = {
-        "name": name,
-        "nthreads": nthreads,
-        "resources": dict(resources),
-        "host": host,
-        "dashboard_address": f"{host}:0" if dashboard_address is None else dashboard_address,
-        "memory_limit": memory_limit,
-        "security": security,
-        "silence_logs": silence_logs,
-        "env": {**(env or {}), "CUDA_VISIBLE_DEVICES": worker.cuda_visible_devices},
-        "plugins": plugins,
-        "preload": preloads,
-        # one argv per preload (a flat list would go to every preload)
-        "preload_argv": [[] for _ in preload] + [[_CREATE_CONTEXT]],
-    }
     return {"cls": nanny_class, "options": options}
 
 
@@ -386,6 +483,57 @@ def _nvml_gpu(info: Mapping[str, Any]) -> dict[str, Any]:
     if not gpu and any(key in metrics for key in _NVML_METRICS):
         gpu["memory-total"] = None
     return gpu
+
+
+def may_be_cuda_worker(info: Mapping[str, Any]) -> bool:
+    """Whether a worker record may be a GPU worker of a dask-cuda cluster: one that daskgraph
+    does not map by its name or its resources (no daskgraph device name, no ``GPU`` or ``CPU``
+    resource). Only such workers are worth a :func:`cuda_worker_probe`.
+
+    >>> may_be_cuda_worker({"name": 0, "resources": {}})
+    True
+    >>> may_be_cuda_worker({"name": "w", "resources": {"GPU": 1}})
+    False
+    >>> may_be_cuda_worker({"name": "/job:localhost/replica:0/task:0/device:CPU:0"})
+    False
+    """
+    name = str(info.get("name", ""))
+    resources = info.get("resources") or {}
+    return not (name.startswith("/job:") or GPU in resources or CPU in resources)
+
+
+def cuda_worker_device(
+    info: Mapping[str, Any], probe: Mapping[str, Any] | None = None
+) -> int | None:
+    """The index of the CUDA device a dask-cuda worker owns, where it can be told.
+
+    With the worker's :func:`cuda_worker_probe`: the first entry of its
+    ``CUDA_VISIBLE_DEVICES`` (dask-cuda puts the worker's own GPU first). Without it: the
+    worker's name when that is a number, as ``LocalCUDACluster`` names each worker by the
+    device it gives it (``dask cuda worker`` names its workers by their address).
+
+    Returns
+    -------
+    int or None
+        ``None`` for a GPU known by its UUID only, or a worker named otherwise.
+
+    Examples
+    --------
+    >>> cuda_worker_device({"name": 2})
+    2
+    >>> cuda_worker_device({"name": "tcp://10.0.0.5:4001"}, {"cuda_visible_devices": "3,0,1,2"})
+    3
+    >>> cuda_worker_device({"name": "tcp://10.0.0.5:4001"}) is None
+    True
+    """
+    visible = (probe or {}).get("cuda_visible_devices")
+    if visible:
+        first = str(visible).split(",")[0].strip()
+        return int(first) if first.isdigit() else None
+    name = info.get("name")
+    if isinstance(name, int) and not isinstance(name, bool):
+        return name
+    return int(name) if isinstance(name, str) and name.isdigit() else None
 
 
 def is_cuda_worker(info: Mapping[str, Any], probe: Mapping[str, Any] | None = None) -> bool:
@@ -447,9 +595,7 @@ def is_cuda_worker(info: Mapping[str, Any], probe: Mapping[str, Any] | None = No
     >>> is_cuda_worker({**record, "nthreads": 4}, probe={"dask_cuda_plugins": ["RMMSetup"]})
     True
     """
-    name = str(info.get("name", ""))
-    resources = info.get("resources") or {}
-    if name.startswith("/job:") or GPU in resources or CPU in resources:
+    if not may_be_cuda_worker(info):
         return False
     if probe is not None:
         return bool(probe.get("dask_cuda_plugins"))

@@ -1,14 +1,20 @@
-"""The nanny of a device's worker process: it sets the worker spec's process-wide variables
-before the worker process starts.
+"""The nanny of a device's worker process: it turns the plain data of a JSON worker spec into
+what the nanny and its worker need, in the nanny's own process.
 
-A Dask nanny applies its ``env`` inside the worker process once that process runs, which is
-too late for variables read when a process or a library starts: glibc's allocator reads
-``MALLOC_*`` before ``main``, and BLAS libraries read their thread counts when NumPy is first
-imported. Dask's answer is ``distributed.nanny.pre-spawn-environ``, applied by the nanny just
-before it spawns the worker; but that is a setting of the nanny's whole process, and the
-embedded cluster's nannies run in fresh interpreters (``SubprocessWorker``) that get no
-configuration but their spec. :class:`DeviceNanny` adds the spec's own values for those
-variables to its pre-spawn environment.
+The embedded cluster's nannies run in fresh interpreters (``SubprocessWorker``) that get no
+configuration but their spec, as JSON. :class:`DeviceNanny` takes three things from it:
+
+* the spec's own values for the process-wide variables read when a process or a library
+  starts (glibc's allocator reads ``MALLOC_*`` before ``main``, BLAS libraries their thread
+  counts when NumPy is first imported). A Dask nanny applies its ``env`` inside the worker
+  process once that process runs, which is too late for them; Dask's answer is
+  ``distributed.nanny.pre-spawn-environ``, a setting of the nanny's whole process, to which
+  :class:`DeviceNanny` adds the spec's values;
+* ``security`` as plain data (:func:`daskgraph.tls.security_fields`), for a TLS cluster;
+* ``cuda_worker``, a GPU worker's dask-cuda options (:meth:`CudaWorker.to_fields
+  <daskgraph.cuda_specs.CudaWorker.to_fields>`), from which it builds dask-cuda's worker
+  plugins (RMM pool, CPU affinity: :func:`daskgraph.cuda_specs.dask_cuda_plugins`), objects a
+  JSON spec cannot carry.
 
 >>> pre_spawn_values({"OMP_NUM_THREADS": "2", "CUDA_VISIBLE_DEVICES": "0"})
 {'OMP_NUM_THREADS': '2'}
@@ -20,6 +26,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from distributed import Nanny
+
+from daskgraph.cuda_specs import CudaWorker, dask_cuda_plugins
+from daskgraph.tls import security_from_fields
 
 __all__ = ["PRE_SPAWN", "DeviceNanny", "pre_spawn_values"]
 
@@ -39,9 +48,39 @@ def pre_spawn_values(env: Mapping[str, str]) -> dict[str, str]:
 
 
 class DeviceNanny(Nanny):
-    """A ``distributed.Nanny`` whose worker's own values for :data:`PRE_SPAWN` variables win
-    over Dask's pre-spawn defaults (one BLAS thread, ``MALLOC_TRIM_THRESHOLD_=65536``)."""
+    """A ``distributed.Nanny`` started from a JSON spec.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    Its worker's own values for :data:`PRE_SPAWN` variables win over Dask's pre-spawn defaults
+    (one BLAS thread, ``MALLOC_TRIM_THRESHOLD_=65536``).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        ``distributed.Nanny``'s.
+    security
+        A ``distributed.Security``, or its :func:`daskgraph.tls.security_fields`.
+    cuda_worker
+        For a GPU worker of dask-cuda: the fields of its
+        :class:`~daskgraph.cuda_specs.CudaWorker`. The worker then gets dask-cuda's plugins,
+        after any given in ``plugins``.
+
+    Raises
+    ------
+    ImportError
+        With ``cuda_worker`` where dask-cuda is not installed (naming the extras).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        security: Any = None,
+        cuda_worker: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(security, Mapping):
+            security = security_from_fields(security)
+        if cuda_worker is not None:
+            plugins = dask_cuda_plugins(CudaWorker.from_fields(cuda_worker))
+            kwargs["plugins"] = [*(kwargs.get("plugins") or ()), *plugins]
+        super().__init__(*args, security=security, **kwargs)
         self.pre_spawn_env.update(pre_spawn_values(self.env))

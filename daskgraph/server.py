@@ -273,13 +273,10 @@ class Server:
             job=self.job_name,
             task=self.task_index,
             host=host,
+            security=self.security,  # every worker, the GPU workers' processes too
         )
         for spec in specs.values():
-            options = dict(spec["options"])
-            if self.security is not None and "worker_kwargs" not in options:
-                options["security"] = self.security
-            worker = spec["cls"](self._target, **options)
-            self._workers.append(worker)
+            self._workers.append(spec["cls"](self._target, **spec["options"]))
         for worker in self._workers:
             await worker
         if self._scheduler is None:  # a scheduler elsewhere (the first task's, or given)

@@ -6,15 +6,29 @@ scheduler, the workers and the clients). :func:`security_from_dir` turns that fo
 ``distributed.Security`` that requires encryption and checks the peer's certificate both ways,
 so a plain ``tcp://`` client, a client without a certificate and a client whose certificate
 comes from another CA are all refused. Needs the ``cryptography`` package (extra ``tls``).
+
+A worker process started from a JSON spec (the GPU workers, see :mod:`daskgraph.cluster`)
+cannot be handed a ``Security`` object: :func:`security_fields` turns one into plain data and
+:func:`security_from_fields` turns that back in the worker's nanny.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime
+import hashlib
 import ipaddress
+import json
+import shutil
+import ssl
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-__all__ = ["make_certificates", "security_from_dir"]
+from daskgraph.errors import InvalidArgumentError
+
+__all__ = ["make_certificates", "security_fields", "security_from_dir", "security_from_fields"]
 
 CA_FILE, CERT_FILE, KEY_FILE = "ca.pem", "node.pem", "node-key.pem"
 
@@ -115,3 +129,83 @@ def security_from_dir(directory: Path):
         tls_worker_key=key,
         require_encryption=True,
     )
+
+
+#: the ``Security`` fields that name a certificate or key (a file, or PEM text held in memory)
+_PEM_FIELDS = (
+    "tls_ca_file",
+    "tls_client_key",
+    "tls_client_cert",
+    "tls_scheduler_key",
+    "tls_scheduler_cert",
+    "tls_worker_key",
+    "tls_worker_cert",
+)
+_VERSION_FIELDS = ("tls_min_version", "tls_max_version")
+_pem_dir: Path | None = None
+
+
+def security_fields(security: Any) -> dict[str, Any]:
+    """A ``distributed.Security`` as JSON-able constructor arguments, for a worker process
+    whose spec travels as JSON (``distributed.deploy.subprocess.SubprocessWorker``).
+
+    Certificates and keys named by path are passed as paths. Those held in memory
+    (``Security.temporary()``) are written to files only this user may read, in a private
+    folder removed when this process exits, so that no key shows on a command line. TLS
+    versions become their numbers.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``extra_conn_args`` is no JSON (field ``field``).
+
+    Examples
+    --------
+    >>> from distributed import Security
+    >>> fields = security_fields(Security(tls_ca_file="ca.pem", require_encryption=True))
+    >>> fields["tls_ca_file"], fields["require_encryption"], fields["tls_min_version"]
+    ('ca.pem', True, 771)
+    >>> security_from_fields(fields).tls_min_version
+    <TLSVersion.TLSv1_2: 771>
+    """
+    fields = {name: getattr(security, name) for name in type(security).__slots__}
+    for name in _PEM_FIELDS:
+        value = fields.get(name)
+        if isinstance(value, str) and "-----BEGIN" in value:
+            fields[name] = str(_pem_file(value))
+    for name in _VERSION_FIELDS:
+        if fields.get(name) is not None:
+            fields[name] = int(fields[name])
+    try:
+        json.dumps(fields["extra_conn_args"])
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(
+            "A worker process started from a JSON spec cannot take this Security's "
+            f"extra_conn_args ({fields['extra_conn_args']!r}): give plain values only",
+            field="extra_conn_args",
+        ) from None
+    return fields
+
+
+def security_from_fields(fields: Mapping[str, Any]) -> Any:
+    """The ``distributed.Security`` that :func:`security_fields` describes."""
+    from distributed import Security
+
+    fields = dict(fields)
+    for name in _VERSION_FIELDS:
+        if fields.get(name) is not None:
+            fields[name] = ssl.TLSVersion(fields[name])
+    return Security(**fields)
+
+
+def _pem_file(text: str) -> Path:
+    """A file holding ``text``, readable by this user only (one per distinct text)."""
+    global _pem_dir
+    if _pem_dir is None:
+        _pem_dir = Path(tempfile.mkdtemp(prefix="daskgraph-tls-"))  # mode 0700
+        atexit.register(shutil.rmtree, _pem_dir, True)
+    path = _pem_dir / (hashlib.sha256(text.encode()).hexdigest()[:32] + ".pem")
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(text)
+    return path

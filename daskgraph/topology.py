@@ -4,10 +4,14 @@ A worker started by daskgraph stands for one device: its Dask ``name`` is the de
 name (``/job:localhost/replica:0/task:0/device:GPU:1``) and it carries a resource (``GPU: 1``
 or ``CPU: 1``); a virtual GPU also carries ``VIRTUAL_GPU: 1``. Workers of a plain Dask cluster
 that daskgraph did not start are mapped by their resources, in a stable order (host, then
-name, then address): a worker with ``GPU: n`` gives ``n`` GPU devices, any other a CPU device,
-all in ``/job:localhost/replica:0/task:0``.
+name, then address): a worker with ``GPU: n`` gives ``n`` GPU devices, a GPU worker of a
+cluster started with dask-cuda's ``LocalCUDACluster`` or ``dask cuda worker`` (which carries no
+resource) one GPU device, ordered by the CUDA device it owns
+(:func:`daskgraph.cuda_specs.is_cuda_worker`), and any other a CPU device, all in
+``/job:localhost/replica:0/task:0``.
 
-This module is pure: it reads the worker records of ``Client.scheduler_info()``.
+This module is pure: it reads the worker records of ``Client.scheduler_info()``, and what the
+workers said of themselves when asked (:func:`daskgraph.cuda_specs.cuda_worker_probe`).
 
 >>> workers = {
 ...     "tcp://127.0.0.1:4001": {"name": "/job:localhost/replica:0/task:0/device:CPU:0",
@@ -28,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from daskgraph.cuda_specs import cuda_worker_description, cuda_worker_device, is_cuda_worker
 from daskgraph.device import CPU, GPU, DeviceSpec
 from daskgraph.errors import InvalidArgumentError
 
@@ -92,14 +97,27 @@ class Device:
 _LEAVING = frozenset({"closing", "closing_gracefully", "closed", "failed"})
 
 
-def devices_from_workers(workers: Mapping[str, Mapping[str, Any]]) -> list[Device]:
+def devices_from_workers(
+    workers: Mapping[str, Mapping[str, Any]],
+    probes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Device]:
     """Map Dask worker records (address -> info) to devices, sorted by name.
+
+    Parameters
+    ----------
+    workers
+        ``Client.scheduler_info()["workers"]``.
+    probes
+        Address -> what the worker's :func:`~daskgraph.cuda_specs.cuda_worker_probe` said,
+        for the workers that were asked and answered: it tells dask-cuda's GPU workers apart
+        exactly; a worker without an answer is judged by its record.
 
     Raises
     ------
     InvalidArgumentError
         When two workers claim the same device name.
     """
+    probes = probes or {}
     devices: list[Device] = []
     plain: list[tuple[str, Mapping[str, Any]]] = []
     for address, info in workers.items():
@@ -110,17 +128,26 @@ def devices_from_workers(workers: Mapping[str, Mapping[str, Any]]) -> list[Devic
             devices.append(_named_device(address, name, info))
         else:
             plain.append((address, info))
-    plain.sort(key=_plain_order)
+    plain.sort(key=lambda item: _plain_order(item, probes.get(item[0])))
     counts = {CPU: 0, GPU: 0}
     for address, info in plain:
-        resources = info.get("resources") or {}
-        n_gpus = int(resources.get(GPU, 0))
+        probe = probes.get(address)
+        n_gpus = int((info.get("resources") or {}).get(GPU, 0))
+        if is_cuda_worker(info, probe):  # no GPU resource: one GPU, the CUDA device it owns
+            devices.append(_cuda_device(address, info, probe, counts[GPU]))
+            counts[GPU] += 1
+            continue
         for _ in range(n_gpus):
             devices.append(_plain_device(address, info, GPU, counts[GPU]))
             counts[GPU] += 1
         if not n_gpus:
             devices.append(_plain_device(address, info, CPU, counts[CPU]))
             counts[CPU] += 1
+    _check_distinct(devices)
+    return sorted(devices, key=_device_order)
+
+
+def _check_distinct(devices: list[Device]) -> None:
     seen: dict[str, str] = {}
     for d in devices:
         if d.name in seen:
@@ -130,14 +157,17 @@ def devices_from_workers(workers: Mapping[str, Mapping[str, Any]]) -> list[Devic
                 device=d.name,
             )
         seen[d.name] = d.worker
-    return sorted(devices, key=_device_order)
 
 
-def _plain_order(item: tuple[str, Mapping[str, Any]]) -> tuple:
-    """Host, then name (numbers in numeric order, as LocalCluster names workers 0, 1, ...)."""
+def _plain_order(item: tuple[str, Mapping[str, Any]], probe: Mapping[str, Any] | None) -> tuple:
+    """Host, then name (numbers in numeric order, as LocalCluster names workers 0, 1, ...);
+    a dask-cuda GPU worker by the CUDA device it owns where that is known."""
     address, info = item
     name = str(info.get("name", ""))
     by_name = (0, int(name), "") if name.isdigit() else (1, 0, name)
+    device = cuda_worker_device(info, probe) if is_cuda_worker(info, probe) else None
+    if device is not None:
+        by_name = (0, device, "")
     return (str(info.get("host", "")), by_name, address)
 
 
@@ -159,12 +189,21 @@ def _plain_device(address: str, info: Mapping[str, Any], device_type: str, index
     )
 
 
-def _describe(kind: str, spec: DeviceSpec, info: Mapping[str, Any]) -> str:
+def _cuda_device(
+    address: str, info: Mapping[str, Any], probe: Mapping[str, Any] | None, index: int
+) -> Device:
+    """The GPU device of a dask-cuda worker, described by its GPU as far as it is known."""
+    spec = DeviceSpec(DEFAULT_JOB, 0, 0, GPU, index)
+    description = _describe("gpu", spec, info, cuda_worker_description(info, probe))
+    return Device(spec.to_string(), address, "gpu", description, info.get("name", address))
+
+
+def _describe(kind: str, spec: DeviceSpec, info: Mapping[str, Any], gpu: str = "") -> str:
     threads = info.get("nthreads")
     where = f"worker: {info.get('name')}" if not str(info.get("name", "")).startswith("/") else ""
     parts = {
         "cpu": [f"threads: {threads}"] if threads else [],
-        "gpu": [f"device: {spec.device_index}"],
+        "gpu": [f"device: {spec.device_index}", *([gpu] if gpu else [])],
         "virtual-gpu": [f"device: {spec.device_index}", "name: virtual GPU (NumPy)"],
     }[kind]
     return ", ".join([*parts, where] if where else parts)

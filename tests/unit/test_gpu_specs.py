@@ -1,5 +1,6 @@
-"""Unit tests for real-GPU support that need no GPU: worker specs, NVML discovery, the GPU
-worker's memory set-up, and out-of-memory errors.
+"""Unit tests for real-GPU support that need no GPU: worker specs of GPU workers set up
+without dask-cuda (daskgraph.gpu_worker; dask-cuda's are in test_dask_cuda_cluster.py), NVML
+discovery, the GPU worker's memory set-up, and out-of-memory errors.
 
 Everything here is pure data or runs against fakes: GPUs are :class:`GPUInfo` records, NVML is a
 fake ``pynvml`` module, RMM and CuPy are fake modules that behave as the real ones do where it
@@ -20,9 +21,10 @@ import pytest
 from distributed import Worker
 from distributed.deploy.subprocess import SubprocessWorker
 
-from daskgraph import gpu_worker, gpus
-from daskgraph.cluster import gpu_worker_envs, worker_options, worker_specs
+from daskgraph import cluster, gpu_worker, gpus
+from daskgraph.cluster import gpu_worker_env, worker_options, worker_specs
 from daskgraph.config import GPUOptions, SessionConfig
+from daskgraph.cuda_specs import cuda_worker_options
 from daskgraph.errors import ResourceExhaustedError
 from daskgraph.execution import RunFailure, execute_partition
 from daskgraph.gpu_worker import configure_memory, memory_settings
@@ -40,6 +42,19 @@ H100_MEMORY = 81559 * MiB
 
 def h100(visible_id: str = "0", bus: str = "00000000:19:00.0") -> GPUInfo:
     return GPUInfo(visible_id, "NVIDIA H100 80GB HBM3", H100_MEMORY, bus)
+
+
+@pytest.fixture(autouse=True)
+def _without_dask_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The specs here are those of GPU workers set up without dask-cuda, whether or not it is
+    installed; the warning that says so is tested with the dask-cuda specs."""
+    monkeypatch.setattr(cluster, "dask_cuda_installed", lambda: False)
+    monkeypatch.setattr(cluster, "_warned_no_dask_cuda", True)
+
+
+def gpu_worker_envs(found: list[GPUInfo], options: GPUOptions) -> list[dict[str, str]]:
+    """The environment of each GPU worker set up without dask-cuda, in device order."""
+    return [gpu_worker_env(w, options.allow_growth) for w in cuda_worker_options(found, options)]
 
 
 def gpu_envs(specs: dict[str, dict[str, Any]]) -> dict[str, dict[str, str]]:
@@ -153,9 +168,9 @@ def test_virtual_devices_split_each_gpu_into_logical_gpus() -> None:
     ("visible", "expected"),
     [
         ("", ["0,1,2", "1,2,0", "2,0,1"]),
-        ("1", ["1,2,0"]),
-        ("0,2", ["0,1,2", "2,0,1"]),
-        (" 2 ", ["2,0,1"]),
+        ("1", ["1"]),
+        ("0,2", ["0,2", "2,0"]),
+        (" 2 ", ["2"]),
     ],
     ids=["all", "one", "two", "spaced"],
 )
@@ -163,7 +178,8 @@ def test_visible_device_list_selects_gpus(visible: str, expected: list[str]) -> 
     options = GPUOptions(visible_device_list=visible)
     specs = worker_specs(gpus=[h100("0"), h100("1"), h100("2")], gpu_options=options)
     envs = gpu_envs(specs)
-    # the selected GPUs are renumbered from GPU:0, as TensorFlow does
+    # the selected GPUs are renumbered from GPU:0, as TensorFlow does, and the workers see
+    # only them, as LocalCUDACluster(CUDA_VISIBLE_DEVICES=...) gives its workers
     assert list(envs) == [f"{LOCAL}GPU:{i}" for i in range(len(expected))]
     assert [env["CUDA_VISIBLE_DEVICES"] for env in envs.values()] == expected
 
