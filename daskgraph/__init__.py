@@ -13,7 +13,23 @@ that own the devices, and returns NumPy arrays::
         print(sess.run(b))
 
 Data flows one way: device -> graph -> placement -> lowering -> execution, with the session
-tying them together.
+tying them together. Read the modules in that order; none imports a later one
+(``tests/unit/test_layout.py`` checks it):
+
+* :mod:`~daskgraph.device`: device names (:class:`DeviceSpec`); :mod:`~daskgraph.topology`:
+  a cluster's devices, read from its workers;
+* :mod:`~daskgraph.nodes`, :mod:`~daskgraph.scopes`, :mod:`~daskgraph.graph` and
+  :mod:`daskgraph.ops`: building a graph (operations and tensors, device, colocation and
+  control scopes, the op constructors and their kernels);
+  :mod:`~daskgraph.default_session` is the session ``tensor.eval()`` runs in;
+* :mod:`~daskgraph.placement`: a device for every op;
+* :mod:`~daskgraph.program`: what a worker runs; :mod:`~daskgraph.lowering`: the placed graph
+  cut into one program per device;
+* :mod:`~daskgraph.execution` and :mod:`~daskgraph.worker_state`: the worker side, running
+  programs (it never imports the planner);
+* :mod:`~daskgraph.session` ties them together: :mod:`~daskgraph.connection` (the cluster and
+  its devices), :mod:`~daskgraph.fetches` (fetches and feeds), :mod:`~daskgraph.dispatch`
+  (submitting a run's tasks).
 """
 
 from daskgraph import dtypes, errors

@@ -272,9 +272,22 @@ def group_requests(
     """The :class:`GroupRequest` of every group (keyed by its root, see
     :func:`colocation_groups`).
 
-    The members' device requests are merged field by field (:func:`_merge_group_request`:
-    incompatible requests raise, or with ``soft`` the first one wins), and the kernel types
-    are those every member has a kernel for.
+    The members' device requests are merged field by field (incompatible requests raise,
+    or with ``soft`` the first one wins), and the kernel types are those every member has a
+    kernel for.
+
+    Examples
+    --------
+    ``b`` asks for a GPU and must share ``a``'s device, so the group of both asks for it:
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default() as g:
+    ...     a = dg.constant(1.0, name="a")
+    ...     with dg.colocate_with(a), dg.device("/gpu:1"):
+    ...         b = dg.identity(a, name="b")
+    >>> ops = g.get_operations()
+    >>> group_requests(ops, colocation_groups(ops), soft=False)
+    {0: GroupRequest(spec=DeviceSpec('/device:GPU:1'), requester='b', kernel_types=('GPU', 'CPU'))}
     """
     request: dict[int, tuple[DeviceSpec, str]] = {}
     kernel_types: dict[int, tuple[str, ...]] = {}
