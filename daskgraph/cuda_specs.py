@@ -47,6 +47,7 @@ from typing import Any
 
 from daskgraph.config import GPUOptions
 from daskgraph.device import CPU, GPU
+from daskgraph.errors import InvalidArgumentError
 from daskgraph.gpus import GPUInfo
 
 __all__ = [
@@ -157,14 +158,17 @@ class CudaWorker:
 def _selected(gpus: Sequence[GPUInfo], visible_device_list: str) -> list[GPUInfo]:
     """The GPUs that become GPU:0, GPU:1, ...: TensorFlow's ``visible_device_list`` picks
     them by position, in its order; entries beyond the GPUs present are ignored."""
-    listed = [int(s) for s in visible_device_list.split(",") if s.strip()]
-    if not listed:
+    entries = [s.strip() for s in visible_device_list.split(",") if s.strip()]
+    if not entries:
         return list(gpus)
-    if len(set(listed)) != len(listed):
-        raise ValueError(
-            f"gpu_options.visible_device_list names a GPU twice; got {visible_device_list!r}"
+    if not all(s.isdigit() for s in entries) or len(set(map(int, entries))) != len(entries):
+        raise InvalidArgumentError(
+            "gpu_options.visible_device_list must list GPU indices (0, 1, ...), each once; "
+            f"got {visible_device_list!r}",
+            field="gpu_options.visible_device_list",
+            value=visible_device_list,
         )
-    return [gpus[i] for i in listed if i < len(gpus)]
+    return [gpus[i] for i in map(int, entries) if i < len(gpus)]
 
 
 def _caps(gpu: GPUInfo, options: GPUOptions) -> list[int | None]:
@@ -221,8 +225,9 @@ def cuda_worker_options(gpus: Sequence[GPUInfo], options: GPUOptions) -> list[Cu
 
     Raises
     ------
-    ValueError
-        If ``visible_device_list`` names a GPU twice (as TensorFlow refuses it).
+    daskgraph.errors.InvalidArgumentError
+        A ``ValueError``: ``visible_device_list`` names a GPU twice (as TensorFlow refuses it)
+        or is not a list of indices (fields ``field``, ``value``).
 
     Examples
     --------

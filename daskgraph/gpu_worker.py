@@ -1,7 +1,12 @@
-"""Set-up of a GPU worker's memory, run in the worker process when it starts (a Dask preload).
+"""Set-up of a GPU worker's memory without dask-cuda, run in the worker process when it starts
+(a Dask preload).
 
-The embedded cluster starts each GPU worker with ``preload=["daskgraph.gpu_worker"]`` and
-environment variables derived from the session's :class:`~daskgraph.config.GPUOptions`:
+Where dask-cuda is installed (the ``cuda12``/``cuda13`` extras) the embedded cluster's GPU
+workers are dask-cuda workers, whose ``RMMSetup`` plugin does this
+(:mod:`daskgraph.cuda_specs`). Without it, and for workers started by hand with
+``--preload daskgraph.gpu_worker`` (the ``deploy/`` recipes), a GPU worker gets
+``preload=["daskgraph.gpu_worker"]`` and environment variables derived from the session's
+:class:`~daskgraph.config.GPUOptions` (:func:`daskgraph.cluster.gpu_worker_env`):
 
 ``DASKGRAPH_GPU_MEMORY_LIMIT``
     bytes this worker may use on its GPU (0: no cap) — ``per_process_gpu_memory_fraction``

@@ -1,11 +1,12 @@
-"""Tests on a real NVIDIA GPU: CuPy kernels on dask-style GPU worker processes, host <-> device
-copies at partition boundaries only, TensorFlow's GPU memory options, and logical GPUs.
+"""Tests on a real NVIDIA GPU: CuPy kernels on dask-cuda GPU worker processes, host <-> device
+copies at partition boundaries only, TensorFlow's GPU memory options (as the workers' RMM
+pools, dask-cuda's ``RMMSetup``), and logical GPUs.
 
 Every test is marked ``gpu``: daskgraph's pytest plugin skips it where ``nvidia-smi -L`` finds
-no GPU. They need CuPy, RMM and nvidia-ml-py (the ``cuda12`` or ``cuda13`` extra) and one GPU
-with a few GiB free. Each test starts its own small embedded cluster, closed at its end: a CPU
-worker in this process (2 threads) and one process worker per (logical) GPU, using the first
-visible GPU only (``visible_device_list="0"``).
+no GPU. They need dask-cuda, CuPy, RMM and nvidia-ml-py (the ``cuda12`` or ``cuda13`` extra)
+and one GPU with a few GiB free. Each test starts its own small embedded cluster, closed at
+its end: a CPU worker in this process (2 threads) and one dask-cuda worker process per
+(logical) GPU, using the first visible GPU only (``visible_device_list="0"``).
 
 Helpers that run on a GPU worker (``client.run``) are defined inside functions, so that they
 are pickled by value: the workers cannot import this test module.
@@ -25,7 +26,6 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph import gpu_worker
 from daskgraph.errors import ResourceExhaustedError
 from daskgraph.testing import within
 
@@ -48,7 +48,8 @@ OOM_DEADLINE = 300
 def _gpu_packages() -> None:
     """The GPU tests need the GPU stack; where a GPU is present but a package is missing,
     say so instead of failing somewhere inside a worker's start-up."""
-    missing = [m for m in ("cupy", "rmm", "pynvml") if importlib.util.find_spec(m) is None]
+    wanted = ("dask_cuda", "cupy", "rmm", "pynvml")
+    missing = [m for m in wanted if importlib.util.find_spec(m) is None]
     if missing:
         pytest.fail(
             f"GPU tests need {', '.join(missing)}: install the extra of this machine's CUDA "
@@ -111,11 +112,20 @@ def pool_bytes(sess: dg.Session, device: str) -> int | None:
     return sess.client.run(reserved, workers=[worker])[worker]
 
 
-def worker_memory_settings(sess: dg.Session, device: str) -> tuple[int, bool]:
-    """(memory limit, allow_growth) that ``device``'s worker process was started with."""
+def rmm_pool_sizes(sess: dg.Session, device: str) -> tuple[int | None, int | None]:
+    """(initial, maximum) bytes of the RMM pool that dask-cuda's ``RMMSetup`` plugin set up on
+    ``device``'s worker."""
+
+    def sizes(dask_worker: Any) -> tuple[int | None, int | None] | None:
+        for plugin in dask_worker.plugins.values():
+            if type(plugin).__name__ == "RMMSetup":
+                return plugin.initial_pool_size, plugin.maximum_pool_size
+        return None
+
     worker = workers(sess)[device]
-    limit, growth = sess.client.run(gpu_worker.memory_settings, workers=[worker])[worker]
-    return int(limit), bool(growth)
+    found = sess.client.run(sizes, workers=[worker])[worker]
+    assert found is not None, f"the worker of {device} has no dask-cuda RMMSetup plugin"
+    return found
 
 
 def node_locations(metadata: dg.RunMetadata) -> dict[str, tuple[str, str]]:
@@ -250,9 +260,9 @@ def test_memory_fraction_caps_the_worker_and_the_session_recovers_from_oom() -> 
     fraction = 0.05
     cap = fraction * total  # about 4 GiB on an 80 GB H100
     with gpu_session(per_process_gpu_memory_fraction=fraction) as sess:
-        limit, growth = worker_memory_settings(sess, GPU0)
-        assert abs(limit - cap) <= 512
-        assert growth is False
+        initial, maximum = rmm_pool_sizes(sess, GPU0)
+        assert abs(maximum - cap) <= 256  # RMM's alignment
+        assert initial == maximum  # without allow_growth, reserved up front
         column, peak = column_product("/gpu:0", "big")
         fits, too_big = rows_for(cap / 2), rows_for(2 * cap)
         # within the cap: half of it in one intermediate
@@ -288,7 +298,7 @@ def test_logical_gpus_split_one_gpu_and_each_keeps_its_cap() -> None:
         assert list(devices) == [CPU0, GPU0, GPU1]
         for device in (GPU0, GPU1):
             assert devices[device].kind == "gpu"
-            assert worker_memory_settings(sess, device) == (limit, False)
+            assert rmm_pool_sizes(sess, device) == (limit, limit)
             assert f"name: {name}" in devices[device].description
         assert len({d.worker for d in devices.values()}) == 3  # one worker per device
 
@@ -342,12 +352,12 @@ def test_allow_growth_session_runs() -> None:
         got = sess.run(y, {x: value})
         again = sess.run(y, {x: value})
         reserved = pool_bytes(sess, GPU0)
-        settings = worker_memory_settings(sess, GPU0)
+        settings = rmm_pool_sizes(sess, GPU0)
     assert type(got) is np.ndarray
     wide = value.astype(np.float64)
     np.testing.assert_allclose(got, wide @ wide, rtol=2e-3)
     np.testing.assert_allclose(got, again, rtol=1e-6)
-    assert settings == (0, True)
+    assert settings == (256 * MiB, None)  # no cap: a small pool that grows
     if reserved is not None:  # grown on demand: far from the whole GPU
         assert reserved < GiB
 

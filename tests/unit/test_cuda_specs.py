@@ -32,6 +32,7 @@ from daskgraph.cuda_specs import (
     dask_cuda_worker_spec,
     is_cuda_worker,
 )
+from daskgraph.errors import InvalidArgumentError
 from daskgraph.gpus import GPUInfo
 
 MiB = 2**20
@@ -126,8 +127,12 @@ def test_visible_device_list_ignores_gpus_that_are_not_there() -> None:
 
 
 def test_visible_device_list_may_not_name_a_gpu_twice() -> None:
-    with pytest.raises(ValueError, match="twice"):
+    with pytest.raises(ValueError, match="each once") as info:
         cuda_worker_options(gpus(2), GPUOptions(visible_device_list="0,1,0"))
+    assert isinstance(info.value, InvalidArgumentError)
+    assert (info.value.field, info.value.value) == ("gpu_options.visible_device_list", "0,1,0")
+    with pytest.raises(InvalidArgumentError, match="GPU indices"):
+        cuda_worker_options(gpus(2), GPUOptions(visible_device_list="0,gpu1"))
 
 
 # -- memory: no cap, fraction, logical GPUs, growth ----------------------------------------------
