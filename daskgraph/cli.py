@@ -100,6 +100,7 @@ def devices(address: str, tls_dir: str | None, timeout: float) -> None:
     from distributed import Client
 
     from daskgraph.connection import cuda_probes
+    from daskgraph.liveness import cluster_workers
     from daskgraph.topology import devices_from_workers, format_device_mapping
 
     security = _security(tls_dir) if tls_dir else None
@@ -109,7 +110,7 @@ def devices(address: str, tls_dir: str | None, timeout: float) -> None:
     except OSError as exc:
         raise click.ClickException(f"cannot reach the scheduler at {address}: {exc}") from None
     with client:
-        workers = client.scheduler_info(n_workers=-1)["workers"]
+        workers = cluster_workers(client)
         probes = cuda_probes(client, workers)
         click.echo(format_device_mapping(devices_from_workers(workers, probes)))
 

@@ -5,8 +5,10 @@ A :class:`ClusterWatch` subscribes to the scheduler's ``"all"`` event topic
 ``remove-worker``. Between events its view of the cluster is current without asking the
 scheduler anything, so a run's watchdog can check on every tick, for free, whether the workers
 of its devices are still there; after an event the view is read again once
-(``Client.scheduler_info``). Sessions use :attr:`ClusterWatch.version` to notice that devices
-came or went, and :meth:`ClusterWatch.wait_for` to wait for workers to (re)join.
+(:func:`cluster_workers`). Sessions use :attr:`ClusterWatch.version` to notice that devices
+came or went, :meth:`ClusterWatch.wait_for` to wait for workers to (re)join, and
+:meth:`ClusterWatch.wait_until` for any condition on the membership (a cluster session waits
+there for every task of its ``ClusterSpec``, :mod:`daskgraph.master`).
 
 There is one watch per client (:func:`watch_for`), shared by the sessions using that client,
 and it unsubscribes when the last of them lets it go (:func:`release_watch`): a client that
@@ -22,12 +24,19 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from distributed import Client
 
-__all__ = ["ClusterWatch", "MembershipView", "forget_client", "release_watch", "watch_for"]
+__all__ = [
+    "ClusterWatch",
+    "MembershipView",
+    "cluster_workers",
+    "forget_client",
+    "release_watch",
+    "watch_for",
+]
 
 #: the scheduler's event topic that carries add-worker / remove-worker
 TOPIC = "all"
@@ -53,6 +62,18 @@ class MembershipView:
         """Those of ``workers`` (names or addresses) that are not in the cluster, in order."""
         return [w for w in workers if w not in self._present]
 
+    def names(self) -> list[str]:
+        """The names of the workers present (not leaving), as strings.
+
+        >>> MembershipView({"tcp://h:1": {"name": "cpu0"}, "tcp://h:2": {}}).names()
+        ['cpu0', 'tcp://h:2']
+        """
+        return [
+            str(info.get("name", address))
+            for address, info in self.workers.items()
+            if address in self._present
+        ]
+
     def addresses(self, workers: Iterable[Any]) -> dict[Any, str | None]:
         """The address of each of ``workers`` (names or addresses) now; None if absent.
 
@@ -70,6 +91,33 @@ class MembershipView:
 
     def __contains__(self, worker: Any) -> bool:
         return worker in self._present
+
+
+def cluster_workers(client: Any, attempts: int = 5) -> dict[str, dict[str, Any]]:
+    """Every worker record of ``client``'s cluster: address -> record, as
+    ``Client.scheduler_info(n_workers=-1)["workers"]``, but complete.
+
+    ``Client.scheduler_info`` fetches the scheduler's identity into an attribute of the client
+    and returns that attribute, which the client's own periodic refresh overwrites with an
+    identity *without* worker records (``n_workers=0``): read at the wrong moment, a cluster
+    of running workers looks empty. The identity always carries the number of workers, so a
+    reply with fewer records than that is read again.
+
+    >>> class FakeClient:
+    ...     replies = [{"n_workers": 1, "workers": {}},
+    ...                {"n_workers": 1, "workers": {"tcp://h:1": {"name": "cpu0"}}}]
+    ...     def scheduler_info(self, n_workers=-1):
+    ...         return self.replies.pop(0)
+    >>> cluster_workers(FakeClient())
+    {'tcp://h:1': {'name': 'cpu0'}}
+    """
+    info: Mapping[str, Any] = {}
+    for _ in range(attempts):
+        info = client.scheduler_info(n_workers=-1)
+        workers = dict(info.get("workers") or {})
+        if len(workers) >= int(info.get("n_workers", len(workers))):
+            return workers
+    return dict(info.get("workers") or {})
 
 
 class ClusterWatch:
@@ -96,11 +144,12 @@ class ClusterWatch:
                 self._version += 1
                 self._changed.notify_all()
 
-    def view(self) -> MembershipView:
-        """The cluster's workers, read from the scheduler only when a worker came or went."""
+    def view(self, fresh: bool = False) -> MembershipView:
+        """The cluster's workers, read from the scheduler only when a worker came or went
+        (or when ``fresh``: an event may be missed while the subscription is on its way)."""
         version = self._version
-        if self._view is None or self._view_version != version:
-            workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        if fresh or self._view is None or self._view_version != version:
+            workers = cluster_workers(self._client)
             self._view, self._view_version = MembershipView(workers), version
         return self._view
 
@@ -114,21 +163,47 @@ class ClusterWatch:
         list for a moment); returns whether they all are, at the latest after ``timeout``."""
         wanted = list(workers)
         dead = set(exclude)
-        deadline = time.monotonic() + timeout
+
+        def ready(view: MembershipView) -> bool:
+            alive = MembershipView({a: i for a, i in view.workers.items() if a not in dead})
+            return not alive.missing(wanted)
+
+        return self.wait_until(ready, timeout)
+
+    def wait_until(
+        self,
+        ready: Callable[[MembershipView], bool],
+        timeout: float | None,
+        *,
+        every: float | None = None,
+        waiting: Callable[[MembershipView], None] | None = None,
+    ) -> bool:
+        """Wait until ``ready(view)`` holds for the cluster's membership, looking again after
+        every membership event; returns whether it holds, at the latest after ``timeout``
+        seconds (``None``: no limit). While waiting, ``waiting(view)`` is called every
+        ``every`` seconds (a progress report)."""
+        start = time.monotonic()
+        next_report = start + every if every else None
+        fresh = False
         while True:
             version = self._version
-            view = self.view()
-            alive = MembershipView({a: i for a, i in view.workers.items() if a not in dead})
-            if not alive.missing(wanted):
+            view = self.view(fresh)
+            if ready(view):
                 return True
-            left = deadline - time.monotonic()
-            if left <= 0:
+            now = time.monotonic()
+            left = None if timeout is None else start + timeout - now
+            if left is not None and left <= 0:
                 return False
+            if next_report is not None and now >= next_report:
+                if waiting is not None:
+                    waiting(view)
+                next_report = now + (every or 0.0)
+            pause = min(x for x in (left, 0.5, next_report and next_report - now) if x)
             with self._changed:
                 # an event may be missed between the check and the wait: look again every
                 # half second all the same
                 if self._version == version:
-                    self._changed.wait(min(left, 0.5))
+                    fresh = not self._changed.wait(max(pause, 0.0))  # no event: ask anyway
 
     def close(self) -> None:
         """Stop following the cluster."""

@@ -32,7 +32,6 @@ import logging
 import re
 import socket
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,6 +40,7 @@ import dask.config
 from dask.utils import parse_timedelta
 
 from daskgraph.errors import DeadlineExceededError, InvalidArgumentError, UnreachableError
+from daskgraph.liveness import MembershipView, release_watch, watch_for
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -74,7 +74,6 @@ _FORMS = (
 )
 _HOST_PORT = re.compile(r"(?P<host>[^:/\[\]\s]+|\[[^\]\s]+\]):(?P<port>\d{1,5})\Z")
 _LOOPBACK = {"localhost", "127.0.0.1", "[::1]", "::1"}
-_POLL_S = 0.1  # how often wait_for_tasks asks the scheduler for its workers
 
 
 # -- settings -------------------------------------------------------------------------------------
@@ -525,9 +524,8 @@ def _task_name(job: str, task: int) -> str:
     return f"/job:{job}/replica:0/task:{task}"
 
 
-def _missing(client: Any, wanted: Sequence[str]) -> list[str]:
-    workers = client.scheduler_info(n_workers=-1)["workers"]
-    names = [str(w.get("name", "")) for w in workers.values()]
+def _missing(view: MembershipView, wanted: Sequence[str]) -> list[str]:
+    names = view.names()
     return [t for t in wanted if not any(n.startswith(t + "/") for n in names)]
 
 
@@ -544,13 +542,14 @@ def wait_for_tasks(
 
     While tasks are missing, logs for each, every ``log_interval`` seconds (logger
     ``daskgraph.master``, WARNING), ``CreateSession still waiting for response from worker:
-    /job:J/replica:0/task:T`` as TensorFlow's master does. The scheduler is asked every 0.1 s
-    (distributed has no public event for a worker of a given name joining).
+    /job:J/replica:0/task:T`` as TensorFlow's master does. It waits on the client's
+    :class:`~daskgraph.liveness.ClusterWatch`, which looks again whenever the scheduler
+    announces a worker joining or leaving.
 
     Parameters
     ----------
     client
-        A ``distributed.Client`` of the cluster's scheduler (anything with ``scheduler_info``).
+        A ``distributed.Client`` of the cluster's scheduler.
     spec
         The cluster's tasks.
     timeout
@@ -571,9 +570,11 @@ def wait_for_tasks(
     Examples
     --------
     >>> from daskgraph.server import ClusterSpec
-    >>> class FakeClient:
+    >>> class FakeClient:  # a cluster with task 0's CPU worker only
     ...     def scheduler_info(self, n_workers=-1):
     ...         return {"workers": {"tcp://h:1": {"name": "/job:w/replica:0/task:0/device:CPU:0"}}}
+    ...     def subscribe_topic(self, topic, handler): pass
+    ...     def unsubscribe_topic(self, topic): pass
     >>> wait_for_tasks(FakeClient(), ClusterSpec({"w": ["h:2222"]}), 1.0, 10.0)
     >>> wait_for_tasks(FakeClient(), ClusterSpec({"w": ["h:2222", "h:2223"]}), 0.2, 10.0,
     ...                target="tcp://h:2222")  # doctest: +ELLIPSIS
@@ -583,22 +584,22 @@ def wait_for_tasks(
     """
     tasks = _tasks(spec)
     wanted = [_task_name(job, task) for job, task in tasks]
-    start = time.monotonic()
-    next_log = start + log_interval
-    while True:
-        missing = _missing(client, wanted)
-        if not missing:
+
+    def report(view: MembershipView) -> None:
+        for name in _missing(view, wanted):
+            logger.warning("CreateSession still waiting for response from worker: %s", name)
+
+    watch = watch_for(client)
+    try:
+        if watch.wait_until(
+            lambda view: not _missing(view, wanted), timeout, every=log_interval, waiting=report
+        ):
             return
-        now = time.monotonic()
-        if timeout is not None and now - start >= timeout:
-            gone = [task for task, name in zip(tasks, wanted, strict=True) if name in missing]
-            raise _deadline(spec, gone, timeout, target or _client_address(client), what)
-        if now >= next_log:
-            for name in missing:
-                logger.warning("CreateSession still waiting for response from worker: %s", name)
-            next_log = now + log_interval
-        pause = _POLL_S if timeout is None else min(_POLL_S, start + timeout - now)
-        time.sleep(max(pause, 0.0))
+        missing = _missing(watch.view(), wanted)
+    finally:
+        release_watch(client)
+    gone = [task for task, name in zip(tasks, wanted, strict=True) if name in missing]
+    raise _deadline(spec, gone, timeout or 0.0, target or _client_address(client), what)
 
 
 def _client_address(client: Any) -> str:

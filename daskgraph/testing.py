@@ -51,6 +51,7 @@ from distributed import Client, SpecCluster
 from daskgraph.cluster import local_cluster
 from daskgraph.config import SessionConfig
 from daskgraph.graph import Graph
+from daskgraph.liveness import cluster_workers
 from daskgraph.session import Session
 
 __all__ = ["gpu_available", "within"]
@@ -121,7 +122,7 @@ class _ClusterPool:
     def get(self, virtual_gpus: int) -> tuple[SpecCluster, Client]:
         entry = self._clusters.get(virtual_gpus)
         if entry is not None and entry[1].status == "running":
-            live = len(entry[1].scheduler_info(n_workers=-1)["workers"])
+            live = len(cluster_workers(entry[1]))
             if live == virtual_gpus + 1:
                 return entry
             self._close(entry)

@@ -240,7 +240,7 @@ tf.Session(target)  # raises: the process must then exit by itself
 @pytest.mark.parametrize(
     ("target", "error", "says"),
     [
-        ("grpc://127.0.0.1:{dead}", "UnavailableError", "nothing listens at 127.0.0.1:{dead}"),
+        ("grpc://127.0.0.1:{dead}", "UnreachableError", "nothing listens at 127.0.0.1:{dead}"),
         ("ftp://x:1", "InvalidArgumentError", "Invalid session target 'ftp://x:1'"),
         ("junk", "InvalidArgumentError", "is not a Dask scheduler"),
     ],
