@@ -21,12 +21,15 @@ span devices keep the scheduler's path, which moves data between workers.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import dask
 import dask.config
+import distributed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from distributed import Client, Future
 from distributed.client import FutureCancelledError, FuturesCancelledError
@@ -43,9 +46,27 @@ from daskgraph.liveness import ClusterWatch
 from daskgraph.lowering import Plan, build_task_graph
 from daskgraph.program import RunStep
 
-__all__ = ["CompiledRun", "FastPath", "submit_run"]
+__all__ = ["CompiledRun", "FastPath", "in_span", "submit_run"]
 
 logger = logging.getLogger("daskgraph.dispatch")
+
+
+@functools.cache
+def _span_annotation() -> Any:
+    with distributed.span("daskgraph"):
+        return dask.get_annotations()["span"]
+
+
+def in_span() -> Any:
+    """A context in which tasks submitted belong to the one ``daskgraph`` span of this process.
+
+    Dask puts tasks without a span in a *default* span, and starts a new one (a new id)
+    whenever the previous one has no task left: for a program that runs a graph every few
+    milliseconds, that is one span per run, each kept by the scheduler and adding its metrics
+    to every worker for good. daskgraph's tasks instead share one span, entered once through
+    ``distributed.span`` and reused: on the dashboard they show as ``daskgraph``.
+    """
+    return dask.annotate(span=_span_annotation())
 
 
 class CompiledRun:
@@ -78,14 +99,15 @@ class CompiledRun:
         layers = {}
         keys = []
         for p in self.plan.partitions:
-            key = (f"dg-program-{self.token[:12]}-{ship}", p.index)
-            layers[f"{key[0]}-{p.index}"] = MaterializedLayer(
+            key = ("dg-program", f"{self.token[:12]}-{ship}", p.index)
+            layers[f"dg-program-{key[1]}-{p.index}"] = MaterializedLayer(
                 {key: (resident, p.program)},
                 annotations={"workers": [p.worker], "allow_other_workers": False},
             )
             keys.append(key)
         graph = HighLevelGraph(layers, {name: set() for name in layers})
-        return client.get(graph, keys, sync=False)
+        with in_span():
+            return client.get(graph, keys, sync=False)
 
 
 class FastPath:
@@ -109,13 +131,14 @@ class FastPath:
     def _actor(self, worker: Any, plan: Plan, tick: float) -> Any:
         actor = self._actors.get(worker)
         if actor is None:
-            future = self.client.submit(
-                PartitionExecutor,
-                actor=True,
-                workers=[worker],
-                allow_other_workers=False,
-                pure=False,
-            )
+            with in_span():
+                future = self.client.submit(
+                    PartitionExecutor,
+                    actor=True,
+                    workers=[worker],
+                    allow_other_workers=False,
+                    pure=False,
+                )
             with self.client.as_current():  # the actor's handle binds to the current client
                 actor = _result_watching_workers(self.watch, plan, [future], future, tick)
             self._actors[worker] = actor
@@ -241,7 +264,8 @@ def _submit_once(
     )
     # with tracing, every partition reports where it ran; otherwise only results matter
     parts = range(len(plan.partitions)) if trace else plan.result_partitions
-    futures = client.get(dsk, [keys[i] for i in parts], sync=False)
+    with in_span():
+        futures = client.get(dsk, [keys[i] for i in parts], sync=False)
     try:
         gathered = [
             _result_watching_workers(watch, plan, futures, f, tick, started) for f in futures

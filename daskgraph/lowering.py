@@ -423,7 +423,7 @@ def build_task_graph(
     trace: bool = False,
     programs: Sequence[Any] | None = None,
     sent_feeds: dict[int, Any] | None = None,
-) -> tuple[HighLevelGraph, list[tuple[str, int]]]:
+) -> tuple[HighLevelGraph, list[tuple[str, str, int]]]:
     """The Dask graph of one run: one task per partition, each restricted to its device's
     worker by the worker's *name*, which the scheduler resolves when the run is submitted (so
     a worker restarted under its device's name takes the plan's partitions again).
@@ -437,8 +437,13 @@ def build_task_graph(
     in the graph. ``sent_feeds`` maps feed positions to futures of values already sent to a
     worker: those feeds are referenced, not embedded. Returns the graph and every partition's
     key, in order.
+
+    A key is ``("dg-<device>", key_prefix, partition)``: Dask groups tasks (and keeps metrics
+    and caches) by the key's first element, which is the same for every run on a device, so
+    that a long program's runs add nothing up in the scheduler and on the workers; the run
+    (``key_prefix``, unique per run) and the partition make the key unique.
     """
-    keys = [(f"{key_prefix}-{_short(p.device)}", p.index) for p in plan.partitions]
+    keys = [(f"dg-{_short(p.device)}", key_prefix, p.index) for p in plan.partitions]
     layers: dict[str, MaterializedLayer] = {}
     dependencies: dict[str, set[str]] = {}
     for p, key in zip(plan.partitions, keys, strict=True):
@@ -448,12 +453,16 @@ def build_task_graph(
         ]
         program = programs[p.index] if programs is not None else p.program
         task = (execute, program, step, feeds, trace, *(keys[d] for d in p.dependencies))
-        name = f"{key[0]}-{key[1]}"
+        name = _layer_name(key)
         layers[name] = MaterializedLayer(
             {key: task}, annotations={"workers": [p.worker], "allow_other_workers": False}
         )
-        dependencies[name] = {f"{keys[d][0]}-{keys[d][1]}" for d in p.dependencies}
+        dependencies[name] = {_layer_name(keys[d]) for d in p.dependencies}
     return HighLevelGraph(layers, dependencies), keys
+
+
+def _layer_name(key: tuple[str, str, int]) -> str:
+    return f"{key[1]}-{key[0]}-{key[2]}"
 
 
 def _short(device: str) -> str:

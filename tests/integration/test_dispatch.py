@@ -15,8 +15,8 @@ def _scheduled_runs(client, session: dg.Session) -> set[int]:
     prefix = f"dg-{session._id}-"
 
     def runs(dask_scheduler) -> set[int]:
-        names = {t[0][0] for t in dask_scheduler.transition_log if isinstance(t[0], tuple)}
-        return {int(n[len(prefix) :].split("-")[0]) for n in names if n.startswith(prefix)}
+        runs = {t[0][1] for t in dask_scheduler.transition_log if isinstance(t[0], tuple)}
+        return {int(r[len(prefix) :]) for r in runs if isinstance(r, str) and r.startswith(prefix)}
 
     return client.run_on_scheduler(runs)
 

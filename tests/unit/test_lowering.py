@@ -333,11 +333,9 @@ def test_task_graph_is_pinned_to_the_workers() -> None:
     hlg, keys = build_task_graph(
         plan, "unit", new_step("sid"), [np.array([2.0, 3.0], np.float32)], execute_partition
     )
-    assert [k[1] for k in keys] == [0, 1]
-    assert keys[0][0] == "unit-localhost-0-cpu0"
-    assert keys[1][0] == "unit-localhost-0-gpu1"
+    assert keys == [("dg-localhost-0-cpu0", "unit", 0), ("dg-localhost-0-gpu1", "unit", 1)]
     for partition, key in zip(plan.partitions, keys, strict=True):
-        layer = hlg.layers[f"{key[0]}-{key[1]}"]
+        layer = hlg.layers[f"unit-{key[0]}-{key[2]}"]
         assert layer.annotations == {"workers": [partition.worker], "allow_other_workers": False}
     results = dask.get(dict(hlg), keys)
     np.testing.assert_allclose(results[1][0], [4.0, 9.0])
