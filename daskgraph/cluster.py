@@ -394,6 +394,7 @@ class EmbeddedCluster:
 
     @property
     def scheduler_address(self) -> str:
+        """The scheduler's address (``tcp://127.0.0.1:PORT``)."""
         return self._cluster.scheduler_address
 
     @property
@@ -403,10 +404,12 @@ class EmbeddedCluster:
 
     @property
     def dashboard_link(self) -> str:
+        """The URL of the cluster's Dask dashboard."""
         return self._cluster.dashboard_link
 
     @property
     def loop(self) -> Any:
+        """The event loop the cluster runs on (for ``Client(cluster)``)."""
         return self._cluster.loop
 
     def sync(self, func: Any, *args: Any, **kwargs: Any) -> Any:

@@ -49,6 +49,7 @@ class ClusterShape:
 
     @property
     def gpu_options(self) -> GPUOptions:
+        """The shape's GPU options as a :class:`~daskgraph.config.GPUOptions`."""
         return GPUOptions(
             allow_growth=self.allow_growth,
             per_process_gpu_memory_fraction=self.per_process_gpu_memory_fraction,

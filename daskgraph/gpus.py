@@ -33,6 +33,7 @@ class GPUInfo:
     pci_bus_id: str = ""
 
     def describe(self) -> str:
+        """TensorFlow's one-line description of the GPU (name, memory, bus id)."""
         gib = self.total_memory / 2**30
         bus = f", pci bus id: {self.pci_bus_id}" if self.pci_bus_id else ""
         return f"name: {self.name}, memory: {gib:.1f} GiB{bus}"

@@ -45,7 +45,7 @@ from daskgraph.liveness import MembershipView, release_watch, watch_for
 if TYPE_CHECKING:
     from distributed import Client
 
-    from daskgraph.server import ClusterSpec
+    from daskgraph.cluster_spec import ClusterSpec
 
 __all__ = [
     "SPEC_KEY",
@@ -493,7 +493,7 @@ def published_cluster_spec(client: Any) -> ClusterSpec | None:
     >>> published_cluster_spec(FakeClient()).num_tasks("local")
     2
     """
-    from daskgraph.server import ClusterSpec
+    from daskgraph.cluster_spec import ClusterSpec
 
     value = client.get_metadata(list(SPEC_KEY), default=None)
     if not value:

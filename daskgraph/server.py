@@ -24,7 +24,6 @@ that server's task as its local one.
 from __future__ import annotations
 
 import logging
-import re
 import signal
 import socket
 import threading
@@ -37,111 +36,11 @@ from distributed.utils import LoopRunner, silence_logging_cmgr, sync
 
 from daskgraph import master
 from daskgraph.cluster import worker_specs
+from daskgraph.cluster_spec import ADDRESS, ClusterSpec, with_protocol
 from daskgraph.config import SessionConfig, virtual_gpu_count
 from daskgraph.gpus import visible_gpus
 
 __all__ = ["ClusterSpec", "Server", "free_ports"]
-
-_JOB = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
-_ADDRESS = re.compile(r"(?:(?P<proto>[a-z]+)://)?(?P<host>[^:/]+|\[[^\]]+\]):(?P<port>\d+)\Z")
-
-
-class ClusterSpec:
-    """The tasks of each job, by address: ``{"job": ["host:port", ...]}`` or ``{job: {i: addr}}``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        For a malformed spec, naming the job or the address and what was expected.
-    """
-
-    def __init__(self, cluster: Mapping[str, Any] | ClusterSpec) -> None:
-        if isinstance(cluster, ClusterSpec):
-            cluster = cluster.as_dict()
-        if not isinstance(cluster, Mapping):
-            raise TypeError(
-                "ClusterSpec expects a dict of job name -> list of 'host:port' addresses (or "
-                f"dict of task index -> address); got {cluster!r}"
-            )
-        self._jobs: dict[str, dict[int, str]] = {}
-        for job, tasks in cluster.items():
-            if not isinstance(job, str) or not _JOB.match(job):
-                raise ValueError(f"ClusterSpec: job name {job!r} must match {_JOB.pattern}")
-            if isinstance(tasks, Mapping):
-                items = list(tasks.items())
-            elif isinstance(tasks, (list, tuple)):
-                items = list(enumerate(tasks))
-            else:
-                raise TypeError(
-                    f"ClusterSpec: the tasks of job {job!r} must be a list of addresses or a dict "
-                    f"of task index -> address; got {tasks!r}"
-                )
-            checked = {}
-            for index, address in items:
-                if isinstance(index, str) and index.isdigit():  # JSON keys (TF_CONFIG, files)
-                    index = int(index)
-                if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-                    raise ValueError(f"ClusterSpec: task index {index!r} of job {job!r} invalid")
-                if not isinstance(address, str) or not _ADDRESS.match(address):
-                    raise ValueError(
-                        f"ClusterSpec: address {address!r} of /job:{job}/task:{index} must be "
-                        "'host:port'"
-                    )
-                checked[index] = address
-            self._jobs[job] = dict(sorted(checked.items()))
-
-    @property
-    def jobs(self) -> list[str]:
-        """Job names, in the order the spec gave them."""
-        return list(self._jobs)
-
-    def _tasks(self, job: str) -> dict[int, str]:
-        try:
-            return self._jobs[job]
-        except KeyError:
-            raise ValueError(f"No such job in cluster: {job!r}; jobs: {self.jobs}") from None
-
-    def num_tasks(self, job: str) -> int:
-        return len(self._tasks(job))
-
-    def task_indices(self, job: str) -> list[int]:
-        return list(self._tasks(job))
-
-    def task_address(self, job: str, index: int) -> str:
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"task index must be an int; got {index!r}")
-        try:
-            return self._tasks(job)[index]
-        except KeyError:
-            raise ValueError(f"No task with index {index} in job {job!r}") from None
-
-    def job_tasks(self, job: str) -> list[str | None]:
-        """Addresses of the tasks of ``job`` by index (None where an index is missing)."""
-        tasks = self._tasks(job)
-        return [tasks.get(i) for i in range(max(tasks) + 1)] if tasks else []
-
-    def as_dict(self) -> dict[str, list[str] | dict[int, str]]:
-        """Lists where a job's indices are 0..n-1, dicts otherwise (as TensorFlow)."""
-        return {
-            job: list(tasks.values()) if list(tasks) == list(range(len(tasks))) else dict(tasks)
-            for job, tasks in self._jobs.items()
-        }
-
-    def scheduler_address(self, protocol: str = "tcp") -> str:
-        """Where the Dask scheduler listens by default: the first task of the first job."""
-        for tasks in self._jobs.values():  # the first job that has a task
-            if tasks:
-                return _with_protocol(tasks[min(tasks)], protocol)
-        raise ValueError("ClusterSpec is empty: it has no task to run the scheduler")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ClusterSpec) and other._jobs == self._jobs
-
-    def __bool__(self) -> bool:
-        return bool(self._jobs)
-
-    def __repr__(self) -> str:
-        return f"ClusterSpec({self.as_dict()!r})"
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
@@ -161,12 +60,8 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
-def _with_protocol(address: str, protocol: str) -> str:
-    return address if "://" in address else f"{protocol}://{address}"
-
-
 def _host_port(address: str) -> tuple[str, int]:
-    match = _ADDRESS.match(address.split("://", 1)[-1] if "://" in address else address)
+    match = ADDRESS.match(address.split("://", 1)[-1] if "://" in address else address)
     if match is None:
         raise ValueError(f"Expected an address like 'host:port'; got {address!r}")
     return match.group("host").strip("[]"), int(match.group("port"))
@@ -212,8 +107,8 @@ class Server:
         self.security = security
         protocol = "tls" if security is not None and security.require_encryption else "tcp"
         default = self.cluster_spec.scheduler_address(protocol)
-        self._target = _with_protocol(scheduler_address, protocol) if scheduler_address else default
-        self._hosts_scheduler = scheduler_address is None and default == _with_protocol(
+        self._target = with_protocol(scheduler_address, protocol) if scheduler_address else default
+        self._hosts_scheduler = scheduler_address is None and default == with_protocol(
             self.address, protocol
         )
         self._virtual_gpus = virtual_gpu_count() if virtual_gpus is None else virtual_gpus

@@ -81,10 +81,12 @@ class Device:
 
     @property
     def spec(self) -> DeviceSpec:
+        """The device's name parsed as a :class:`~daskgraph.device.DeviceSpec`."""
         return DeviceSpec.from_string(self.name)
 
     @property
     def device_type(self) -> str:
+        """``"GPU"`` for a (virtual) GPU, else ``"CPU"``."""
         return GPU if self.kind in ("gpu", "virtual-gpu") else CPU
 
     @property
