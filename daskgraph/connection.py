@@ -24,7 +24,7 @@ from distributed import Client
 from daskgraph import embedded, gpu_worker, master
 from daskgraph.config import SessionConfig
 from daskgraph.cuda_specs import cuda_worker_probe, may_be_cuda_worker
-from daskgraph.liveness import ClusterWatch, cluster_workers, release_watch, watch_for
+from daskgraph.liveness import ClusterWatch, release_watch, watch_for
 from daskgraph.topology import Device, devices_from_workers
 from daskgraph.worker_state import SessionPlugin
 
@@ -121,13 +121,13 @@ class Connection:
         """The cluster's devices now (waiting for a first worker of a cluster still starting),
         limited by ``device_count``, GPUs described by their workers."""
         self._seen = self.watch.version
-        workers = cluster_workers(self.client)
+        workers = self.watch.view().workers  # read once per membership change, shared
         if not workers:
             try:
                 self.client.wait_for_workers(1, timeout=_startup_timeout())
             except TimeoutError:
                 pass  # placement then says plainly that there are no devices
-            workers = cluster_workers(self.client)
+            workers = self.watch.view(fresh=True).workers
         probes = cuda_probes(self.client, workers, self._probes)
         devices = limit_devices(devices_from_workers(workers, probes), self.config.device_count)
         return self._describe_gpus(devices)

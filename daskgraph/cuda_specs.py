@@ -379,18 +379,9 @@ def dask_cuda_worker_options(
 def dask_cuda_worker_spec(
     worker: CudaWorker,
     *,
-    name: str,
-    host: str,
-    resources: Mapping[str, float],
-    memory_limit: int | str,
-    security: Any = None,
-    nthreads: int = 1,
-    dashboard_address: str | None = None,
-    preload: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    silence_logs: int | str = logging.ERROR,
     nanny_class: type | None = None,
     cpu_affinity: bool = True,
+    **options: Any,
 ) -> dict[str, Any]:
     """A ``SpecCluster`` worker spec for one GPU worker, as ``LocalCUDACluster`` makes it.
 
@@ -406,6 +397,10 @@ def dask_cuda_worker_spec(
     ----------
     worker
         One of :func:`cuda_worker_options`.
+    nanny_class, cpu_affinity
+        See below.
+    **options
+        :func:`dask_cuda_worker_options`'s keyword arguments:
     name
         The worker's Dask name: the TensorFlow device name.
     host
@@ -458,19 +453,7 @@ def dask_cuda_worker_spec(
     >>> spec["options"]["env"], spec["options"]["preload"]  # doctest: +SKIP
     ({'CUDA_VISIBLE_DEVICES': '1,0'}, ['dask_cuda.initialize'])
     """
-    options = dask_cuda_worker_options(
-        worker,
-        name=name,
-        host=host,
-        resources=resources,
-        memory_limit=memory_limit,
-        security=security,
-        nthreads=nthreads,
-        dashboard_address=dashboard_address,
-        preload=preload,
-        env=env,
-        silence_logs=silence_logs,
-    )
+    options = dask_cuda_worker_options(worker, **options)
     options["plugins"] = dask_cuda_plugins(worker, cpu_affinity=cpu_affinity)
     if nanny_class is None:
         from distributed import Nanny

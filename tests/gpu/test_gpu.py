@@ -15,7 +15,6 @@ are pickled by value: the workers cannot import this test module.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import math
 import os
 from collections.abc import Iterator
@@ -42,19 +41,6 @@ MiB = 2**20
 GiB = 2**30
 #: seconds a run that must fail with ResourceExhaustedError may take (it must never hang)
 OOM_DEADLINE = 300
-
-
-@pytest.fixture(autouse=True)
-def _gpu_packages() -> None:
-    """The GPU tests need the GPU stack; where a GPU is present but a package is missing,
-    say so instead of failing somewhere inside a worker's start-up."""
-    wanted = ("dask_cuda", "cupy", "rmm", "pynvml")
-    missing = [m for m in wanted if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.fail(
-            f"GPU tests need {', '.join(missing)}: install the extra of this machine's CUDA "
-            "version, e.g. pip install -e '.[test,cuda12]'"
-        )
 
 
 @contextlib.contextmanager

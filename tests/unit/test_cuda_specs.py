@@ -15,10 +15,12 @@ import sys
 import types
 from typing import Any
 
+import fake_dask_cuda as fake_dask_cuda_modules
 import pytest
 from distributed import Nanny, Security, Worker
 from distributed.core import Status
 from distributed.scheduler import WorkerState
+from fake_dask_cuda import FakeCPUAffinity, FakeRMMSetup
 
 from daskgraph import cuda_specs
 from daskgraph.config import GPUOptions
@@ -238,38 +240,17 @@ RMM_SETUP_ARGS = (
 )
 
 
-class FakeRMMSetup:
-    """Records its arguments (the real ``dask_cuda.plugins.RMMSetup`` takes the same names:
-    checked against it where dask-cuda is installed)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self.kwargs = kwargs
-
-
-class FakeCPUAffinity:
-    def __init__(self, cores: list[int]) -> None:
-        self.cores = cores
-
-
 @pytest.fixture
 def fake_dask_cuda(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """dask_cuda, dask_cuda.plugins and dask_cuda.utils as fakes; returns the devices whose
     CPU affinity was asked."""
     asked: list[Any] = []
-    package = types.ModuleType("dask_cuda")
-    package.__path__ = []  # a package
-    plugins = types.ModuleType("dask_cuda.plugins")
-    plugins.RMMSetup = FakeRMMSetup  # type: ignore[attr-defined]
-    plugins.CPUAffinity = FakeCPUAffinity  # type: ignore[attr-defined]
-    utils = types.ModuleType("dask_cuda.utils")
 
     def get_cpu_affinity(device_index: Any = None) -> list[int]:
         asked.append(device_index)
         return [0, 1, 2, 3]
 
-    utils.get_cpu_affinity = get_cpu_affinity  # type: ignore[attr-defined]
-    for module in (package, plugins, utils):
-        monkeypatch.setitem(sys.modules, module.__name__, module)
+    fake_dask_cuda_modules.install(monkeypatch, get_cpu_affinity)
     return asked
 
 

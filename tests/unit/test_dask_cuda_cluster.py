@@ -20,11 +20,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import fake_dask_cuda as fake_dask_cuda_modules
 import pytest
 from distributed import Nanny, Security, Worker
 from distributed.core import Status
 from distributed.deploy.subprocess import SubprocessWorker
 from distributed.scheduler import WorkerState
+from fake_dask_cuda import FakeCPUAffinity, FakeRMMSetup
 
 from daskgraph import cluster, cuda_specs
 from daskgraph.cluster import worker_options, worker_specs
@@ -281,28 +283,10 @@ def test_dask_cuda_installed_sees_a_module_put_in_sys_modules(monkeypatch) -> No
 
 
 # -- the nanny builds dask-cuda's plugins --------------------------------------------------------
-class FakeRMMSetup:
-    def __init__(self, **kwargs: Any) -> None:
-        self.kwargs = kwargs
-
-
-class FakeCPUAffinity:
-    def __init__(self, cores: list[int]) -> None:
-        self.cores = cores
-
-
 @pytest.fixture
 def nanny_arguments(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A fake dask-cuda, and ``Nanny.__init__`` recording what DeviceNanny gives it."""
-    package = types.ModuleType("dask_cuda")
-    package.__path__ = []  # type: ignore[attr-defined]
-    plugins = types.ModuleType("dask_cuda.plugins")
-    plugins.RMMSetup = FakeRMMSetup  # type: ignore[attr-defined]
-    plugins.CPUAffinity = FakeCPUAffinity  # type: ignore[attr-defined]
-    utils = types.ModuleType("dask_cuda.utils")
-    utils.get_cpu_affinity = lambda device: [device, 7]  # type: ignore[attr-defined]
-    for module in (package, plugins, utils):
-        monkeypatch.setitem(sys.modules, module.__name__, module)
+    fake_dask_cuda_modules.install(monkeypatch, lambda device: [device, 7])
     seen: dict[str, Any] = {}
 
     def init(self: Nanny, *args: Any, **kwargs: Any) -> None:
