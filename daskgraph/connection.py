@@ -25,7 +25,7 @@ from daskgraph import embedded, gpu_worker, master
 from daskgraph.config import SessionConfig
 from daskgraph.cuda_specs import cuda_worker_probe, may_be_cuda_worker
 from daskgraph.liveness import ClusterWatch, release_watch, watch_for
-from daskgraph.topology import Device, devices_from_workers
+from daskgraph.topology import Device, claims_gpu, devices_from_workers
 from daskgraph.worker_state import SessionPlugin
 
 __all__ = ["Connection", "cuda_probes", "limit_devices"]
@@ -177,8 +177,10 @@ def cuda_probes(
     (:func:`~daskgraph.cuda_specs.cuda_worker_probe`), for
     :func:`~daskgraph.topology.devices_from_workers`.
 
-    Only workers without a daskgraph device name or a ``GPU``/``CPU`` resource are asked
-    (:func:`~daskgraph.cuda_specs.may_be_cuda_worker`), in one ``client.run``, and each
+    Only workers without a daskgraph device name or a ``GPU``/``CPU`` resource
+    (:func:`~daskgraph.cuda_specs.may_be_cuda_worker`) and workers that claim a real GPU
+    (:func:`~daskgraph.topology.claims_gpu`: are they able to run GPU kernels?) are asked,
+    in one ``client.run``, and each
     address once: ``known`` (address -> answer, ``None`` for none) keeps the answers between
     calls and forgets the workers that are gone. A worker that cannot answer (daskgraph not
     installed there, or the run failed) gets no entry: it is judged by its record.
@@ -200,7 +202,11 @@ def cuda_probes(
     known = {} if known is None else known
     for gone in [address for address in known if address not in workers]:
         del known[gone]
-    ask = [a for a, info in workers.items() if a not in known and may_be_cuda_worker(info)]
+    ask = [
+        a
+        for a, info in workers.items()
+        if a not in known and (may_be_cuda_worker(info) or claims_gpu(info))
+    ]
     if ask:
         try:
             said = client.run(cuda_worker_probe, workers=ask, on_error="return")

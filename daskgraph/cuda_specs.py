@@ -637,7 +637,8 @@ def cuda_worker_probe(dask_worker: Any) -> dict[str, Any]:
     -------
     dict
         ``cuda_visible_devices`` (the worker process's ``CUDA_VISIBLE_DEVICES``, or
-        ``None``), ``dask_cuda_plugins`` (the names of its worker plugins that come from
+        ``None``), ``cupy`` (whether CuPy is installed there, which GPU kernels need),
+        ``dask_cuda_plugins`` (the names of its worker plugins that come from
         dask-cuda, sorted) and ``gpu`` (NVML's ``{"name", "memory-total"}`` for its first
         GPU, or ``None``).
 
@@ -646,7 +647,7 @@ def cuda_worker_probe(dask_worker: Any) -> dict[str, Any]:
     >>> from types import SimpleNamespace
     >>> probe = cuda_worker_probe(SimpleNamespace(plugins={}))
     >>> sorted(probe), probe["dask_cuda_plugins"]
-    (['cuda_visible_devices', 'dask_cuda_plugins', 'gpu'], [])
+    (['cuda_visible_devices', 'cupy', 'dask_cuda_plugins', 'gpu'], [])
     """
     plugins = sorted(
         {
@@ -665,6 +666,7 @@ def cuda_worker_probe(dask_worker: Any) -> dict[str, Any]:
         gpu = None
     return {
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "cupy": importlib.util.find_spec("cupy") is not None,  # can it run GPU kernels?
         "dask_cuda_plugins": plugins,
         "gpu": gpu,
     }

@@ -11,6 +11,8 @@ import functools
 import re
 from typing import Any
 
+from daskgraph.errors import quote
+
 __all__ = ["CPU", "GPU", "DeviceSpec", "parse"]
 
 CPU = "CPU"
@@ -20,6 +22,7 @@ _EXAMPLE = "/job:worker/replica:0/task:1/device:GPU:0"
 _JOB_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 _TYPE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 _INT_RE = re.compile(r"[0-9]+\Z")
+_MAX_INDEX = 2**63 - 1  # indices are int64 (task numbers of deployments are hashes)
 _SHORT_TYPES = frozenset({"cpu", "gpu"})
 _FIELD_NAMES = ("job", "replica", "task", "device_type", "device_index")
 
@@ -33,16 +36,17 @@ def _normalise_type(device_type: str) -> str:
 
 def _malformed(spec: str, reason: str) -> ValueError:
     return ValueError(
-        f"Malformed device specification {spec!r}: {reason}. Expected a string like {_EXAMPLE!r}"
+        f"Malformed device specification {quote(spec)}: {reason}. "
+        f"Expected a string like {_EXAMPLE!r}"
     )
 
 
 def _parse_int(spec: str, name: str, text: str, allow_star: bool) -> int | None:
     if allow_star and text == "*":
         return None
-    if not _INT_RE.match(text):
-        wanted = "a non-negative integer or '*'" if allow_star else "a non-negative integer"
-        raise _malformed(spec, f"{name} must be {wanted}, got {text!r}")
+    if not _INT_RE.match(text) or len(text) > 19 or int(text) > _MAX_INDEX:
+        wanted = "a non-negative integer" + (" or '*'" if allow_star else "") + " below 2**63"
+        raise _malformed(spec, f"{name} must be {wanted}, got {quote(text)}")
     return int(text)
 
 
@@ -68,7 +72,7 @@ def _parse_fields(spec: str) -> _Fields:
                 raise _malformed(spec, f"{key!r} needs exactly one value, as in '{key}:VALUE'")
             if key == "job":
                 if not _JOB_RE.match(values[0]):
-                    raise _malformed(spec, f"invalid job name {values[0]!r}")
+                    raise _malformed(spec, f"invalid job name {quote(values[0])}")
                 named[key] = values[0]
             else:
                 named[key] = _parse_int(spec, key, values[0], allow_star=False)
@@ -78,7 +82,7 @@ def _parse_fields(spec: str) -> _Fields:
                     raise _malformed(spec, "'device' takes the form 'device:TYPE[:INDEX]'")
                 name, index_text = values[0], values[1] if len(values) == 2 else "*"
                 if not _TYPE_RE.match(name):
-                    raise _malformed(spec, f"invalid device type {name!r}")
+                    raise _malformed(spec, f"invalid device type {quote(name)}")
             else:
                 if len(values) > 1:
                     raise _malformed(spec, f"{key!r} takes the form '{key}[:INDEX]'")
@@ -90,7 +94,8 @@ def _parse_fields(spec: str) -> _Fields:
             device_index = _parse_int(spec, "device index", index_text, allow_star=True)
         else:
             raise _malformed(
-                spec, f"unknown field {key!r} (expected job, replica, task, device, cpu or gpu)"
+                spec,
+                f"unknown field {quote(key)} (expected job, replica, task, device, cpu or gpu)",
             )
     return (named.get("job"), named.get("replica"), named.get("task"), device_type, device_index)
 
@@ -120,15 +125,18 @@ class DeviceSpec:
 
     def __post_init__(self) -> None:
         if self.job is not None and not (isinstance(self.job, str) and _JOB_RE.match(self.job)):
-            raise ValueError(f"DeviceSpec.job must be a name like 'worker', got {self.job!r}")
+            raise ValueError(f"DeviceSpec.job must be a name like 'worker', got {quote(self.job)}")
         for name in ("replica", "task", "device_index"):
             value = getattr(self, name)
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"DeviceSpec.{name} must be an int, got {type(value).__name__}")
-            if value < 0:
-                raise ValueError(f"DeviceSpec.{name} must be non-negative, got {value}")
+            if not 0 <= value <= _MAX_INDEX:
+                raise ValueError(
+                    f"DeviceSpec.{name} must be a non-negative integer below 2**63, got "
+                    f"{quote(str(value))}"
+                )
         if self.device_type is None:
             if self.device_index is not None:
                 raise ValueError("DeviceSpec.device_index needs a device_type")
@@ -136,7 +144,7 @@ class DeviceSpec:
             object.__setattr__(self, "device_type", _normalise_type(self.device_type))
         else:
             raise ValueError(
-                f"DeviceSpec.device_type must be a name like 'GPU', got {self.device_type!r}"
+                f"DeviceSpec.device_type must be a name like 'GPU', got {quote(self.device_type)}"
             )
 
     @classmethod

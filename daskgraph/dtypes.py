@@ -19,10 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from daskgraph.errors import quote
+
 __all__ = [
     "DType",
     "as_dtype",
     "bool_",
+    "cast_exactly",
     "float16",
     "float32",
     "float64",
@@ -156,10 +159,88 @@ def infer_dtype(value: Any) -> DType:
     array = np.asarray(value)
     if array.dtype.kind == "f":
         return float32
-    if array.dtype.kind in "iu":
-        return int32
+    if array.dtype.kind in "iu":  # Python ints: int32 where every value fits, else int64
+        info = np.iinfo(np.int32)
+        fits = array.size == 0 or (info.min <= int(array.min()) and int(array.max()) <= info.max)
+        return int32 if fits else int64
     if array.dtype.kind == "b":
         return bool_
+    if array.dtype.kind == "O" and array.size and all(_is_int(v) for v in array.flat):
+        raise ValueError(f"{quote(value)} does not fit int64, the widest integer dtype")
     if array.dtype.kind in "USO":
         return string
     return as_dtype(array.dtype)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def cast_exactly(array: np.ndarray, dtype: DType) -> np.ndarray:
+    """``array`` converted to ``dtype``, refusing any conversion that would change a value.
+
+    Widening conversions always pass. Narrowing ones pass only when every value survives:
+    integers must lie in the target's range, finite floats must stay finite, and integers
+    converted to a float type must be represented exactly. Kinds that do not convert
+    (strings to numbers, floats to integers) are refused.
+
+    Raises
+    ------
+    ValueError
+        Saying which value does not fit and why (the caller names the tensor).
+
+    Examples
+    --------
+    >>> cast_exactly(np.array([1, 2], np.int64), int32).dtype
+    dtype('int32')
+    >>> cast_exactly(np.array([2**40]), int32)
+    Traceback (most recent call last):
+    ...
+    ValueError: 1099511627776 is outside int32's range [-2147483648, 2147483647]
+    >>> cast_exactly(np.array([1e10]), float16)
+    Traceback (most recent call last):
+    ...
+    ValueError: 10000000000.0 overflows float16 (largest magnitude 65504.0) to infinity
+    """
+    source, target = array.dtype, dtype.numpy
+    if source == target:
+        return array
+    integers = source.kind in "biu" and target.kind in "iu"  # any sign: values are checked
+    if source.kind in "OUSV":
+        raise ValueError(
+            f"{source} values (strings, Python objects or numbers too large for NumPy) do not "
+            f"convert to {dtype.name}"
+        )
+    if not (integers or np.can_cast(source, target, "same_kind")):
+        raise ValueError(f"{source} values do not convert to {dtype.name} without loss")
+    if np.can_cast(source, target, "safe") or array.size == 0:
+        return array.astype(target)
+    with np.errstate(all="ignore"):
+        converted = array.astype(target)
+    if target.kind in "iu":
+        _check_range(array, dtype)
+    elif source.kind == "f":
+        overflow = np.isinf(converted) & np.isfinite(array)
+        if overflow.any():
+            bad = float(array[overflow].flat[0])
+            largest = float(np.finfo(target).max)
+            raise ValueError(
+                f"{bad!r} overflows {dtype.name} (largest magnitude {largest}) to infinity"
+            )
+    else:  # integers to a float type: every value must come back unchanged
+        with np.errstate(all="ignore"):
+            changed = ~np.isfinite(converted) | (converted.astype(source) != array)
+        if changed.any():
+            bad = array[changed].flat[0]
+            raise ValueError(f"{int(bad)} cannot be represented exactly as {dtype.name}")
+    return converted
+
+
+def _check_range(array: np.ndarray, dtype: DType) -> None:
+    info = np.iinfo(dtype.numpy)
+    low, high = int(array.min()), int(array.max())
+    for value in (low, high):
+        if not info.min <= value <= info.max:
+            raise ValueError(
+                f"{value} is outside {dtype.name}'s range [{int(info.min)}, {int(info.max)}]"
+            )

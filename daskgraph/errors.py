@@ -33,6 +33,7 @@ __all__ = [
     "ResourceExhaustedError",
     "UnavailableError",
     "UnreachableError",
+    "quote",
 ]
 
 
@@ -112,3 +113,20 @@ class CancelledError(OpError):
 
 class InternalError(OpError):
     """daskgraph broke one of its own invariants: please report it."""
+
+
+def quote(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, shortened when long so that the message stays
+    readable while still quoting the input.
+
+    >>> quote("/gpu:1")
+    "'/gpu:1'"
+    >>> quote("/gpu:" + "9" * 5000)
+    "'/gpu:99999999999999999999999999999999999'... (5005 characters)"
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, str):
+        return f"{value[:40]!r}... ({len(value)} characters)"
+    return f"{text[:60]}... ({type(value).__name__}, {len(text)} characters as text)"

@@ -22,9 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from daskgraph.dtypes import cast_exactly
+from daskgraph.errors import quote
 from daskgraph.graph import Graph, Operation, Tensor
 
-__all__ = ["as_result", "check_feeds", "flatten_fetches", "item_key", "resolve"]
+__all__ = ["MAX_FETCH_DEPTH", "as_result", "check_feeds", "flatten_fetches", "item_key", "resolve"]
+
+MAX_FETCH_DEPTH = 100  # lists, tuples and dicts within one another; Python's stack allows ~1000
 
 
 def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
@@ -37,13 +41,13 @@ def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
                 graph.get_tensor_by_name(item) if ":" in item else graph.get_operation_by_name(item)
             )
         except (KeyError, ValueError) as exc:
-            raise ValueError(f"{what} {item!r} names nothing in the graph: {exc}") from None
+            raise ValueError(f"{what} {quote(item)} names nothing in the graph: {exc}") from None
     to_tensor = getattr(item, "_as_tensor", None)
     if to_tensor is not None:
         item = to_tensor()
     if not isinstance(item, (Tensor, Operation)):
         raise TypeError(
-            f"{what} {item!r} has invalid type {type(item).__name__}; expected a Tensor, an "
+            f"{what} {quote(item)} has invalid type {type(item).__name__}; expected a Tensor, an "
             "Operation, a Variable, a name, or a list, tuple or dict of them."
         )
     if item.graph is not graph:
@@ -58,8 +62,19 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
     """The unique fetch items of a nested structure, and a function that rebuilds it."""
     items: list[Tensor | Operation] = []
     index: dict[int, int] = {}
+    path: list[int] = []  # ids of the structures enclosing the value being walked
 
     def walk(value: Any) -> Any:
+        if not isinstance(value, (list, tuple, Mapping)):
+            return leaf(value)
+        _check_nesting(value, path)
+        path.append(id(value))
+        try:
+            return structure(value)
+        finally:
+            path.pop()
+
+    def structure(value: Any) -> Any:
         if isinstance(value, (list, tuple)):
             parts = [walk(v) for v in value]
             if hasattr(value, "_fields"):  # a namedtuple
@@ -72,6 +87,8 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
                     value.default_factory, ((k, p(r)) for k, p in parts.items())
                 )
             return lambda r: type(value)((k, p(r)) for k, p in parts.items())
+
+    def leaf(value: Any) -> Any:
         item = resolve(value, graph, "Fetch argument")
         position = index.get(id(item))
         if position is None:
@@ -83,6 +100,20 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
     return items, rebuild
 
 
+def _check_nesting(value: Any, path: list[int]) -> None:
+    """Refuse a fetch structure that contains itself or nests deeper than the limit."""
+    if id(value) in path:
+        raise ValueError(
+            f"Fetch argument contains itself: a {type(value).__name__} at depth {len(path)} "
+            "is one of the structures enclosing it. Fetch a structure without cycles."
+        )
+    if len(path) >= MAX_FETCH_DEPTH:
+        raise ValueError(
+            f"Fetch argument is nested more than {MAX_FETCH_DEPTH} levels deep; fetch a "
+            "flatter structure of tensors and operations."
+        )
+
+
 def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list, list]:
     """The fed tensors of ``graph`` and their values (as arrays of the tensors' dtypes),
     in the same order; raises when a key is not a tensor of the graph or a value does not
@@ -92,10 +123,17 @@ def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list
     if not isinstance(feed_dict, Mapping):
         raise TypeError(f"feed_dict must be a dict of tensor -> value; got {feed_dict!r}")
     tensors, values = [], []
+    keys: dict[Tensor, Any] = {}
     for key, value in feed_dict.items():
         tensor = resolve(key, graph, "Feed key")
         if not isinstance(tensor, Tensor):
             raise TypeError(f"Feed key {key!r} is an operation; feed one of its output tensors.")
+        if tensor in keys:
+            raise ValueError(
+                f"Tensor {tensor.name!r} is fed twice, under the keys {keys[tensor]!r} and "
+                f"{key!r}; feed each tensor once."
+            )
+        keys[tensor] = key
         tensors.append(tensor)
         values.append(_check_feed_value(tensor, value))
     return tensors, values
@@ -109,13 +147,14 @@ def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
             f"values to {tensor.name!r}."
         )
     array = np.asarray(value, dtype=dtype.numpy if dtype.name == "string" else None)
-    if array.dtype != dtype.numpy:
-        if array.dtype.kind in "OUS" or not np.can_cast(array.dtype, dtype.numpy, "same_kind"):
-            raise ValueError(
-                f"Cannot feed value of dtype {array.dtype} to tensor {tensor.name!r} of dtype "
-                f"{dtype.name}: convert it first (e.g. np.asarray(value, np.{dtype.name}))."
-            )
-        array = array.astype(dtype.numpy)
+    try:
+        array = cast_exactly(array, dtype)
+    except ValueError as exc:
+        raise ValueError(
+            f"Cannot feed value of dtype {array.dtype} to tensor {tensor.name!r} of dtype "
+            f"{dtype.name}: {exc}. Feed values that fit {dtype.name}, or give the placeholder "
+            "a wider dtype."
+        ) from None
     shape = tensor.shape
     if shape is not None and (
         len(shape) != array.ndim

@@ -365,6 +365,8 @@ class _Chooser:
         for i, candidate in enumerate(self.specs):
             if candidate.device_type not in types or not spec.matches(candidate):
                 continue
+            if self.devices[i].unusable:
+                continue
             key = (
                 0 if candidate.device_type == prefer else 1,
                 _TYPE_PRIORITY.get(candidate.device_type, 1),
@@ -398,7 +400,7 @@ class _Chooser:
     def _fallback(
         self, spec: DeviceSpec, types: tuple[str, ...], op: Operation, requester: str
     ) -> tuple[int, str, str]:
-        why = _why_unsatisfied(spec, types, op, self.specs)
+        why = _why_unsatisfied(spec, types, op, self.devices)
         if self.soft and not spec.is_empty:
             relaxed = DeviceSpec(spec.job, spec.replica, spec.task)
             found = self._best(relaxed, types, spec.device_type)
@@ -458,13 +460,17 @@ def op_reason(op: Operation, root: int, group_reason: str) -> str:
 
 
 def _why_unsatisfied(
-    spec: DeviceSpec, types: tuple[str, ...], op: Operation, specs: Sequence[DeviceSpec]
+    spec: DeviceSpec, types: tuple[str, ...], op: Operation, devices: Sequence[Device]
 ) -> str:
-    """Why no device of ``specs`` satisfies ``spec`` for ``op`` (kernels for ``types``)."""
+    """Why no device of ``devices`` satisfies ``spec`` for ``op`` (kernels for ``types``)."""
     if not types:
         return f"op type {op.type} has no kernel for its dtypes on any device type"
-    if not any(spec.matches(s) for s in specs):
+    matching = [d for d in devices if spec.matches(d.spec)]
+    if not matching:
         return "no devices matching that specification are registered in this cluster"
+    broken = [d for d in matching if d.unusable and d.device_type in types]
+    if broken:  # a device that would do, but cannot run kernels
+        return "; ".join(f"{d.name} is unusable: {d.unusable}" for d in broken[:2])
     kinds = ", ".join(types) or "none"
     dts = sorted({t.dtype.name for t in (*op.outputs, *op.inputs)})
     return (
@@ -493,14 +499,14 @@ def _unsatisfiable(
         else " Set allow_soft_placement=True in the session config to fall back to an available"
         " device."
     )
-    names = ", ".join(d.name for d in devices)
+    names = ", ".join(d.name for d in devices if not d.unusable)
     return InvalidArgumentError(
         f"Cannot assign a device for operation {op.name!r} ({op.type}): Could not satisfy "
         f"explicit device specification '{spec}' because {why}; available devices: "
         f"{names}.{fix}",
         op=op.name,
         requested=str(spec),
-        available=[d.name for d in devices],
+        available=[d.name for d in devices if not d.unusable],
         requested_by=requester,
     )
 

@@ -30,7 +30,12 @@ from daskgraph.config import SessionConfig
 from daskgraph.connection import Connection
 from daskgraph.default_session import get_default_session
 from daskgraph.dispatch import CompiledRun, FastPath, submit_run
-from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
+from daskgraph.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    UnavailableError,
+    quote,
+)
 from daskgraph.execution import DeviceStepStats
 from daskgraph.fetches import as_result, check_feeds, flatten_fetches, item_key
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
@@ -48,9 +53,16 @@ class RunOptions:
     """Options of one ``Session.run``, as TensorFlow's ``RunOptions``."""
 
     NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
     FULL_TRACE = 3
 
     def __init__(self, trace_level: int = NO_TRACE) -> None:
+        if isinstance(trace_level, bool) or trace_level not in (0, 1, 2, 3):
+            raise ValueError(
+                f"RunOptions.trace_level must be one of NO_TRACE (0), SOFTWARE_TRACE (1), "
+                f"HARDWARE_TRACE (2) or FULL_TRACE (3); got {quote(trace_level)}"
+            )
         self.trace_level = trace_level
 
 
@@ -170,6 +182,7 @@ class Session:
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        _check_run_arguments(options, run_metadata)
         items, rebuild = flatten_fetches(fetches, self._graph)
         feeds, values = check_feeds(feed_dict, self._graph)
         trace = bool(options is not None and options.trace_level and run_metadata is not None)
@@ -364,6 +377,20 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._conn.devices)} devices"
         return f"<daskgraph.Session {self._id} {state}>"
+
+
+def _check_run_arguments(options: Any, run_metadata: Any) -> None:
+    """Refuse ``options`` and ``run_metadata`` of the wrong types, naming the argument."""
+    for name, value, example in (
+        ("options", options, "RunOptions(trace_level=RunOptions.FULL_TRACE)"),
+        ("run_metadata", run_metadata, "RunMetadata()"),
+    ):
+        kind = RunOptions if name == "options" else RunMetadata
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(
+                f"Session.run: {name} must be None or a {kind.__name__}, e.g. {example}; got "
+                f"{quote(value)} of type {type(value).__name__}"
+            )
 
 
 def _serving(devices: list[Device]) -> set[tuple[str, str, Any]]:

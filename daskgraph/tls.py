@@ -19,6 +19,7 @@ import datetime
 import hashlib
 import ipaddress
 import json
+import os
 import shutil
 import ssl
 import tempfile
@@ -94,11 +95,19 @@ def make_certificates(
     paths = {"ca": directory / CA_FILE, "cert": directory / CERT_FILE, "key": directory / KEY_FILE}
     paths["ca"].write_bytes(ca_cert.public_bytes(pem))
     paths["cert"].write_bytes(node_cert.public_bytes(pem))
-    paths["key"].write_bytes(
-        node_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    paths["key"].chmod(0o600)
+    pkcs8, clear = serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    _write_private(paths["key"], node_key.private_bytes(pem, pkcs8, clear))
     return paths
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` readable by its owner only from the first byte on: the file
+    is created with mode 0600 (an existing one is restricted before it is truncated)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as file:
+        os.fchmod(fd, 0o600)
+        file.truncate(0)
+        file.write(data)
 
 
 def security_from_dir(directory: Path):
@@ -206,6 +215,5 @@ def _pem_file(text: str) -> Path:
         atexit.register(shutil.rmtree, _pem_dir, True)
     path = _pem_dir / (hashlib.sha256(text.encode()).hexdigest()[:32] + ".pem")
     if not path.exists():
-        path.touch(mode=0o600)
-        path.write_text(text)
+        _write_private(path, text.encode())
     return path

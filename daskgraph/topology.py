@@ -29,7 +29,7 @@ workers said of themselves when asked (:func:`daskgraph.cuda_specs.cuda_worker_p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from daskgraph.cuda_specs import cuda_worker_description, cuda_worker_device, is_cuda_worker
@@ -39,6 +39,7 @@ from daskgraph.errors import InvalidArgumentError
 __all__ = [
     "VIRTUAL_GPU_RESOURCE",
     "Device",
+    "claims_gpu",
     "devices_from_workers",
     "format_device_mapping",
 ]
@@ -73,6 +74,7 @@ class Device:
     kind: str
     description: str = ""
     worker_name: Any = None
+    unusable: str = ""
 
     @property
     def restriction(self) -> Any:
@@ -120,6 +122,15 @@ def devices_from_workers(
         When two workers claim the same device name.
     """
     probes = probes or {}
+    devices = _list_devices(workers, probes)
+    devices = [_check_kernels(d, workers[d.worker], probes.get(d.worker)) for d in devices]
+    _check_distinct(devices)
+    return sorted(devices, key=_device_order)
+
+
+def _list_devices(
+    workers: Mapping[str, Mapping[str, Any]], probes: Mapping[str, Mapping[str, Any]]
+) -> list[Device]:
     devices: list[Device] = []
     plain: list[tuple[str, Mapping[str, Any]]] = []
     for address, info in workers.items():
@@ -145,8 +156,36 @@ def devices_from_workers(
         if not n_gpus:
             devices.append(_plain_device(address, info, CPU, counts[CPU]))
             counts[CPU] += 1
-    _check_distinct(devices)
-    return sorted(devices, key=_device_order)
+    return devices
+
+
+def claims_gpu(info: Mapping[str, Any]) -> bool:
+    """Whether a worker record claims a real GPU through its resources (a virtual GPU does
+    not count): such a worker is asked whether it can run GPU kernels.
+
+    >>> claims_gpu({"resources": {"GPU": 1}})
+    True
+    >>> claims_gpu({"resources": {"GPU": 1, "VIRTUAL_GPU": 1}})
+    False
+    """
+    resources = info.get("resources") or {}
+    return bool(resources.get(GPU)) and not resources.get(VIRTUAL_GPU_RESOURCE)
+
+
+def _check_kernels(
+    device: Device, info: Mapping[str, Any], probe: Mapping[str, Any] | None
+) -> Device:
+    """``device``, marked unusable when it is a real GPU whose worker said it has no CuPy."""
+    if device.kind != "gpu" or probe is None or probe.get("cupy", True):
+        return device
+    resources = ", ".join(f"{k}={v}" for k, v in (info.get("resources") or {}).items())
+    why = (
+        f"its worker {info.get('name', device.worker)!r} ({device.worker}, resources: "
+        f"{resources or 'none'}) cannot run GPU kernels: CuPy is not installed there. Install "
+        "CuPy on that worker (daskgraph's cuda12/cuda13 extra), or start it without a GPU "
+        "resource"
+    )
+    return replace(device, unusable=why)
 
 
 def _check_distinct(devices: list[Device]) -> None:

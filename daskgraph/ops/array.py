@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from daskgraph import dtypes
+from daskgraph.errors import quote
 from daskgraph.graph import Operation, Shape, Tensor, as_operation, get_default_graph
 from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 
@@ -138,11 +139,20 @@ def _convert(value: Any, dtype: dtypes.DType, name: str) -> np.ndarray:
     """``value`` as an array of ``dtype``; refuses conversions that would change values."""
     source = np.asarray(value)
     try:
-        array = np.array(source, dtype=dtype.numpy)
-    except (TypeError, ValueError) as exc:
+        with np.errstate(all="ignore"):
+            array = np.array(source, dtype=dtype.numpy)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise TypeError(
-            f"constant {name!r}: cannot convert {value!r} to {dtype.name}: {exc}"
+            f"constant {name!r}: cannot convert {quote(value)} to {dtype.name}: {exc}"
         ) from None
+    kinds = source.dtype.kind + array.dtype.kind
+    if (kinds[0] in "biu" and kinds[1] in "iuf") or kinds == "ff":
+        try:  # integers out of range, overflow to infinity: TensorFlow refuses them too
+            dtypes.cast_exactly(source, dtype)
+        except ValueError as exc:
+            raise TypeError(
+                f"constant {name!r}: cannot convert {quote(value)} to {dtype.name}: {exc}"
+            ) from None
     if (
         source.dtype.kind in "fc"
         and array.dtype.kind in "iub"

@@ -9,6 +9,7 @@ skipped without it), and worker records are built as the scheduler builds them
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import inspect
 import logging
 import sys
@@ -551,8 +552,10 @@ def test_probe_reports_dask_cuda_plugins_visible_devices_and_gpu(
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
     monkeypatch.setattr(nvml, "device_get_count", lambda: 1)
     monkeypatch.setattr(nvml, "one_time", lambda: dict(H100_NVML))
+    has_cupy = importlib.util.find_spec("cupy") is not None
     assert cuda_worker_probe(worker) == {
         "cuda_visible_devices": "1,0",
+        "cupy": has_cupy,
         "dask_cuda_plugins": ["CPUAffinity", "RMMSetup"],
         "gpu": H100_NVML,
     }
@@ -560,6 +563,7 @@ def test_probe_reports_dask_cuda_plugins_visible_devices_and_gpu(
     monkeypatch.setattr(nvml, "device_get_count", lambda: 0)
     assert cuda_worker_probe(types.SimpleNamespace(plugins={})) == {
         "cuda_visible_devices": None,
+        "cupy": has_cupy,
         "dask_cuda_plugins": [],
         "gpu": None,
     }

@@ -461,21 +461,23 @@ class FakeClient:
         return {w: self.answers[w] for w in workers if w in self.answers}
 
 
-def test_probes_ask_only_workers_daskgraph_does_not_map_and_each_once() -> None:
+def test_probes_ask_workers_daskgraph_does_not_map_or_that_claim_a_gpu_each_once() -> None:
     gpu, gpu_info = record(0)
+    claims, claims_info = record("g", resources={"GPU": 1}, port=40005)
     workers = dict(
         [
             (gpu, gpu_info),
             record(CPU0, nthreads=2, resources={"CPU": 1}, port=40003),
-            record("g", resources={"GPU": 1}, port=40005),
+            (claims, claims_info),
+            record("v", resources={"GPU": 1, "VIRTUAL_GPU": 1}, port=40007),
         ]
     )
     client = FakeClient({gpu: probe("0")})
     known: dict[str, Any] = {}
     assert cuda_probes(client, workers, known) == {gpu: probe("0")}
-    assert client.asked == [[gpu]]
+    assert client.asked == [[gpu, claims]]  # not the CPU worker, not the virtual GPU
     assert cuda_probes(client, workers, known) == {gpu: probe("0")}
-    assert client.asked == [[gpu]]  # asked once
+    assert client.asked == [[gpu, claims]]  # asked once
     assert cuda_probes(client, {}, known) == {}
     assert known == {}  # gone workers are forgotten
 

@@ -218,3 +218,36 @@ def test_a_leaving_worker_serves_no_device_and_its_successor_does(status) -> Non
         (LOCAL + "CPU:0", "cpu", "tcp://127.0.0.1:4009")
     ]
     assert devices_from_workers({"tcp://127.0.0.1:4001": leaving}) == []
+
+
+def test_a_gpu_whose_worker_has_no_cupy_is_unusable_and_says_why() -> None:
+    workers = {
+        "tcp://h:1": {"name": "g", "resources": {"GPU": 1}, "host": "h"},
+        "tcp://h:2": {"name": "c", "resources": {}, "host": "h"},
+        "tcp://h:3": {"name": "ok", "resources": {"GPU": 1}, "host": "h"},
+    }
+    probes = {"tcp://h:1": {"cupy": False}, "tcp://h:3": {"cupy": True}}
+    devices = {d.worker: d for d in devices_from_workers(workers, probes)}
+    assert "'g'" in devices["tcp://h:1"].unusable and "CuPy" in devices["tcp://h:1"].unusable
+    assert devices["tcp://h:2"].unusable == "" and devices["tcp://h:3"].unusable == ""
+    unprobed = devices_from_workers(workers)  # no answer: judged by the record, usable
+    assert all(d.unusable == "" for d in unprobed)
+
+
+def test_the_placer_skips_an_unusable_gpu_and_names_it() -> None:
+    import daskgraph as dg
+    from daskgraph.placement import place
+
+    cpu = Device("/job:localhost/replica:0/task:0/device:CPU:0", "w0", "cpu")
+    gpu = Device("/job:localhost/replica:0/task:0/device:GPU:0", "w1", "gpu", unusable="no CuPy")
+    with dg.Graph().as_default() as g:
+        free = dg.constant(1.0, name="free") * 2.0
+    placement = place(g, [cpu, gpu])
+    assert placement.devices[placement.device_index(free.op)].name.endswith("CPU:0")
+    with dg.Graph().as_default() as g:
+        with dg.device("/gpu:0"):
+            dg.constant(1.0, name="pinned")
+    with pytest.raises(InvalidArgumentError, match="GPU:0 is unusable: no CuPy"):
+        place(g, [cpu, gpu])
+    soft = place(g, [cpu, gpu], allow_soft_placement=True)
+    assert soft.devices[soft.device_index(g.get_operation_by_name("pinned"))] == cpu
