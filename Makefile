@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test lint bench check-newest clean
+.PHONY: demo test lint bench reliability check-newest clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,9 @@ demo: $(STAMP)  ## A^n + B^n on the embedded cluster (virtual GPUs where there a
 
 test: $(STAMP)  ## the whole suite: unit, integration and (skipped without a GPU) gpu tests
 	$(PY) -m pytest
+
+reliability: $(STAMP)  ## the fault-and-fuzz suite alone; writes its counts to docs/reliability.md
+	DASKGRAPH_RELIABILITY_REPORT=docs/reliability.md $(PY) -m pytest tests/reliability -p no:cacheprovider
 
 # The bench extra (tensorflow-cpu, matplotlib). TensorFlow is an optional peer: where it cannot
 # be installed, the suite still runs and its TensorFlow rows say "n/a (tensorflow not installed)".
