@@ -88,7 +88,7 @@ from daskgraph.ops import (
     variables_initializer,
 )
 from daskgraph.scopes import colocate_with, control_dependencies, device
-from daskgraph.session import Session, get_default_session
+from daskgraph.session import RunMetadata, RunOptions, Session, get_default_session
 
 __all__ = [
     "ConfigProto",
@@ -97,6 +97,8 @@ __all__ = [
     "GPUOptions",
     "Graph",
     "Operation",
+    "RunMetadata",
+    "RunOptions",
     "Session",
     "Tensor",
     "Variable",
