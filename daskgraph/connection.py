@@ -85,6 +85,7 @@ class Connection:
         if isinstance(target, Client):
             return target
         if isinstance(target, str):  # what TensorFlow's master does in CreateSession
+            footprint.shorten_dask_logs()  # of the client made here
             resolved = master.resolve_target(target)
             client = master.connect(resolved.address, security)
             try:
@@ -112,6 +113,11 @@ class Connection:
         )
 
     # -- devices --------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise :class:`~daskgraph.errors.UnreachableError` if the cluster's scheduler is gone
+        (the client lost it, now or earlier); returns at once otherwise."""
+        self.watch.check()
+
     @property
     def changed(self) -> bool:
         """Whether a worker joined or left since the devices were last read."""
@@ -150,19 +156,24 @@ class Connection:
 
     # -- life cycle -----------------------------------------------------------------------------
     def close(self) -> None:
-        """Free the session's state on the workers and let go of the cluster."""
+        """Free the session's state on the workers and let go of the cluster; quickly when
+        the scheduler is gone (there is nothing left to free, and nobody to tell)."""
         client = self.client
-        if self.plugin is not None and client.status == "running":
+        gone = client.status != "running" or (self.watch is not None and self.watch.lost)
+        if self.plugin is not None and not gone:
             try:
                 client.unregister_worker_plugin(self.plugin.name)
             except Exception:  # a worker that is gone has nothing left to free
                 logger.debug("could not unregister %s", self.plugin.name, exc_info=True)
-            self.plugin = None
+        self.plugin = None
         if self.watch is not None:
             release_watch(client)
             self.watch = None
         if self._owns_client:
-            client.close()
+            if gone:
+                client.close(timeout=_CLOSE_TIMEOUT)
+            else:
+                client.close()
         if self._shape is not None:
             embedded.release(self._shape)
             self._shape = None
@@ -236,6 +247,10 @@ def limit_devices(devices: list[Device], limits: dict[str, int]) -> list[Device]
         if counts[d.device_type] <= limits.get(d.device_type, len(devices)):
             kept.append(d)
     return kept
+
+
+#: seconds a client of a scheduler that is gone may take to close
+_CLOSE_TIMEOUT = 2.0
 
 
 def _startup_timeout() -> float:

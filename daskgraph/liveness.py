@@ -10,6 +10,13 @@ came or went, :meth:`ClusterWatch.wait_for` to wait for workers to (re)join, and
 :meth:`ClusterWatch.wait_until` for any condition on the membership (a cluster session waits
 there for every task of its ``ClusterSpec``, :mod:`daskgraph.master`).
 
+The watch also notices when the client loses the scheduler itself (the client's ``status``
+leaves ``"running"``: its connection broke, it is reconnecting, or it gave up and closed):
+:meth:`ClusterWatch.check` then raises :class:`~daskgraph.errors.UnreachableError` at once,
+and keeps raising it, before anything asks the scheduler (which would wait for
+``distributed.comm.timeouts.connect`` and then fail with distributed's own errors). A run's
+watchdog calls it on every tick, so a run whose scheduler was killed fails within a tick.
+
 There is one watch per client (:func:`watch_for`), shared by the sessions using that client,
 and it unsubscribes when the last of them lets it go (:func:`release_watch`): a client that
 closes while subscribed makes the scheduler log a ``CommClosedError`` as it announces that.
@@ -29,12 +36,15 @@ from typing import Any
 
 from distributed import Client
 
+from daskgraph.errors import UnreachableError
+
 __all__ = [
     "ClusterWatch",
     "MembershipView",
     "cluster_workers",
     "forget_client",
     "release_watch",
+    "scheduler_lost",
     "watch_for",
 ]
 
@@ -125,11 +135,29 @@ class ClusterWatch:
 
     def __init__(self, client: Client) -> None:
         self._client = client
+        self.address = _scheduler_address(client)
         self._changed = threading.Condition()
         self._version = 0
         self._view: MembershipView | None = None
         self._view_version = -1
+        self._lost: UnreachableError | None = None
         client.subscribe_topic(TOPIC, self._on_event)
+
+    @property
+    def lost(self) -> UnreachableError | None:
+        """The error saying the scheduler was lost, once :meth:`check` has seen it."""
+        return self._lost
+
+    def check(self) -> None:
+        """Raise :class:`~daskgraph.errors.UnreachableError` if the client has lost its
+        scheduler (now, or at any time before: a session does not go on with a scheduler
+        that came back empty). Reads only the client's status: never blocks."""
+        if self._lost is None:
+            status = getattr(self._client, "status", "running")  # (a stand-in client)
+            if status == "running":
+                return
+            self._lost = scheduler_lost(self.address, status)
+        raise self._lost
 
     @property
     def version(self) -> int:
@@ -146,10 +174,16 @@ class ClusterWatch:
 
     def view(self, fresh: bool = False) -> MembershipView:
         """The cluster's workers, read from the scheduler only when a worker came or went
-        (or when ``fresh``: an event may be missed while the subscription is on its way)."""
+        (or when ``fresh``: an event may be missed while the subscription is on its way).
+        Raises :class:`~daskgraph.errors.UnreachableError` once the scheduler is lost."""
+        self.check()
         version = self._version
         if fresh or self._view is None or self._view_version != version:
-            workers = cluster_workers(self._client)
+            try:
+                workers = cluster_workers(self._client)
+            except (OSError, KeyError, RuntimeError):  # the scheduler went away meanwhile?
+                self.check()
+                raise
             self._view, self._view_version = MembershipView(workers), version
         return self._view
 
@@ -207,10 +241,32 @@ class ClusterWatch:
 
     def close(self) -> None:
         """Stop following the cluster."""
+        if getattr(self._client, "status", "running") != "running":
+            return  # nothing to tell a scheduler that is gone (or that the client left)
         try:
             self._client.unsubscribe_topic(TOPIC)
         except Exception:  # the client is already closed: nothing is subscribed any more
             pass
+
+
+def scheduler_lost(address: str, status: str) -> UnreachableError:
+    """The error of a session whose client lost the scheduler at ``address``.
+
+    >>> print(scheduler_lost("tcp://127.0.0.1:8786", "connecting"))  # doctest: +ELLIPSIS
+    Lost the connection to the Dask scheduler at tcp://127.0.0.1:8786 (the client is ...
+    """
+    return UnreachableError(
+        f"Lost the connection to the Dask scheduler at {address} (the client is {status!r}): "
+        "the cluster is gone, or cannot be reached from here any more. A session cannot go on "
+        "without its scheduler (its state there, and on the workers, is lost): start the "
+        "cluster again and open a new Session; close() this one.",
+        target=address,
+        found=f"client {status}",
+    )
+
+
+def _scheduler_address(client: Any) -> str:
+    return str(getattr(getattr(client, "scheduler", None), "address", "") or "?")
 
 
 _watches: weakref.WeakKeyDictionary[Client, tuple[ClusterWatch, int]] = weakref.WeakKeyDictionary()

@@ -34,6 +34,7 @@ from daskgraph.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     UnavailableError,
+    UnreachableError,
     quote,
 )
 from daskgraph.execution import DeviceStepStats
@@ -160,7 +161,12 @@ class Session:
         return self._closed
 
     def list_devices(self) -> list[Device]:
-        """The devices of the cluster this session places ops on."""
+        """The devices of the cluster this session places ops on.
+
+        Raises :class:`~daskgraph.errors.UnreachableError` once the cluster's scheduler is gone.
+        """
+        if not self._closed:
+            self._conn.check()
         return list(self._conn.devices)
 
     # -- running --------------------------------------------------------------------------------
@@ -182,6 +188,7 @@ class Session:
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        self._conn.check()  # a session whose scheduler is gone says so at once, every time
         _check_run_arguments(options, run_metadata)
         items, rebuild = flatten_fetches(fetches, self._graph)
         feeds, values = check_feeds(feed_dict, self._graph)
@@ -197,6 +204,8 @@ class Session:
             try:
                 results = self._execute(compiled, step, values, trace) if plan.partitions else {}
                 break
+            except UnreachableError:  # the scheduler is gone: nothing to place or wait for
+                raise
             except UnavailableError as exc:
                 if attempt == retries:
                     raise
