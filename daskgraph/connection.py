@@ -85,7 +85,6 @@ class Connection:
         if isinstance(target, Client):
             return target
         if isinstance(target, str):  # what TensorFlow's master does in CreateSession
-            footprint.shorten_dask_logs()  # of the client made here
             resolved = master.resolve_target(target)
             client = master.connect(resolved.address, security)
             try:
