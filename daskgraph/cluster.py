@@ -44,6 +44,7 @@ from daskgraph.cuda_specs import (
     dask_cuda_worker_options,
 )
 from daskgraph.device import CPU, GPU, DeviceSpec
+from daskgraph.footprint import scheduler_extensions, shorten_dask_logs, worker_settings
 from daskgraph.gpus import GPUInfo, visible_gpus
 from daskgraph.tls import security_fields
 from daskgraph.topology import VIRTUAL_GPU_RESOURCE
@@ -200,6 +201,7 @@ def gpu_worker_spec(
         env=env,
     )
     options["cuda_worker"] = worker.to_fields()
+    options["config"] = worker_settings()
     return {
         "cls": SubprocessWorker,
         "options": {"worker_class": NANNY, "name": name, "worker_kwargs": options},
@@ -305,6 +307,7 @@ def _worker_spec(
         "silence_logs": logging.ERROR,
         "preload": [WORKER_PRELOAD] if env is None else [WORKER_PRELOAD, GPU_PRELOAD],
         "env": {**process_environment(nthreads), **(env or {})},
+        "config": worker_settings(),
     }
     if security is not None:
         kwargs["security"] = security_fields(security)
@@ -315,11 +318,17 @@ def _worker_spec(
 
 
 def scheduler_spec(host: str = LOOPBACK, dashboard_address: str | None = None) -> dict[str, Any]:
-    """The scheduler's spec: listening on ``host``, dashboard only where Bokeh is installed."""
+    """The scheduler's spec: listening on ``host``, dashboard only where Bokeh is installed,
+    with the extensions of :func:`daskgraph.footprint.scheduler_extensions`."""
     if dashboard_address is None:
         dashboard_address = dask.config.get("daskgraph.local.dashboard-address")
     # the scheduler serves HTTP (health, metrics, and the dashboard where Bokeh is installed)
-    options: dict[str, Any] = {"host": host, "port": 0, "dashboard_address": dashboard_address}
+    options: dict[str, Any] = {
+        "host": host,
+        "port": 0,
+        "dashboard_address": dashboard_address,
+        "extensions": scheduler_extensions(),
+    }
     if importlib.util.find_spec("bokeh") is None:
         options["dashboard"] = False
     return {"cls": Scheduler, "options": options}
@@ -377,6 +386,7 @@ class EmbeddedCluster:
     def __init__(self, worker_spec: dict[str, dict[str, Any]], scheduler: dict[str, Any]):
         self.worker_spec = worker_spec
         self.workers: dict[str, Any] = {}
+        shorten_dask_logs()  # the scheduler, its streams and thread workers, in this process
         self._cluster = SpecCluster(
             workers={}, scheduler=scheduler, silence_logs="error", name="daskgraph-local"
         )

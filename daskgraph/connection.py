@@ -21,7 +21,7 @@ from typing import Any
 import dask.config
 from distributed import Client
 
-from daskgraph import embedded, gpu_worker, master
+from daskgraph import embedded, footprint, gpu_worker, master
 from daskgraph.config import SessionConfig
 from daskgraph.cuda_specs import cuda_worker_probe, may_be_cuda_worker
 from daskgraph.liveness import ClusterWatch, release_watch, watch_for
@@ -71,6 +71,7 @@ class Connection:
             self.watch = watch_for(self.client)
             self.plugin = SessionPlugin(session_id)
             self.client.register_plugin(self.plugin)
+            footprint.install(self.client)  # keeps the scheduler's key memo small
             self._seen = self.watch.version
             self.devices = self.discover()
         except BaseException:
@@ -85,6 +86,7 @@ class Connection:
         if isinstance(target, Client):
             return target
         if isinstance(target, str):  # what TensorFlow's master does in CreateSession
+            footprint.shorten_dask_logs()  # of the client made here
             resolved = master.resolve_target(target)
             client = master.connect(resolved.address, security)
             try:

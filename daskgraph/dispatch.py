@@ -43,7 +43,7 @@ from daskgraph.execution import (
     resident,
 )
 from daskgraph.liveness import ClusterWatch
-from daskgraph.lowering import Plan, build_task_graph
+from daskgraph.lowering import Plan, build_task_graph, task_group
 from daskgraph.program import RunStep
 
 __all__ = ["CompiledRun", "FastPath", "in_span", "submit_run"]
@@ -94,12 +94,18 @@ class CompiledRun:
         self._programs = None
 
     def _ship(self, client: Client) -> list[Future]:
-        """One task per program, restricted to its partition's worker, all in one graph."""
+        """One task per program, restricted to its partition's worker, all in one graph.
+
+        A program's key is in its device's task group, as the runs' tasks are
+        (:func:`~daskgraph.lowering.task_group`): held as a future, it keeps that group alive
+        between runs, so that the scheduler does not make a new group for every run (which
+        distributed's span extension would keep for good).
+        """
         ship = uuid.uuid4().hex[:8]
         layers = {}
         keys = []
         for p in self.plan.partitions:
-            key = ("dg-program", f"{self.token[:12]}-{ship}", p.index)
+            key = (task_group(p.device), f"program-{self.token[:12]}-{ship}", p.index)
             layers[f"dg-program-{key[1]}-{p.index}"] = MaterializedLayer(
                 {key: (resident, p.program)},
                 annotations={"workers": [p.worker], "allow_other_workers": False},

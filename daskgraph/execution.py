@@ -26,6 +26,7 @@ from daskgraph.errors import (
     OpError,
     ResourceExhaustedError,
 )
+from daskgraph.footprint import bound_key_memo
 from daskgraph.ops.registry import ArrayFunction
 from daskgraph.ops.state import VariableRef
 from daskgraph.program import Instruction, PartitionProgram, RunStep
@@ -190,6 +191,7 @@ def execute_partition(
     >>> execute_partition(prog, RunStep("doc", 1), (np.float32(3.0),), False)
     (np.float32(6.0),)
     """
+    bound_key_memo()  # every run's keys are new: keep Dask's memo of them small
     for dependency in dependencies:
         if isinstance(dependency, RunFailure):
             return dependency

@@ -35,7 +35,7 @@ from daskgraph.ops.registry import lookup, ref_producing_types
 from daskgraph.placement import Placement
 from daskgraph.program import Instruction, PartitionProgram
 
-__all__ = ["Partition", "Plan", "build_task_graph", "lower"]
+__all__ = ["Partition", "Plan", "build_task_graph", "lower", "task_group"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,12 +438,13 @@ def build_task_graph(
     worker: those feeds are referenced, not embedded. Returns the graph and every partition's
     key, in order.
 
-    A key is ``("dg-<device>", key_prefix, partition)``: Dask groups tasks (and keeps metrics
-    and caches) by the key's first element, which is the same for every run on a device, so
-    that a long program's runs add nothing up in the scheduler and on the workers; the run
-    (``key_prefix``, unique per run) and the partition make the key unique.
+    A key is ``(task_group(device), key_prefix, partition)``: Dask groups tasks (and keeps
+    metrics and caches) by the key's first element, which is the same for every run on a
+    device and for the programs resident there (:func:`task_group`), so that a long program's
+    runs add nothing up in the scheduler and on the workers; the run (``key_prefix``, unique
+    per run) and the partition make the key unique.
     """
-    keys = [(f"dg-{_short(p.device)}", key_prefix, p.index) for p in plan.partitions]
+    keys = [(task_group(p.device), key_prefix, p.index) for p in plan.partitions]
     layers: dict[str, MaterializedLayer] = {}
     dependencies: dict[str, set[str]] = {}
     for p, key in zip(plan.partitions, keys, strict=True):
@@ -459,6 +460,22 @@ def build_task_graph(
         )
         dependencies[name] = {_layer_name(keys[d]) for d in p.dependencies}
     return HighLevelGraph(layers, dependencies), keys
+
+
+def task_group(device: str) -> str:
+    """The Dask task group of a device's tasks: the first element of their keys.
+
+    Every task daskgraph submits for a device -- each run's partition, and the programs
+    resident on the device's worker (:mod:`daskgraph.dispatch`) -- is in this group. The
+    scheduler drops a task group when its last task is forgotten and makes a new one for the
+    next task of that name, and distributed's span extension keeps every group it ever saw:
+    with its programs' futures held in the group, a device's group lives as long as the
+    session's plans, and runs reuse it instead of leaving a new one behind each time.
+
+    >>> task_group("/job:localhost/replica:0/task:0/device:GPU:1")
+    'dg-localhost-0-gpu1'
+    """
+    return f"dg-{_short(device)}"
 
 
 def _layer_name(key: tuple[str, str, int]) -> str:

@@ -38,6 +38,7 @@ from daskgraph import master
 from daskgraph.cluster import worker_specs
 from daskgraph.cluster_spec import ADDRESS, ClusterSpec, with_protocol
 from daskgraph.config import SessionConfig, virtual_gpu_count
+from daskgraph.footprint import scheduler_extensions, shorten_dask_logs
 from daskgraph.gpus import visible_gpus
 
 __all__ = ["ClusterSpec", "Server", "free_ports"]
@@ -147,6 +148,7 @@ class Server:
 
     async def _start(self) -> None:
         host, port = _host_port(self.address)
+        shorten_dask_logs()
         if self._hosts_scheduler:
             self._scheduler = await Scheduler(
                 host=host,
@@ -154,6 +156,7 @@ class Server:
                 protocol=self._target.split("://")[0],
                 security=self.security,
                 dashboard_address=f"{host}:0",
+                extensions=scheduler_extensions(),
             )
             # sessions find the spec at once, whichever task's workers join first
             await master.publish_cluster_spec(

@@ -12,6 +12,7 @@ from distributed.deploy.subprocess import SubprocessWorker
 
 from daskgraph import cluster
 from daskgraph.cluster import scheduler_spec, worker_options, worker_specs
+from daskgraph.footprint import scheduler_extensions
 from daskgraph.topology import devices_from_workers
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
@@ -125,6 +126,7 @@ def test_scheduler_binds_loopback_without_bokeh(monkeypatch: pytest.MonkeyPatch)
         "port": 0,
         "dashboard_address": "127.0.0.1:0",
         "dashboard": False,
+        "extensions": scheduler_extensions(),
     }
 
 
@@ -136,6 +138,7 @@ def test_scheduler_dashboard_on_loopback_with_bokeh(monkeypatch: pytest.MonkeyPa
         "host": "127.0.0.1",
         "port": 0,
         "dashboard_address": "127.0.0.1:0",
+        "extensions": scheduler_extensions(),
     }
     with dask.config.set({"daskgraph.local.dashboard-address": "127.0.0.1:8799"}):
         assert scheduler_spec()["options"]["dashboard_address"] == "127.0.0.1:8799"

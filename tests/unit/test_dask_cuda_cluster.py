@@ -34,6 +34,7 @@ from daskgraph.config import GPUOptions
 from daskgraph.connection import cuda_probes
 from daskgraph.cuda_specs import CudaWorker, cuda_worker_options, dask_cuda_installed
 from daskgraph.errors import InvalidArgumentError
+from daskgraph.footprint import worker_settings
 from daskgraph.gpus import GPUInfo
 from daskgraph.nanny_setup import DeviceNanny
 from daskgraph.tls import security_fields, security_from_fields
@@ -177,6 +178,7 @@ def test_dask_cuda_worker_spec_options_are_cuda_specs(with_dask_cuda) -> None:
     spec = cluster.gpu_worker_spec(GPU0, worker, host="127.0.0.1", memory_limit=GiB)
     kwargs = dict(spec["options"]["worker_kwargs"])
     assert kwargs.pop("cuda_worker") == worker.to_fields()
+    assert kwargs.pop("config") == worker_settings()  # the nanny's Dask settings for its worker
     expected = cuda_specs.dask_cuda_worker_options(
         worker,
         name=GPU0,
