@@ -5,7 +5,9 @@ workers that run them (one task per program, restricted to its device's worker, 
 futures): repeated runs then send only the feeds and the task graph, not the programs, and the
 constants inside them cross the network once per session. Being tasks, not scattered data, a
 program lost with its worker is sent again by Dask itself to the worker restarted under the
-device's name. :func:`submit_run` builds one run's graph, submits it, and
+device's name. :func:`submit_run` sends a run's large feeds ahead to the workers that read
+them (through the session's executor actors, never scattered: scattered data lost with a
+worker is an error to Dask's scheduler), builds the run's graph, submits it, and
 waits for it with a watchdog: while the run is pending it checks every ``tick`` seconds that
 the workers of the plan's devices are still in the cluster (a
 :class:`~daskgraph.liveness.ClusterWatch`, which asks the scheduler only after a worker came or
@@ -25,6 +27,7 @@ import functools
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import dask
@@ -44,7 +47,7 @@ from daskgraph.execution import (
 )
 from daskgraph.liveness import ClusterWatch
 from daskgraph.lowering import Plan, build_task_graph, task_group
-from daskgraph.program import RunStep
+from daskgraph.program import RunStep, StagedFeed
 
 __all__ = ["CompiledRun", "FastPath", "in_span", "submit_run"]
 
@@ -116,40 +119,60 @@ class CompiledRun:
             return client.get(graph, keys, sync=False)
 
 
+@dataclass
+class _Executor:
+    """The executor actor of a session on one worker, where it lives, and what it holds."""
+
+    actor: Any
+    address: str
+    loaded: set[str] = field(default_factory=set)
+
+
 class FastPath:
     """One :class:`~daskgraph.execution.PartitionExecutor` actor per worker, for a session.
 
     Runs one-partition plans by calling the actor of their worker directly (client to worker,
     no scheduler) when the client talks to workers directly (``direct_to_workers``, as the
-    embedded cluster's client does); otherwise Dask relays actor calls through the scheduler,
-    so runs with large feeds take the scheduler's path, where feeds are scattered straight to
-    their worker. Anything that goes wrong with the actor itself (its worker restarted or
-    left) makes :meth:`run` return ``None``, and the caller takes the scheduler's path.
+    embedded cluster's client does); otherwise Dask relays actor calls through the scheduler.
+    The actors also take the large feeds of multi-device runs ahead of the run's tasks
+    (:meth:`stage`).
+
+    An actor is bound to the worker *address* it was made on: a worker restarted by its nanny
+    (same device name, new address) gets a new one. Every call is watched with that address:
+    when its worker leaves or is replaced, the call fails within a liveness tick with
+    :class:`~daskgraph.errors.UnavailableError` naming the device, and the session recovers
+    (instead of waiting for Dask to give up connecting to the dead address, 30 s). An actor
+    that fails while its worker stays makes :meth:`run` return ``None``, and the caller takes
+    the scheduler's path.
     """
 
     def __init__(self, client: Client, watch: ClusterWatch, session_id: str) -> None:
         self.client = client
         self.watch = watch
         self.session_id = session_id
-        self._actors: dict[Any, Any] = {}
-        self._loaded: dict[Any, set[str]] = {}
+        self._actors: dict[Any, _Executor] = {}
 
-    def _actor(self, worker: Any, plan: Plan, tick: float) -> Any:
-        actor = self._actors.get(worker)
-        if actor is None:
-            with in_span():
-                future = self.client.submit(
-                    PartitionExecutor,
-                    actor=True,
-                    workers=[worker],
-                    allow_other_workers=False,
-                    pure=False,
-                )
-            with self.client.as_current():  # the actor's handle binds to the current client
-                actor = _result_watching_workers(self.watch, plan, [future], future, tick)
-            self._actors[worker] = actor
-            self._loaded[worker] = set()
-        return actor
+    def _executor(self, worker: Any, plan: Plan, tick: float) -> _Executor:
+        """The actor on ``worker`` as it is now: made on first use, and made again when the
+        worker was replaced since. Raises UnavailableError if the worker is gone."""
+        now = _workers_now(self.watch, plan)
+        executor = self._actors.get(worker)
+        if executor is not None and executor.address == now[worker]:
+            return executor
+        self.forget(worker)
+        with in_span():
+            future = self.client.submit(
+                PartitionExecutor,
+                actor=True,
+                workers=[worker],
+                allow_other_workers=False,
+                pure=False,
+            )
+        with self.client.as_current():  # the actor's handle binds to the current client
+            actor = _result_watching_workers(self.watch, plan, [future], future, tick, now)
+        where = self.client.who_has(future).get(future.key) or [now[worker]]
+        executor = self._actors[worker] = _Executor(actor, where[0])
+        return executor
 
     def run(
         self,
@@ -160,31 +183,20 @@ class FastPath:
         tick: float,
     ) -> dict[int, tuple] | None:
         """Run a one-partition plan through its worker's actor: ``{0: results}``, or
-        ``None`` when the scheduler's path must run it instead (large feeds without direct
-        connections, or an actor that is gone)."""
+        ``None`` when the scheduler's path must run it instead (the actor failed while its
+        worker stayed). Raises UnavailableError when the worker left or was replaced."""
         (partition,) = compiled.plan.partitions
         worker = partition.worker
         feeds = tuple(feed_values[i] for i in partition.feed_indices)
-        if not self.client.direct_to_workers and _has_large(feeds):
-            return None  # actor calls would relay them through the scheduler: scatter instead
+        executor = None
         try:
-            actor = self._actor(worker, compiled.plan, tick)
-            for _ in range(2):  # a second time if the actor had dropped the program
-                if compiled.token not in self._loaded[worker]:
-                    load = actor.load(self.session_id, compiled.token, partition.program)
-                    _actor_result_watching(self.watch, compiled.plan, load, tick)
-                    self._loaded[worker].add(compiled.token)
-                call = actor.run(compiled.token, step, feeds, trace)
-                result = _actor_result_watching(self.watch, compiled.plan, call, tick)
-                if not (isinstance(result, str) and result == MISSING_PROGRAM):
-                    break
-                self._loaded[worker].discard(compiled.token)
+            executor = self._executor(worker, compiled.plan, tick)
+            result = self._call(executor, compiled, step, feeds, trace, tick)
         except UnavailableError:
             self.forget(worker)
             raise
-        except Exception as exc:  # the actor's worker restarted or is gone: the scheduler's path
-            logger.warning("fast path to %s unavailable (%r); using the scheduler", worker, exc)
-            self.forget(worker)
+        except Exception as exc:  # the actor failed: its worker died, or something else
+            self._failed(worker, executor, compiled.plan, exc, tick)
             return None
         if isinstance(result, str):
             return None
@@ -192,20 +204,90 @@ class FastPath:
             raise result.error
         return {0: result}
 
+    def _call(
+        self,
+        executor: _Executor,
+        compiled: CompiledRun,
+        step: RunStep,
+        feeds: tuple,
+        trace: bool,
+        tick: float,
+    ) -> Any:
+        """Load the program if the actor lacks it, and run it; watched with the actor's
+        address."""
+        (partition,) = compiled.plan.partitions
+        started = {partition.worker: executor.address}
+        actor, result = executor.actor, None
+        for _ in range(2):  # a second time if the actor had dropped the program
+            if compiled.token not in executor.loaded:
+                load = actor.load(self.session_id, compiled.token, partition.program)
+                _actor_result_watching(self.watch, compiled.plan, load, tick, started)
+                executor.loaded.add(compiled.token)
+            call = actor.run(compiled.token, step, feeds, trace)
+            result = _actor_result_watching(self.watch, compiled.plan, call, tick, started)
+            if not (isinstance(result, str) and result == MISSING_PROGRAM):
+                break
+            executor.loaded.discard(compiled.token)
+        return result
+
+    def stage(self, plan: Plan, worker: Any, values: dict[str, Any], tick: float) -> bool:
+        """Send feed ``values`` (token -> value) ahead to ``worker`` for the run's partition
+        there (:class:`~daskgraph.program.StagedFeed`). Returns whether they are there; False
+        when the actor failed while its worker stayed (the values must travel in the run's
+        graph instead). Raises UnavailableError when the worker left or was replaced."""
+        executor = None
+        try:
+            executor = self._executor(worker, plan, tick)
+            call = executor.actor.stage(self.session_id, values)
+            _actor_result_watching(self.watch, plan, call, tick, {worker: executor.address})
+        except UnavailableError:
+            self.forget(worker)
+            raise
+        except Exception as exc:
+            self._failed(worker, executor, plan, exc, tick)
+            return False
+        return True
+
+    def unstage(self, worker: Any, tokens: list[str]) -> None:
+        """Drop staged values no partition will take, where the worker still runs (a run
+        that failed); nothing is waited for."""
+        executor = self._actors.get(worker)
+        if executor is None or not tokens:
+            return
+        try:
+            if self.watch.view().addresses([worker])[worker] == executor.address:
+                executor.actor.unstage(self.session_id, tokens)
+        except Exception:  # the cluster is going away: nothing is left to drop
+            logger.debug("could not drop staged feeds on %s", worker, exc_info=True)
+
+    def _failed(
+        self, worker: Any, executor: _Executor | None, plan: Plan, exc: Exception, tick: float
+    ) -> None:
+        """After an actor call raised: UnavailableError if its worker left or was replaced
+        (waiting up to a tick for the scheduler to say so: the call may notice first),
+        otherwise a warning; the actor is dropped either way."""
+        self.forget(worker)
+        if executor is not None:
+            address = executor.address
+            self.watch.wait_until(lambda view: view.addresses([worker])[worker] != address, tick)
+            _raise_if_devices_left(self.watch, plan, [], exc, started={worker: address})
+        logger.warning("fast path to %s unavailable (%r); using the scheduler", worker, exc)
+
     def forget(self, worker: Any = None) -> None:
         """Drop the actor of ``worker`` (all actors when None)."""
         for w in [worker] if worker is not None else list(self._actors):
             self._actors.pop(w, None)
-            self._loaded.pop(w, None)
 
 
-def _has_large(values: Sequence[Any]) -> bool:
-    threshold = int(dask.config.get("daskgraph.direct-feed-bytes"))
-    return any(getattr(v, "nbytes", 0) >= threshold for v in values)
-
-
-def _actor_result_watching(watch: ClusterWatch, plan: Plan, call: Any, tick: float) -> Any:
-    started = _workers_now(watch, plan)
+def _actor_result_watching(
+    watch: ClusterWatch,
+    plan: Plan,
+    call: Any,
+    tick: float,
+    started: dict[Any, str | None],
+) -> Any:
+    """The result of an actor call, raising UnavailableError within a tick once a worker of
+    ``started`` (the actor's) left or was replaced."""
     while True:
         try:
             return call.result(timeout=tick)
@@ -222,21 +304,25 @@ def submit_run(
     feed_values: Sequence[Any],
     trace: bool,
     tick: float,
+    stager: FastPath | None = None,
 ) -> dict[int, tuple]:
     """Run ``compiled`` once; partition index -> its outputs (results, or all when tracing).
+
+    Feeds of at least ``daskgraph.direct-feed-bytes`` are sent ahead to the workers that read
+    them by ``stager``'s actors (:meth:`FastPath.stage`); without a stager, or where it
+    cannot, they travel in the run's graph like smaller ones.
 
     Raises the error a partition returned, or :class:`~daskgraph.errors.UnavailableError`
     naming the devices whose workers left the cluster during the run (noticed by the
     watchdog, or as lost data that cancelled the run, or a worker that refused a send). A
     program released while its worker stayed is sent again, once.
     """
-    args = (client, watch, compiled, key_prefix, step, feed_values, trace, tick)
+    args = (client, watch, compiled, key_prefix, step, feed_values, trace, tick, stager)
     try:
         return _submit_once(*args)
     except UnavailableError:
         raise
     except (FutureCancelledError, FuturesCancelledError, KeyError, OSError, ValueError) as exc:
-        # (a ValueError: a large feed scattered to a worker name the scheduler lacks)
         _raise_if_devices_left(watch, compiled.plan, [], exc)
         if not isinstance(exc, (FutureCancelledError, FuturesCancelledError)):
             raise
@@ -253,51 +339,84 @@ def _submit_once(
     feed_values: Sequence[Any],
     trace: bool,
     tick: float,
+    stager: FastPath | None,
 ) -> dict[int, tuple]:
     plan = compiled.plan
     started = _workers_now(watch, plan)  # raises at once if a device's worker is missing
     programs = compiled.program_futures(client)
-    feed_futures = _send_large_feeds(client, plan, feed_values)
-    dsk, keys = build_task_graph(
-        plan,
-        key_prefix,
-        step,
-        feed_values,
-        execute_partition,
-        trace,
-        programs=programs,
-        sent_feeds=feed_futures,
-    )
-    # with tracing, every partition reports where it ran; otherwise only results matter
-    parts = range(len(plan.partitions)) if trace else plan.result_partitions
-    with in_span():
-        futures = client.get(dsk, [keys[i] for i in parts], sync=False)
+    staged = _stage_large_feeds(stager, plan, key_prefix, feed_values, tick)
     try:
-        gathered = [
-            _result_watching_workers(watch, plan, futures, f, tick, started) for f in futures
-        ]
-    finally:
-        del futures, feed_futures
+        dsk, keys = build_task_graph(
+            plan,
+            key_prefix,
+            step,
+            feed_values,
+            execute_partition,
+            trace,
+            programs=programs,
+            sent_feeds={i: StagedFeed(token) for i, (token, _) in staged.items()},
+        )
+        # with tracing, every partition reports where it ran; otherwise only results matter
+        parts = range(len(plan.partitions)) if trace else plan.result_partitions
+        with in_span():
+            futures = client.get(dsk, [keys[i] for i in parts], sync=False)
+        try:
+            gathered = [
+                _result_watching_workers(watch, plan, futures, f, tick, started) for f in futures
+            ]
+        finally:
+            del futures
+    except BaseException:
+        _unstage(stager, staged)
+        raise
     for result in gathered:
         if isinstance(result, RunFailure):
+            _unstage(stager, staged)  # a partition that passes a failure on takes nothing
             raise result.error
     return dict(zip(parts, gathered, strict=True))
 
 
-def _send_large_feeds(client: Client, plan: Plan, feed_values: Sequence[Any]) -> dict[int, Future]:
-    """Send each feed of at least ``daskgraph.direct-feed-bytes`` straight to the (first)
-    worker that reads it, bypassing the scheduler; smaller feeds travel inside the graph."""
+def _stage_large_feeds(
+    stager: FastPath | None,
+    plan: Plan,
+    key_prefix: str,
+    feed_values: Sequence[Any],
+    tick: float,
+) -> dict[int, tuple[str, list[Any]]]:
+    """Send each feed of at least ``daskgraph.direct-feed-bytes`` ahead to every worker that
+    reads it; feed position -> (token, workers) of those sent. Smaller feeds, and any that
+    could not be sent, travel inside the graph."""
     threshold = int(dask.config.get("daskgraph.direct-feed-bytes"))
-    readers: dict[int, Any] = {}
+    readers: dict[int, list[Any]] = {}
     for p in plan.partitions:
         for i in p.feed_indices:
-            readers.setdefault(i, p.worker)
-    sent: dict[int, Future] = {}
-    for i, worker in readers.items():
-        value = feed_values[i]
-        if getattr(value, "nbytes", 0) >= threshold:
-            sent[i] = client.scatter(value, workers=[worker], direct=True, hash=False)
-    return sent
+            if getattr(feed_values[i], "nbytes", 0) >= threshold:
+                readers.setdefault(i, []).append(p.worker)
+    if stager is None or not readers:
+        return {}
+    staged: dict[int, tuple[str, list[Any]]] = {}
+    failed: set[int] = set()
+    for worker in dict.fromkeys(w for ws in readers.values() for w in ws):
+        mine = [i for i, ws in readers.items() if worker in ws and i not in failed]
+        values = {f"{key_prefix}-feed-{i}": feed_values[i] for i in mine}
+        if stager.stage(plan, worker, values, tick):
+            for i in mine:
+                staged.setdefault(i, (f"{key_prefix}-feed-{i}", []))[1].append(worker)
+        else:
+            failed.update(mine)
+    if failed:  # those travel in the graph: drop the copies some workers already have
+        _unstage(stager, {i: staged.pop(i) for i in failed if i in staged})
+    return staged
+
+
+def _unstage(stager: FastPath | None, staged: dict[int, tuple[str, list[Any]]]) -> None:
+    """Drop staged values that no partition took (their run failed)."""
+    by_worker: dict[Any, list[str]] = {}
+    for token, workers in staged.values():
+        for worker in workers:
+            by_worker.setdefault(worker, []).append(token)
+    for worker, tokens in by_worker.items():
+        stager.unstage(worker, tokens)
 
 
 def _result_watching_workers(
@@ -331,13 +450,15 @@ def _raise_if_devices_left(
     started: dict[Any, str | None] | None = None,
 ) -> None:
     """Raise UnavailableError if a worker of the plan is missing, or (given the addresses at
-    the start of the run) was replaced during the run: a restarted worker lost the run's
-    partitions there, and Dask may hold them for a worker that never comes."""
+    the start of the run, or where an actor lives) was replaced since: a restarted worker lost
+    the run's partitions there, and Dask may hold them for a worker that never comes. The
+    error names the devices, their workers and (field ``addresses``) the dead addresses."""
     now = watch.view().addresses({p.worker for p in plan.partitions})
+    started = started or {}
     gone = [
         p
         for p in plan.partitions
-        if now[p.worker] is None or (started is not None and started[p.worker] != now[p.worker])
+        if now[p.worker] is None or started.get(p.worker, now[p.worker]) != now[p.worker]
     ]
     if gone:
         missing = sorted({p.device for p in gone})
@@ -350,4 +471,5 @@ def _raise_if_devices_left(
             "devices that remain (soft placement may move ops elsewhere).",
             missing=missing,
             workers=sorted({str(p.worker) for p in gone}),
+            addresses=sorted({a for p in gone if (a := started.get(p.worker))}),
         ) from cause

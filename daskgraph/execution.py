@@ -29,7 +29,7 @@ from daskgraph.errors import (
 from daskgraph.footprint import bound_key_memo
 from daskgraph.ops.registry import ArrayFunction
 from daskgraph.ops.state import VariableRef
-from daskgraph.program import Instruction, PartitionProgram, RunStep
+from daskgraph.program import Instruction, PartitionProgram, RunStep, StagedFeed
 from daskgraph.worker_state import SessionState, VariableStore, current_state
 
 __all__ = [
@@ -198,6 +198,8 @@ def execute_partition(
     try:
         xp = _array_module(program.backend)
         on_gpu = program.backend != "numpy"
+        if any(type(f) is StagedFeed for f in feeds):
+            feeds = _take_staged(feeds, step.session)
         slots: list[Any] = [None] * program.n_slots
         arriving = [(dependencies[p][i], s) for p, i, s in program.inputs]
         arriving += [(feeds[p], s) for p, s in program.feeds]
@@ -228,6 +230,13 @@ def execute_partition(
         step = DeviceStepStats(program.device, _current_address(), tuple(stats), to_device, to_host)
         return (*outputs, step)
     return outputs
+
+
+def _take_staged(feeds: tuple, session_id: str) -> tuple:
+    """The feeds with every :class:`~daskgraph.program.StagedFeed` replaced by the value
+    sent ahead to this worker (taken out of the session's state here)."""
+    state = current_state().session(session_id)
+    return tuple(state.take_staged(f.token) if type(f) is StagedFeed else f for f in feeds)
 
 
 def _run(program: PartitionProgram, slots: list, xp: Any, step: RunStep, trace: bool) -> list:
@@ -370,6 +379,19 @@ class PartitionExecutor:
         programs = self._session(session_id).programs
         for token in tokens:
             programs.pop(token, None)
+
+    def stage(self, session_id: str, values: dict[str, Any]) -> int:
+        """Keep feed values (token -> value) for partitions of ``session_id`` that will run
+        here (:class:`~daskgraph.program.StagedFeed`); returns how many are waiting."""
+        staged = self._session(session_id).staged
+        staged.update(values)
+        return len(staged)
+
+    def unstage(self, session_id: str, tokens: list[str]) -> None:
+        """Drop staged feed values that no partition will take (their run failed)."""
+        staged = self._session(session_id).staged
+        for token in tokens:
+            staged.pop(token, None)
 
     def run(self, token: str, step: RunStep, feeds: tuple, trace: bool) -> Any:
         """Run the program loaded under ``token`` for ``step``'s session."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["FEED", "Instruction", "PartitionProgram", "RunStep"]
+__all__ = ["FEED", "Instruction", "PartitionProgram", "RunStep", "StagedFeed"]
 
 #: the executor reads this slot's value from the feeds instead of running an op
 FEED = -1
@@ -69,3 +69,13 @@ class RunStep:
 
     session: str
     number: int
+
+
+@dataclass(frozen=True, slots=True)
+class StagedFeed:
+    """Stands, in a run's task, for a large feed value sent ahead to the worker that reads
+    it (kept in the session's state there under ``token``, until the partition takes it):
+    it is sent there by the session's executor actor, not scattered (scattered data cannot be
+    recomputed, and the scheduler reports its loss with a worker as an error)."""
+
+    token: str

@@ -293,7 +293,11 @@ class Session:
         """
         before = list(self._conn.devices)
         dead = set(failure.fields.get("workers", ()))
-        dead_addresses = {d.worker for d in before if str(d.restriction) in dead}
+        # the addresses the failure saw die; else those the session knew for its devices (a
+        # session that already saw a restarted worker knows its new address, alive)
+        dead_addresses = set(failure.fields.get("addresses", ())) or {
+            d.worker for d in before if str(d.restriction) in dead
+        }
         grace = float(dask.config.get("daskgraph.worker-restart-grace"))
         # every device the session knew, not only those the run missed: another worker may
         # have died since (its restart is then awaited too, not placed around)
@@ -317,11 +321,18 @@ class Session:
                     missing=missing,
                     **exc.fields,
                 ) from failure
-        logger.warning(
-            "devices %s left during a run; %s; running it again",
-            sorted(failure.missing),
-            "their workers restarted" if back else "placed again on the remaining devices",
-        )
+        if back:  # what a nanny is there for: one line, no alarm
+            logger.info(
+                "devices %s left during a run; their workers restarted; running it again",
+                sorted(failure.missing),
+            )
+        else:
+            logger.warning(
+                "devices %s left during a run and did not come back within %s s; placed again "
+                "on the remaining devices; running it again",
+                sorted(failure.missing),
+                grace,
+            )
 
     def _explain_lost(self, exc: FailedPreconditionError) -> FailedPreconditionError:
         name = exc.fields.get("variable")
@@ -349,7 +360,7 @@ class Session:
             if results is not None:
                 return results
         client, watch = self._conn.client, self._conn.watch
-        return submit_run(client, watch, compiled, prefix, step, values, trace, tick)
+        return submit_run(client, watch, compiled, prefix, step, values, trace, tick, self._fast)
 
     # -- logging --------------------------------------------------------------------------------
     def _log_placement(self, placement: Placement) -> None:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from distributed import WorkerPlugin, get_worker
 
-from daskgraph.errors import FailedPreconditionError
+from daskgraph.errors import FailedPreconditionError, UnavailableError
 
 __all__ = [
     "EXTENSION",
@@ -129,6 +129,9 @@ class SessionState:
         self.stores: dict[str, VariableStore] = {}
         #: fast-path programs by token (:class:`daskgraph.execution.PartitionExecutor`)
         self.programs: dict[str, Any] = {}
+        #: large feed values sent ahead for the runs' partitions, by token (see
+        #: :class:`daskgraph.program.StagedFeed`); a partition takes its own
+        self.staged: dict[str, Any] = {}
         #: compiled forms by ``id(program)``: (program, array module name, steps)
         self.compiled: OrderedDict[int, tuple[Any, str, Any]] = OrderedDict()
         self._lock = threading.Lock()
@@ -154,6 +157,23 @@ class SessionState:
             while len(self.compiled) > COMPILED_CAPACITY:
                 self.compiled.popitem(last=False)
         return steps
+
+    def take_staged(self, token: str) -> Any:
+        """The feed value staged under ``token``, removed from the state.
+
+        >>> state = SessionState()
+        >>> state.staged["t"] = 1.5
+        >>> state.take_staged("t"), state.staged
+        (1.5, {})
+        """
+        try:
+            return self.staged.pop(token)
+        except KeyError:
+            raise UnavailableError(
+                f"A feed sent ahead to this worker for a run (token {token!r}) is not here: "
+                "the worker was restarted after it was sent. Run again.",
+                token=token,
+            ) from None
 
     def variable_count(self) -> int:
         """How many variables the session holds here, over all its devices."""

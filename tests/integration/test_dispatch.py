@@ -95,3 +95,42 @@ def test_a_program_dropped_by_the_executor_is_sent_again(dg_session, dg_client):
         dropped = dg_client.run(_drop_programs, dg_session._id)
         assert sum(dropped.values()) == 2  # both programs were held, on the CPU's worker
     assert dg_session.run(a) == 2.0  # reloaded
+
+
+def _staged_and_scattered(session_id: str, dask_worker=None) -> tuple[int, int]:
+    """On a worker: feeds staged for ``session_id`` not taken yet, and keys held that no task
+    computed (scattered data)."""
+    from daskgraph.worker_state import state_of
+
+    scattered = [k for k, ts in dask_worker.state.tasks.items() if ts.run_spec is None]
+    return len(state_of(dask_worker).session(session_id).staged), len(scattered)
+
+
+def test_large_feeds_are_sent_ahead_not_scattered(dg_session, dg_client):
+    """A feed above ``daskgraph.direct-feed-bytes`` read on two devices reaches both through
+    the session's actors: right results, no scattered data (which the scheduler reports as an
+    ERROR when a worker holding it dies), nothing left behind, after a failed run too."""
+    big = np.arange(300_000, dtype=np.float32).reshape(600, 500) / 1e5  # 1.2 MB
+    x = dg.placeholder(dg.float32, [None, 500])
+    with dg.device("/gpu:0"):
+        left = dg.reduce_sum(x * 2.0)
+    with dg.device("/gpu:1"):
+        right = dg.reduce_max(x)
+    with dg.device("/cpu:0"):
+        both = left + right
+        bad = dg.matmul(x, x)  # (600, 500) @ (600, 500) fails at run time, after the feed is sent
+    with dask.config.set({"daskgraph.direct-feed-bytes": 1_000_000}):
+        got = dg_session.run([left, right, both], {x: big})
+        np.testing.assert_allclose(got, [big.sum() * 2, big.max(), big.sum() * 2 + big.max()])
+        with pytest.raises(dg.errors.InvalidArgumentError, match="MatMul"):
+            dg_session.run([both, bad], {x: big})
+    assert dg_client.run_on_scheduler(_scattered_keys_seen) == []
+    left_behind = dg_client.run(_staged_and_scattered, dg_session._id)
+    assert set(left_behind.values()) == {(0, 0)}, left_behind
+
+
+def _scattered_keys_seen(dask_scheduler=None) -> list:
+    """Keys the scheduler's transition log shows that no task computed (``client.scatter``
+    names them after their type: ``ndarray-<token>``)."""
+    keys = {t[0] for t in dask_scheduler.transition_log}
+    return sorted(str(k) for k in keys if isinstance(k, str) and k.startswith("ndarray-"))

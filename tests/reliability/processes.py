@@ -112,11 +112,14 @@ def _executing():
     return inside
 
 
-def wait_until_executing(client: Client, timeout: float = 30.0) -> None:
-    """Until some worker of ``client``'s cluster reports that it is running a partition."""
+def wait_until_executing(
+    client: Client, timeout: float = 30.0, workers: list[str] | None = None
+) -> None:
+    """Until some worker of ``client``'s cluster (of ``workers``) reports that it is running
+    a partition."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(client.run(_executing()).values()):
+        if any(client.run(_executing(), workers=workers).values()):
             return
         time.sleep(0.01)
     raise AssertionError(f"no worker started a partition within {timeout} s")
