@@ -237,3 +237,38 @@ def _wait_for_both(client: Client, timeout: float = 60) -> None:
                 return
         time.sleep(0.05)
     raise AssertionError(f"the workers did not come back within {timeout} s")
+
+
+def test_a_session_made_while_every_worker_is_busy(tally, cluster):
+    """While a long two-device run holds every worker's only thread, new sessions are made at
+    once (nothing in making one waits for a worker's thread); their first runs wait for a
+    thread and then return the right result."""
+    client, _ = cluster
+    making = tally.scenario("session made while no worker is idle", LIMIT_S)
+    running = tally.scenario("first run of a session made while no worker is idle", 60.0)
+    value = _value()
+    with dg.Graph().as_default() as graph:
+        a = dg.placeholder(dg.float32, [N, N], name="a")
+        with dg.device("/gpu:0"):
+            y = _chain(_chain(_chain(a)))
+        with dg.device("/cpu:0"):
+            out = dg.reduce_sum(_chain(_chain(_chain(a)))) + dg.reduce_sum(y)
+        with dg.Session(client, graph=graph) as busy:
+            long_run = threading.Thread(target=busy.run, args=(out, {a: value}), daemon=True)
+            long_run.start()
+            wait_until_executing(client, workers=list(_workers(client)))
+            sessions = []
+            for _ in range(2):
+                with making.trial() as trial, dg.Graph().as_default() as small:
+                    total = dg.reduce_sum(dg.placeholder(dg.float32, [N, N], name="x") * 3.0)
+                    sessions.append(
+                        (trial.run(lambda g=small: dg.Session(client, graph=g), 30), total)
+                    )
+            assert long_run.is_alive()  # the sessions were made while it ran
+            for session, total in sessions:
+                with running.trial() as trial, session:
+                    got = trial.run(lambda s=session, t=total: s.run(t, {"x:0": value}), 60)
+                    trial.check(got, value.sum(dtype=np.float32) * 3.0, rtol=1e-4)
+            long_run.join()
+    making.verify()
+    running.verify()
