@@ -243,7 +243,7 @@ def test_an_assign_on_a_surviving_worker_is_not_applied_twice(process_cluster, c
             (gpu,) = [d.worker for d in session.list_devices() if d.name.endswith("GPU:0")]
             killer = threading.Timer(0.5, _kill, (client, gpu))
             killer.start()
-            with caplog.at_level("WARNING", logger="daskgraph"):
+            with caplog.at_level("INFO", logger="daskgraph"):
                 box = within(120, lambda: session.run(out, {a: value}))
             killer.join()
             assert "error" not in box, box
