@@ -3,8 +3,9 @@
 Two 400 MB float32 feeds (10000 x 10000) to placeholders under ``/gpu:0`` on the embedded
 cluster with one virtual GPU; the fetch is ``reduce_sum(a + b)``, so the result is a scalar.
 daskgraph sends every feed of at least ``daskgraph.direct-feed-bytes`` (1 MiB) straight to its
-worker with ``client.scatter(..., direct=True)``; only the run's task graph (a few KB) goes to
-the scheduler.
+worker through the session's executor actor there (the run itself on the fast path, or sent
+ahead of a multi-device run's tasks); only the run's task graph (a few KB) goes to the
+scheduler.
 
 Bytes are counted by :class:`CommTraffic`, which wraps ``distributed.comm.tcp.TCP.write`` in
 this process (the client *and* the embedded scheduler live here; the workers are other
