@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import dask.config
 import yaml
 
-__all__ = ["GPUOptions", "SessionConfig", "virtual_gpu_count"]
+__all__ = ["GPUOptions", "SessionConfig", "check_timeout_ms", "virtual_gpu_count"]
 
 _defaults = yaml.safe_load((pathlib.Path(__file__).parent / "daskgraph.yaml").read_text())
 dask.config.update_defaults(_defaults)
@@ -106,12 +106,16 @@ class SessionConfig:
         GPU memory options (:class:`GPUOptions`).
     device_count
         Maximum number of devices of a type to use, e.g. ``{"GPU": 0}`` to hide GPUs.
+    operation_timeout_in_ms
+        Deadline of every run, in milliseconds (0: none); a run past it is cancelled with
+        ``DeadlineExceededError``. ``RunOptions.timeout_in_ms`` overrides it for one run.
     """
 
     log_device_placement: bool = False
     allow_soft_placement: bool = False
     gpu_options: GPUOptions = field(default_factory=GPUOptions)
     device_count: dict[str, int] = field(default_factory=dict)
+    operation_timeout_in_ms: int = 0
 
     def validate(self) -> SessionConfig:
         """Check every field (and the GPU options); return ``self`` or raise ``TypeError`` /
@@ -122,10 +126,28 @@ class SessionConfig:
         if not isinstance(self.gpu_options, GPUOptions):
             raise TypeError(f"gpu_options must be a GPUOptions; got {self.gpu_options!r}")
         self.gpu_options.validate()
+        check_timeout_ms("operation_timeout_in_ms", self.operation_timeout_in_ms)
         for key, value in dict(self.device_count).items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"device_count[{key!r}] must be an int >= 0; got {value!r}")
         return self
+
+
+def check_timeout_ms(name: str, value: object) -> None:
+    """Refuse a timeout in milliseconds that is not an int >= 0, naming it.
+
+    >>> check_timeout_ms("timeout_in_ms", 500)
+    >>> check_timeout_ms("timeout_in_ms", "5s")
+    Traceback (most recent call last):
+    ...
+    TypeError: timeout_in_ms must be an int number of milliseconds >= 0 (0: no deadline); got '5s'
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{name} must be an int number of milliseconds >= 0 (0: no deadline); got {value!r}"
+        )
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0 milliseconds (0: no deadline); got {value}")
 
 
 def virtual_gpu_count() -> int:

@@ -37,7 +37,8 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from distributed import Client, Future
 from distributed.client import FutureCancelledError, FuturesCancelledError
 
-from daskgraph.errors import UnavailableError
+from daskgraph.deadline import raise_if_past, wait_time
+from daskgraph.errors import DeadlineExceededError, UnavailableError
 from daskgraph.execution import (
     MISSING_PROGRAM,
     PartitionExecutor,
@@ -192,8 +193,8 @@ class FastPath:
         try:
             executor = self._executor(worker, compiled.plan, tick)
             result = self._call(executor, compiled, step, feeds, trace, tick)
-        except UnavailableError:
-            self.forget(worker)
+        except (UnavailableError, DeadlineExceededError):
+            self.forget(worker)  # a timed-out actor may still be busy: the next run makes anew
             raise
         except Exception as exc:  # the actor failed: its worker died, or something else
             self._failed(worker, executor, compiled.plan, exc, tick)
@@ -290,8 +291,9 @@ def _actor_result_watching(
     ``started`` (the actor's) left or was replaced."""
     while True:
         try:
-            return call.result(timeout=tick)
+            return call.result(timeout=wait_time(tick))
         except TimeoutError:
+            raise_if_past("an actor's run of the partition")
             _raise_if_devices_left(watch, plan, [], started=started)
 
 
@@ -429,8 +431,13 @@ def _result_watching_workers(
 ) -> Any:
     while True:
         try:
-            return future.result(timeout=tick)
+            return future.result(timeout=wait_time(tick))
         except TimeoutError:
+            try:
+                raise_if_past("the partitions of the run")
+            except DeadlineExceededError:
+                future.client.cancel(futures)
+                raise
             _raise_if_devices_left(watch, plan, futures, started=started)
 
 

@@ -26,8 +26,9 @@ import dask.config
 from distributed import Client
 
 from daskgraph import default_session
-from daskgraph.config import SessionConfig
+from daskgraph.config import SessionConfig, check_timeout_ms
 from daskgraph.connection import Connection
+from daskgraph.deadline import run_deadline
 from daskgraph.default_session import get_default_session
 from daskgraph.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.errors import (
@@ -40,7 +41,7 @@ from daskgraph.errors import (
 from daskgraph.execution import DeviceStepStats
 from daskgraph.fetches import as_result, check_feeds, flatten_fetches, item_key
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
-from daskgraph.lowering import lower
+from daskgraph.lowering import Plan, lower
 from daskgraph.placement import Placement, format_placement_log, place
 from daskgraph.program import RunStep
 from daskgraph.topology import Device, format_device_mapping
@@ -51,20 +52,24 @@ logger = logging.getLogger("daskgraph.placement")
 
 
 class RunOptions:
-    """Options of one ``Session.run``, as TensorFlow's ``RunOptions``."""
+    """Options of one ``Session.run``, as TensorFlow's ``RunOptions``: ``trace_level``, and
+    ``timeout_in_ms`` (0: the session config's ``operation_timeout_in_ms``), after which the
+    run is cancelled with :class:`~daskgraph.errors.DeadlineExceededError`."""
 
     NO_TRACE = 0
     SOFTWARE_TRACE = 1
     HARDWARE_TRACE = 2
     FULL_TRACE = 3
 
-    def __init__(self, trace_level: int = NO_TRACE) -> None:
+    def __init__(self, trace_level: int = NO_TRACE, timeout_in_ms: int = 0) -> None:
         if isinstance(trace_level, bool) or trace_level not in (0, 1, 2, 3):
             raise ValueError(
                 f"RunOptions.trace_level must be one of NO_TRACE (0), SOFTWARE_TRACE (1), "
                 f"HARDWARE_TRACE (2) or FULL_TRACE (3); got {quote(trace_level)}"
             )
+        check_timeout_ms("RunOptions.timeout_in_ms", timeout_in_ms)
         self.trace_level = trace_level
+        self.timeout_in_ms = timeout_in_ms
 
 
 class StepStats:
@@ -193,25 +198,13 @@ class Session:
         items, rebuild = flatten_fetches(fetches, self._graph)
         feeds, values = check_feeds(feed_dict, self._graph)
         trace = bool(options is not None and options.trace_level and run_metadata is not None)
-        retries = int(dask.config.get("daskgraph.run-retries"))
         self._steps += 1
         step = RunStep(self._id, self._steps)  # one per call: a repeat applies no assign twice
         if self._conn.changed:
             self._follow_cluster()
-        for attempt in range(retries + 1):
-            compiled = self._plan(items, feeds)
-            plan = compiled.plan
-            try:
-                results = self._execute(compiled, step, values, trace) if plan.partitions else {}
-                break
-            except UnreachableError:  # the scheduler is gone: nothing to place or wait for
-                raise
-            except UnavailableError as exc:
-                if attempt == retries:
-                    raise
-                self._recover(exc)
-            except FailedPreconditionError as exc:
-                raise self._explain_lost(exc) from None
+        timeout_ms = (options and options.timeout_in_ms) or self._config.operation_timeout_in_ms
+        with run_deadline(timeout_ms):
+            plan, results = self._run_attempts(items, feeds, step, values, trace)
         if trace:
             run_metadata.step_stats = StepStats([results[i][-1] for i in sorted(results)])
         by_item = []
@@ -222,6 +215,29 @@ class Session:
                 partition, index = location
                 by_item.append(as_result(results[partition][index]))
         return rebuild(by_item)
+
+    def _run_attempts(
+        self, items: list, feeds: list[Tensor], step: RunStep, values: list[Any], trace: bool
+    ) -> tuple[Plan, dict]:
+        """Run once, and again after recovering from lost workers (``daskgraph.run-retries``
+        times at most): the plan that ran and its results by partition."""
+        retries = int(dask.config.get("daskgraph.run-retries"))
+        attempt = 0
+        while True:
+            compiled = self._plan(items, feeds)
+            plan = compiled.plan
+            try:
+                results = self._execute(compiled, step, values, trace) if plan.partitions else {}
+                return plan, results
+            except UnreachableError:  # the scheduler is gone: nothing to place or wait for
+                raise
+            except UnavailableError as exc:
+                if attempt == retries:
+                    raise
+                self._recover(exc)
+            except FailedPreconditionError as exc:
+                raise self._explain_lost(exc) from None
+            attempt += 1
 
     def _plan(self, items: list[Tensor | Operation], feeds: list[Tensor]) -> CompiledRun:
         placement = self._current_placement()

@@ -1,0 +1,65 @@
+"""Deadlines of runs: TensorFlow's ``RunOptions.timeout_in_ms`` and
+``ConfigProto.operation_timeout_in_ms``.
+
+A session opens a deadline around a run (:func:`run_deadline`); the loops that wait for the
+run's results (:mod:`daskgraph.dispatch`) wait at most until it (:func:`wait_time`) and then
+raise :class:`~daskgraph.errors.DeadlineExceededError` (:func:`raise_if_past`). The deadline
+lives in a context variable, so concurrent runs from several threads each keep their own.
+
+>>> with run_deadline(0):
+...     wait_time(1.0)
+1.0
+>>> with run_deadline(50):
+...     wait_time(1.0) <= 0.05
+True
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from daskgraph.errors import DeadlineExceededError
+
+__all__ = ["raise_if_past", "run_deadline", "wait_time"]
+
+# (monotonic time the run must end by, the timeout in ms), or None for no deadline
+_DEADLINE: contextvars.ContextVar[tuple[float, int] | None] = contextvars.ContextVar(
+    "daskgraph_run_deadline", default=None
+)
+
+
+@contextmanager
+def run_deadline(timeout_ms: int) -> Iterator[None]:
+    """Give the waits inside the block a deadline ``timeout_ms`` from now (none for 0)."""
+    value = (time.monotonic() + timeout_ms / 1000, timeout_ms) if timeout_ms > 0 else None
+    token = _DEADLINE.set(value)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def wait_time(tick: float) -> float:
+    """How long a wait may block: ``tick``, or less when the deadline comes sooner."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return tick
+    return max(0.001, min(tick, deadline[0] - time.monotonic()))
+
+
+def raise_if_past(what: str) -> None:
+    """Raise DeadlineExceededError (field ``timeout_ms``) if the run's deadline has passed;
+    ``what`` says what was being waited for."""
+    deadline = _DEADLINE.get()
+    if deadline is None or time.monotonic() < deadline[0]:
+        return
+    raise DeadlineExceededError(
+        f"Timed out waiting for {what}: the run took longer than its timeout of "
+        f"{deadline[1]} ms (RunOptions.timeout_in_ms or the session config's "
+        "operation_timeout_in_ms). Its tasks were cancelled (a kernel already running finishes "
+        "in the background); raise the timeout, or run less per call.",
+        timeout_ms=deadline[1],
+    )
