@@ -23,7 +23,7 @@ and with it those 300 bytes per multi-device run.
 *The key memo.* ``dask.utils.key_split`` remembers the prefix of the last 100,000 task keys
 each process saw, about 330 bytes a key: every run's keys are new, so the scheduler and the
 workers would each grow by some 30 MiB before that memo is full. daskgraph clears the memo
-where it holds more than ``daskgraph.key-memo-limit`` keys (4,096): on the workers as a
+where it holds more than ``daskgraph.key-memo-limit`` keys (1,024): on the workers as a
 partition starts (:func:`bound_key_memo`, called by :mod:`daskgraph.execution`), on the
 scheduler when a graph arrives (:class:`KeyMemoBound`, a scheduler plugin the first session of
 a client registers, :func:`install`). Clearing only costs the next lookups of each key's
@@ -112,17 +112,24 @@ class KeyMemoBound(SchedulerPlugin):
 
 
 def install(client: Client) -> None:
-    """Register :class:`KeyMemoBound` on ``client``'s scheduler, once per client."""
+    """Register :class:`KeyMemoBound` on ``client``'s scheduler, once per client.
+
+    A scheduler that refuses it (one that cannot import daskgraph, say) only keeps Dask's
+    own bound on its memo (100,000 keys): that is logged, and the session goes on.
+    """
     with _lock:
         if client in _installed:
             return
         _installed.add(client)
     try:
         client.register_plugin(KeyMemoBound(), name=PLUGIN_NAME)
-    except Exception:
-        with _lock:
-            _installed.discard(client)
-        raise
+    except Exception as exc:
+        logger.warning(
+            "the scheduler at %s did not take daskgraph's key-memo plugin (%r): its memo of "
+            "task keys grows to Dask's own bound (about 30 MiB)",
+            getattr(client.scheduler, "address", "?"),
+            exc,
+        )
 
 
 class LeanSpans(SpansSchedulerExtension):
