@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 DOCS = ROOT / "docs"
 TEMPLATE = pathlib.Path(__file__).resolve().parent / "templates" / "benchmarks.md"
-CASE_ORDER = ("fine_grained", "compute_bound", "latency", "scale", "feeds", "sessions")
+CASE_ORDER = ("fine_grained", "compute_bound", "latency", "scale", "feeds", "sessions", "memory")
 
 
 # -- shared cell formatting -----------------------------------------------------------------------
@@ -186,6 +186,36 @@ TRAFFIC_HEADER = [
 ]
 
 
+def memory_rows(case: dict[str, Any]) -> list[list[str]]:
+    """Per process of the memory case: resident memory (after trimming the heap) after the
+    warm-up and at the end, growth and slope over the last half, and the untrimmed slope."""
+    rows = []
+    raw = case.get("processes_untrimmed", {})
+    for name, p in case["processes"].items():
+        untrimmed = raw.get(name, {}).get("slope_bytes_per_run")
+        rows.append(
+            [
+                name,
+                fmt_bytes(p["rss_start"]),
+                fmt_bytes(p["rss_end"]),
+                f"{p['growth_last_half'] / 2**20:+.2f} MiB",
+                f"{p['slope_bytes_per_run']:+.0f}",
+                f"{untrimmed:+.0f}" if untrimmed is not None else "",
+            ]
+        )
+    return rows
+
+
+MEMORY_HEADER = [
+    "process",
+    "RSS after warm-up",
+    "RSS at the end",
+    "growth, last half",
+    "B/run, last half",
+    "B/run, untrimmed",
+]
+
+
 def target_rows(results: dict[str, Any]) -> list[list[str]]:
     rows = []
     for key in CASE_ORDER:
@@ -262,6 +292,8 @@ def print_report(results: dict[str, Any], out=None) -> None:
                 say("  * a what-if row, not the target's measurement (see docs/benchmarks.md)")
         if key == "feeds":
             say(_text_table(TRAFFIC_HEADER, traffic_rows(case)))
+        if key == "memory":
+            say(_text_table(MEMORY_HEADER, memory_rows(case)))
     say()
     say("targets")
     say(_text_table(TARGET_HEADER, target_rows(results), left=2))
@@ -360,6 +392,9 @@ def _case_section(key: str, case: dict[str, Any], plotted: bool) -> str:
     if key == "feeds":
         parts += ["", "Bytes on the wire, median per run:", ""]
         parts.append(_md_table(TRAFFIC_HEADER, traffic_rows(case)))
+    if key == "memory":
+        parts += ["", "Resident memory of each process (after `malloc_trim`):", ""]
+        parts.append(_md_table(MEMORY_HEADER, memory_rows(case)))
     params = ", ".join(f"{k}={v}" for k, v in case.get("params", {}).items())
     parts += ["", f"Parameters: {params}."]
     for t in case["targets"]:

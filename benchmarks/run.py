@@ -10,7 +10,9 @@ Cases, in the order they run (each in its own module):
 * ``fine``, ``compute``, ``latency`` -- on one embedded cluster with a CPU worker only;
 * ``feeds`` -- on an embedded cluster with one virtual GPU;
 * ``sessions`` -- ``Session()`` creation and worker memory over session cycles, each repeat in
-  a fresh process (the process's own shared embedded cluster, one virtual GPU).
+  a fresh process (the process's own shared embedded cluster, one virtual GPU);
+* ``memory`` -- client, scheduler and worker memory over long runs of a two-device graph (a
+  client process of its own, the cluster in another; ``--memory-runs``).
 
 TensorFlow is an optional peer (the ``bench`` extra): without it, its rows and targets say
 "n/a (tensorflow not installed)" and the rest runs. Results go to
@@ -33,7 +35,7 @@ from typing import Any
 import cloudpickle
 
 import benchmarks
-from benchmarks import compute_bound, feeds, fine_grained, latency, report, scale, sessions
+from benchmarks import compute_bound, feeds, fine_grained, latency, memory, report, scale, sessions
 from benchmarks.common import (
     background_busy,
     cpu_worker,
@@ -42,7 +44,7 @@ from benchmarks.common import (
     start_cluster,
 )
 
-CASES = ("scale", "fine", "compute", "latency", "feeds", "sessions")
+CASES = ("scale", "fine", "compute", "latency", "feeds", "sessions", "memory")
 BUSY = 0.1  # warn when other processes use more than this fraction of the CPUs at the start
 RESULT_KEYS = {
     "scale": "scale",
@@ -51,6 +53,7 @@ RESULT_KEYS = {
     "latency": "latency",
     "feeds": "feeds",
     "sessions": "sessions",
+    "memory": "memory",
 }
 
 
@@ -91,11 +94,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--session-cycles", type=int, default=1000, help="sessions: open/run/close cycles"
     )
+    parser.add_argument(
+        "--memory-runs", type=int, default=6000, help="memory: measured runs (after 1,000)"
+    )
+    parser.add_argument(
+        "--memory-feed-kib", type=int, default=16, help="memory: KiB fed to each run"
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.big_repeats < 1:
         parser.error("--repeats and --big-repeats must be >= 1")
     if args.power < 2:
         parser.error("--power must be >= 2")
+    if args.memory_runs < memory.SAMPLES:
+        parser.error(f"--memory-runs must be >= {memory.SAMPLES}")
     return args
 
 
@@ -164,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     if "sessions" in cases:
         _progress("sessions", started)
         done["sessions"] = sessions.run(args, tf_missing)
+
+    if "memory" in cases:
+        _progress("memory", started)
+        done["memory"] = memory.run(args)
 
     results["suite"]["wall_s"] = time.perf_counter() - started
     results["suite"]["loadavg_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
