@@ -27,7 +27,6 @@ Target(address='tcp://10.0.0.1:2222', local_task=None, given='grpc://10.0.0.1:22
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import socket
@@ -40,6 +39,16 @@ import dask.config
 from dask.utils import parse_timedelta
 
 from daskgraph.errors import DeadlineExceededError, InvalidArgumentError, UnreachableError
+from daskgraph.greeting import (
+    GREETING_SHARE,
+    is_dask_greeting,
+    listen_to,
+    not_dask_error,
+    probe,
+    reach,
+    requires_encryption,
+    silent_server_error,
+)
 from daskgraph.liveness import MembershipView, release_watch, watch_for
 
 if TYPE_CHECKING:
@@ -255,159 +264,6 @@ def resolve_target(target: str) -> Target:
 
 
 # -- connecting -----------------------------------------------------------------------------------
-def _requires_encryption(security: Any) -> bool:
-    return bool(security is not None and getattr(security, "require_encryption", False))
-
-
-#: the share of ``daskgraph.connect-timeout`` to wait for what a server says first: a Dask
-#: server sends its handshake the moment it accepts a connection (within milliseconds, unless
-#: it is very busy), so a server that says nothing for that long is no Dask scheduler
-GREETING_SHARE = 0.3
-
-
-def _reach(host: str, port: int, timeout: float, security: Any = None) -> bytes | None:
-    """Open and close a TCP connection to ``host:port`` (raising ``OSError`` if nothing
-    listens, at once where the port is closed), returning what the server sent first within
-    :data:`GREETING_SHARE` of ``timeout`` (``None``: nothing); with ``security``, shake hands
-    in TLS instead, so that a TLS scheduler does not log the probe as a failed handshake. A failed
-    TLS handshake is left to the Dask handshake that follows, which explains it."""
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        context = security.get_connection_args("client").get("ssl_context") if security else None
-        if context is None:
-            return _first_bytes(sock, GREETING_SHARE * timeout)
-        try:
-            with context.wrap_socket(sock, server_hostname=host):
-                pass
-        except (OSError, ValueError):
-            pass
-        return None
-
-
-def _first_bytes(sock: socket.socket, wait: float) -> bytes | None:
-    """Up to 64 bytes the peer sends within ``wait`` seconds; ``b""`` if it closed the
-    connection, ``None`` if it said nothing."""
-    sock.settimeout(wait)
-    try:
-        return sock.recv(64)
-    except TimeoutError:
-        return None
-    except OSError:  # reset by the peer
-        return b""
-
-
-def _is_dask_greeting(data: bytes) -> bool:
-    """Whether ``data`` starts as a Dask message does: the message's length, then its number
-    of frames, as little-endian 64-bit integers (a handshake is one small frame).
-
-    >>> _is_dask_greeting(bytes([58, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 42]))
-    True
-    >>> _is_dask_greeting(b"HTTP/1.1 400 Bad Request")
-    False
-    """
-    if len(data) < 16:
-        return False
-    length, frames = int.from_bytes(data[:8], "little"), int.from_bytes(data[8:16], "little")
-    return 0 < length < 1 << 20 and 0 < frames <= 64
-
-
-def _listen_to(host: str, port: int, wait: float = 0.5, greets: bool = True) -> bytes:
-    """What a server that is not Dask says: its greeting (unless it is known to send none),
-    or its answer to a line of HTTP (most servers answer something); ``b""`` when it says
-    nothing within ``wait`` seconds for each."""
-    try:
-        with socket.create_connection((host, port), timeout=wait) as sock:
-            said = _first_bytes(sock, wait) if greets else None
-            if said is None:
-                sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
-                said = _first_bytes(sock, wait)
-            return said or b""
-    except OSError:
-        return b""
-
-
-def _what_answers(data: bytes) -> str:
-    """A description of a server from the first bytes it sent.
-
-    >>> _what_answers(b"SSH-2.0-OpenSSH_9.6")
-    "an SSH server (it sent b'SSH-2.0-OpenSSH_9.6')"
-    """
-    kinds = {b"HTTP/": "an HTTP server", b"SSH-": "an SSH server", b"\x15\x03": "a TLS server"}
-    kind = next((k for prefix, k in kinds.items() if data.startswith(prefix)), None)
-    return f"{kind or 'a server that is not Dask'} (it sent {data[:48]!r})"
-
-
-def _silent(
-    head: str, address: str, host: str, port: int, waited: float
-) -> InvalidArgumentError | UnreachableError:
-    """The error for a server that sent nothing on connecting (a Dask server greets at once):
-    described by its answer to a line of HTTP, if it gives one."""
-    said = _listen_to(host, port, greets=False)
-    if said:
-        error = _not_dask(head, address, host, port, said)
-        if said.startswith(b"\x15\x03"):
-            error = InvalidArgumentError(
-                f"{error.message} If it is a TLS scheduler, connect with tls://{host}:{port} and "
-                "security=daskgraph.tls.security_from_dir(DIR).",
-                **error.fields,
-            )
-        return error
-    return UnreachableError(
-        f"{head}: something at {host}:{port} accepted the connection but said nothing within "
-        f"{waited:g} s, nor when asked (a Dask scheduler greets every connection at once). Is "
-        "it a TLS scheduler? Then connect with tls://host:port and security=... . A very busy "
-        "scheduler may need a longer daskgraph.connect-timeout.",
-        target=address,
-        found="no answer",
-    )
-
-
-def _not_dask(head: str, address: str, host: str, port: int, data: bytes) -> InvalidArgumentError:
-    what = _what_answers(data)
-    return InvalidArgumentError(
-        f"{head}: the server at {host}:{port} is not a Dask scheduler: it is {what}. Give the "
-        "address of the scheduler (server.target, or the ClusterSpec's first task) instead.",
-        target=address,
-        found=what,
-    )
-
-
-async def _identity(address: str, connection_args: dict, timeout: float) -> Any:
-    """One Dask handshake and ``identity`` call to ``address`` over a comm of our own."""
-    from distributed.comm import connect as dask_connect
-
-    comm = await dask_connect(address, timeout=timeout, **connection_args)
-    try:
-        await comm.write({"op": "identity", "reply": True})
-        return await comm.read()
-    finally:
-        comm.abort()
-
-
-def _probe(address: str, security: Any, timeout: float) -> Any:
-    """Ask ``address`` who it is, in a thread and event loop of our own that end with the call
-    (nothing of it can outlive a failure). Returns the reply or raises what the attempt raised
-    (:class:`TimeoutError` after ``timeout``)."""
-    connection_args = security.get_connection_args("client") if security is not None else {}
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["reply"] = asyncio.run(
-                asyncio.wait_for(_identity(address, connection_args, timeout), timeout)
-            )
-        except BaseException as exc:  # handed to the caller
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, name="daskgraph-connect", daemon=True)
-    thread.start()
-    thread.join(timeout + 5)
-    if thread.is_alive():
-        raise TimeoutError(f"no answer within {timeout:g} s")
-    if "error" in box:
-        raise box["error"]
-    return box["reply"]
-
-
 def connect(address: str, security: Any = None, timeout: float | None = None) -> Client:
     """A ``distributed.Client`` of the scheduler at ``address`` (``tcp://`` or ``tls://``).
 
@@ -445,7 +301,7 @@ def connect(address: str, security: Any = None, timeout: float | None = None) ->
             "'tcp://host:port' or 'tls://host:port' (see resolve_target for the session forms).",
             target=address,
         )
-    if scheme == "tcp" and _requires_encryption(security):
+    if scheme == "tcp" and requires_encryption(security):
         scheme, address = "tls", f"tls://{rest}"
     if scheme == "tls" and security is None:
         raise InvalidArgumentError(
@@ -456,7 +312,7 @@ def connect(address: str, security: Any = None, timeout: float | None = None) ->
     head = f"Cannot connect to the Dask scheduler at {address!r}"
     host, port = match["host"].strip("[]"), int(match["port"])
     try:
-        greeting = _reach(host, port, timeout, security if scheme == "tls" else None)
+        greeting = reach(host, port, timeout, security if scheme == "tls" else None)
     except socket.gaierror as exc:
         raise InvalidArgumentError(
             f"{head}: unknown host {host!r} ({exc.strerror}). Check the host name of the target.",
@@ -480,7 +336,7 @@ def connect(address: str, security: Any = None, timeout: float | None = None) ->
             found=str(exc) or type(exc).__name__,
         ) from None
     if greeting is None and scheme == "tcp":  # silent: what does it answer to a request?
-        raise _silent(head, address, host, port, GREETING_SHARE * timeout)
+        raise silent_server_error(head, address, host, port, GREETING_SHARE * timeout)
     if greeting == b"":  # (Dask's handshake would try again and again until the timeout)
         raise InvalidArgumentError(
             f"{head}: the server at {host}:{port} closed the connection at once, without a word "
@@ -489,13 +345,13 @@ def connect(address: str, security: Any = None, timeout: float | None = None) ->
             target=address,
             found="connection closed at once",
         )
-    if greeting and not _is_dask_greeting(greeting):  # it spoke first, and not as Dask does
-        raise _not_dask(head, address, host, port, greeting)
+    if greeting and not is_dask_greeting(greeting):  # it spoke first, and not as Dask does
+        raise not_dask_error(head, address, host, port, greeting)
     try:
-        reply = _probe(address, security, timeout)
+        reply = probe(address, security, timeout)
     except MemoryError:  # a non-Dask reply read as a Dask frame length ("3.07 EiB")
-        said = _listen_to(host, port) or b"bytes that are no Dask message"
-        raise _not_dask(head, address, host, port, said) from None
+        said = listen_to(host, port) or b"bytes that are no Dask message"
+        raise not_dask_error(head, address, host, port, said) from None
     except TypeError as exc:  # distributed's answer to TLS without a usable ssl context
         raise InvalidArgumentError(
             f"{head}: {exc}. A tls:// target needs security=daskgraph.tls.security_from_dir(DIR)"
@@ -549,9 +405,9 @@ def _explain_failed_handshake(
             found="no Dask answer",
         )
     if address.startswith("tcp://"):
-        said = _listen_to(host, port)
-        if said and not _is_dask_greeting(said):
-            return _not_dask(head, address, host, port, said)
+        said = listen_to(host, port)
+        if said and not is_dask_greeting(said):
+            return not_dask_error(head, address, host, port, said)
         return InvalidArgumentError(
             f"{head}: {host}:{port} closed the connection during the Dask handshake ({text}). "
             "A TLS scheduler does that to a plain client: connect with tls://host:port and "
