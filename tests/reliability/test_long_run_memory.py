@@ -36,7 +36,7 @@ import pytest
 
 import daskgraph as dg
 
-RUNS = 1500
+RUNS = 800
 BATCH = 100
 FEED = 4096  # float32 values: 16 KiB per run
 RSS_BOUND = 8 * 2**20
