@@ -24,11 +24,13 @@ that server's task as its local one.
 from __future__ import annotations
 
 import logging
+import pathlib
+import random
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from distributed import Scheduler
@@ -48,17 +50,43 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """``n`` distinct ports free on ``host`` now (bound all at once, then released), for the
     addresses of a local ClusterSpec.
 
+    They are taken below the kernel's ephemeral range where it can be read: a port the
+    kernel hands out (``bind(0)``) is one it may also give an outgoing connection before the
+    server binds it, which then fails with "Address already in use".
+
     >>> len(set(free_ports(3)))
     3
     """
-    sockets = [socket.socket() for _ in range(n)]
+    sockets: list[socket.socket] = []
     try:
-        for s in sockets:
-            s.bind((host, 0))
+        for port in _candidate_ports():
+            sock = socket.socket()
+            try:
+                sock.bind((host, port))
+            except OSError:
+                sock.close()
+                continue
+            sockets.append(sock)
+            if len(sockets) == n:
+                break
         return [s.getsockname()[1] for s in sockets]
     finally:
         for s in sockets:
             s.close()
+
+
+def _candidate_ports() -> Iterator[int]:
+    """Random ports below the ephemeral range (Linux: ``ip_local_port_range``), then ``0``
+    (any free port) for as long as needed."""
+    try:
+        text = pathlib.Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
+        low = int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    if low > 12000:
+        yield from random.sample(range(10000, low), min(200, low - 10000))
+    while True:
+        yield 0
 
 
 def _host_port(address: str) -> tuple[str, int]:
