@@ -13,9 +13,11 @@ Results are plain dictionaries (they go to JSON as they are): a way is recorded 
 from __future__ import annotations
 
 import gc
+import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -343,3 +345,20 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def run_json(module: str, *args: str, env: dict[str, str] | None = None, timeout: float) -> Any:
+    """Run ``python -m module args...`` in a fresh process (for measurements that must not
+    share this one's memory or cluster) and return the last JSON object it printed."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env} if env else None,
+        timeout=timeout,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{module} {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1])

@@ -39,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import target_record
+from benchmarks.common import run_json, target_record
+from daskgraph.footprint import trim_heap
 
 WARMUP = 1_000
 SAMPLES = 20
@@ -175,30 +176,15 @@ def _processes(client: Any, scheduler_pid: int) -> tuple[dict[str, Any], dict[st
     return {name: psutil.Process(pid) for name, pid in pids.items()}, names
 
 
-def _trimmer() -> Callable[[], int]:
-    """A function (made here, so that it travels by value) giving the free memory of the
-    process's heap back to the system: glibc's ``malloc_trim(0)``; -1 where there is none."""
-
-    def trim() -> int:
-        import ctypes
-
-        try:
-            return int(ctypes.CDLL("libc.so.6").malloc_trim(0))
-        except (OSError, AttributeError):
-            return -1
-
-    return trim
-
-
 def _sample(client: Any, procs: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-    """Every process's resident memory as it is, then after :func:`_trimmer` in each: the
+    """Every process's resident memory as it is, then after
+    :func:`~daskgraph.footprint.trim_heap` in each: the
     allocator keeps freed heap (up to ``MALLOC_TRIM_THRESHOLD_``, 64 MiB in the workers) and
     its high-water mark steps up now and then, which says nothing about what is kept alive."""
     raw = {name: p.memory_info().rss for name, p in procs.items()}
-    trim = _trimmer()
-    trim()
-    client.run_on_scheduler(trim)
-    client.run(trim)
+    trim_heap()
+    client.run_on_scheduler(trim_heap)
+    client.run(trim_heap)
     return raw, {name: p.memory_info().rss for name, p in procs.items()}
 
 
@@ -230,17 +216,7 @@ def child(argv: list[str]) -> None:
 
 # -- in the suite's process -----------------------------------------------------------------------
 def _spawn(*args: str, timeout: float = 3600) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.memory", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"benchmarks.memory {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_json("benchmarks.memory", *args, timeout=timeout)
 
 
 def run(args: Any) -> dict[str, Any]:

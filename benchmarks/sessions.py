@@ -28,14 +28,12 @@ no session state left on any worker.
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
 
-from benchmarks.common import ratio, target_record
+from benchmarks.common import ratio, run_json, target_record
 
 GOAL_S = 0.05
 #: untimed cycles first: they fill Dask's own bounded diagnostic buffers on the workers (the
@@ -152,19 +150,7 @@ def child(argv: list[str]) -> None:
 
 # -- in the suite's process -----------------------------------------------------------------------
 def _spawn(*args: str, timeout: float = 900) -> dict[str, Any]:
-    env = {**os.environ, **_ENV}
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.sessions", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"benchmarks.sessions {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_json("benchmarks.sessions", *args, env=_ENV, timeout=timeout)
 
 
 def _way(key: str, label: str, times: list[float | None], unavailable: str = "") -> dict:

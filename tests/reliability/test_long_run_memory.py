@@ -35,6 +35,7 @@ import psutil
 import pytest
 
 import daskgraph as dg
+from daskgraph.footprint import trim_heap
 
 RUNS = 800
 BATCH = 100
@@ -68,24 +69,7 @@ def _scheduler_state() -> Callable[..., dict[str, int]]:
     return probe
 
 
-def _trimmer() -> Callable[[], int]:
-    """A function (made here: it travels by value) that gives its process's free heap back to
-    the system (glibc's ``malloc_trim``), so that resident memory is what the process keeps,
-    not what its allocator holds in reserve."""
-
-    def trim() -> int:
-        import ctypes
-
-        try:
-            return int(ctypes.CDLL("libc.so.6").malloc_trim(0))
-        except (OSError, AttributeError):
-            return -1
-
-    return trim
-
-
 def _worker_state() -> Callable[..., dict[str, int]]:
-    trim = _trimmer()
 
     def probe(dask_worker: Any) -> dict[str, int]:
         import os
@@ -93,7 +77,7 @@ def _worker_state() -> Callable[..., dict[str, int]]:
         import psutil
         from dask.utils import key_split
 
-        trim()
+        trim_heap()
         return {
             "tasks": len(dask_worker.state.tasks),
             "data": len(dask_worker.data),
@@ -141,7 +125,7 @@ def _snapshot(client: Any) -> dict[str, Any]:
     """What must stay flat, once the cluster has settled: state sizes by process, key memos,
     resident memory, and the census of this process (the client's and the scheduler's)."""
     _settle(client)
-    _trimmer()()
+    trim_heap()
     scheduler = client.run_on_scheduler(_scheduler_state())
     probes = {f"worker {w}": s for w, s in client.run(_worker_state()).items()}
     state = {"scheduler": scheduler} | probes

@@ -50,16 +50,16 @@ def cluster():
             cluster.close()
 
 
-def _chain(a):
+def _chain(a, steps: int = STEPS):
     y = a
-    for _ in range(STEPS):
+    for _ in range(steps):
         y = dg.matmul(y, a) + a
     return y
 
 
-def _chain_np(value):
+def _chain_np(value, steps: int = STEPS):
     y = value
-    for _ in range(STEPS):
+    for _ in range(steps):
         y = y @ value + value
     return y
 
@@ -129,11 +129,11 @@ def test_worker_killed_during_two_device_runs_with_a_large_feed(tally, cluster):
     client, logs = cluster
     scenario = tally.scenario("worker killed during a two-device run", LIMIT_S)
     value = _value(BIG)
-    expected = np.float32(2.0) * _powers_np(value).sum(dtype=np.float32)
+    expected = np.float32(2.0) * _chain_np(value, BIG_STEPS).sum(dtype=np.float32)
     with dg.Graph().as_default() as graph:
         with dg.device("/gpu:0"):
             a = dg.placeholder(dg.float32, [BIG, BIG], name="a")
-            y = _powers(a)
+            y = _chain(a, BIG_STEPS)
         with dg.device("/cpu:0"):
             out = dg.reduce_sum(y * 2.0)
         since = logs.mark()
@@ -148,20 +148,6 @@ def test_worker_killed_during_two_device_runs_with_a_large_feed(tally, cluster):
                 _wait_for_both(client)
     scenario.verify()
     _assert_quiet(logs, since, recoveries=4)
-
-
-def _powers(a):
-    y = a
-    for _ in range(BIG_STEPS):
-        y = dg.matmul(y, a) + a
-    return y
-
-
-def _powers_np(value):
-    y = value
-    for _ in range(BIG_STEPS):
-        y = y @ value + value
-    return y
 
 
 def test_closing_sessions_is_quiet(cluster):
