@@ -86,6 +86,7 @@ def worker_specs(
     gpu_options: GPUOptions | None = None,
     cpu_threads: int | None = None,
     processes: bool = True,
+    cpu_in_process: bool = False,
     job: str = "localhost",
     task: int = 0,
     host: str = LOOPBACK,
@@ -115,6 +116,11 @@ def worker_specs(
         Threads of the CPU worker; all cores by default.
     processes
         Run each worker in its own process (a ``Nanny``) or in this process.
+    cpu_in_process
+        Run the CPU worker in this process even where ``processes`` puts the GPU workers in
+        their own (the embedded cluster's default, ``daskgraph.local.cpu-in-process``): the
+        client then runs one-device CPU graphs by a plain call, with no message to send
+        (:mod:`daskgraph.inprocess`). GPU workers keep their processes.
     job, task
         The TensorFlow job and task the devices belong to.
     host
@@ -135,7 +141,8 @@ def worker_specs(
         memory_limit = MEMORY_LIMIT // (1 + len(gpu_workers) + virtual_gpus)
     common = {"host": host, "memory_limit": memory_limit, "security": security}
     cpu = _device_name(job, task, CPU, 0)
-    specs = {cpu: _worker_spec(cpu, threads, {CPU: 1}, processes, **common)}
+    cpu_process = processes and not cpu_in_process
+    specs = {cpu: _worker_spec(cpu, threads, {CPU: 1}, cpu_process, **common)}
     use_dask_cuda = bool(gpu_workers) and _dask_cuda_or_warn()
     for index, worker in enumerate(gpu_workers):
         name = _device_name(job, task, GPU, index)
@@ -341,10 +348,13 @@ def local_cluster(
     gpu_options: GPUOptions | None = None,
     cpu_threads: int | None = None,
     processes: bool | None = None,
+    cpu_in_process: bool = False,
 ) -> EmbeddedCluster:
     """Start an embedded cluster; unset arguments come from the ``daskgraph`` Dask config,
     and ``gpus`` from NVML (:func:`daskgraph.gpus.visible_gpus`: none without a driver).
-    Sessions share one per process (:mod:`daskgraph.embedded`); this starts a private one."""
+    Sessions share one per process (:mod:`daskgraph.embedded`); this starts a private one,
+    whose workers all have processes of their own with ``processes=True`` unless
+    ``cpu_in_process`` keeps the CPU worker in this one (see :func:`worker_specs`)."""
     if virtual_gpus is None:
         virtual_gpus = virtual_gpu_count()
     if gpus is None:
@@ -359,6 +369,7 @@ def local_cluster(
         gpu_options=gpu_options,
         cpu_threads=cpu_threads,
         processes=processes,
+        cpu_in_process=cpu_in_process,
     )
     return EmbeddedCluster(workers, scheduler_spec())
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 from daskgraph.errors import DeadlineExceededError
 
-__all__ = ["raise_if_past", "run_deadline", "wait_time"]
+__all__ = ["has_deadline", "raise_if_past", "run_deadline", "wait_time"]
 
 # (monotonic time the run must end by, the timeout in ms), or None for no deadline
 _DEADLINE: contextvars.ContextVar[tuple[float, int] | None] = contextvars.ContextVar(
@@ -40,6 +40,18 @@ def run_deadline(timeout_ms: int) -> Iterator[None]:
         yield
     finally:
         _DEADLINE.reset(token)
+
+
+def has_deadline() -> bool:
+    """Whether the current run has a deadline (a run without one may block until it ends).
+
+    >>> has_deadline()
+    False
+    >>> with run_deadline(50):
+    ...     has_deadline()
+    True
+    """
+    return _DEADLINE.get() is not None
 
 
 def wait_time(tick: float) -> float:

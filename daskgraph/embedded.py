@@ -46,6 +46,7 @@ class ClusterShape:
     virtual_devices: tuple[int, ...] = ()
     cpu_threads: int | None = None
     processes: bool = True
+    cpu_in_process: bool = True
 
     @property
     def gpu_options(self) -> GPUOptions:
@@ -73,6 +74,7 @@ def shape_for(config: SessionConfig) -> ClusterShape:
         virtual_devices=tuple(options.virtual_devices) if gpus else (),
         cpu_threads=dask.config.get("daskgraph.local.cpu-threads"),
         processes=bool(dask.config.get("daskgraph.local.processes")),
+        cpu_in_process=bool(dask.config.get("daskgraph.local.cpu-in-process")),
     )
 
 
@@ -136,6 +138,7 @@ def _start(shape: ClusterShape) -> _Running:
         gpu_options=shape.gpu_options,
         cpu_threads=shape.cpu_threads,
         processes=shape.processes,
+        cpu_in_process=shape.cpu_in_process,
     )
     cluster = EmbeddedCluster(specs, scheduler_spec())
     try:

@@ -30,7 +30,7 @@ from daskgraph.footprint import bound_key_memo
 from daskgraph.ops.registry import ArrayFunction
 from daskgraph.ops.state import VariableRef
 from daskgraph.program import Instruction, PartitionProgram, RunStep, StagedFeed
-from daskgraph.worker_state import SessionState, VariableStore, current_state
+from daskgraph.worker_state import SessionState, VariableStore, WorkerState, current_state
 
 __all__ = [
     "MISSING_PROGRAM",
@@ -40,6 +40,7 @@ __all__ = [
     "RunFailure",
     "execute_partition",
     "resident",
+    "run_partition",
     "store_for",
 ]
 
@@ -177,8 +178,9 @@ def execute_partition(
 ) -> Any:
     """Run ``program`` on this worker; return the values listed in ``program.outputs``.
 
-    With ``trace`` the result ends with a :class:`DeviceStepStats`. An error comes back as
-    a :class:`RunFailure`; a failure among the dependencies is passed on without running.
+    The function of every partition task: :func:`run_partition` with this worker's daskgraph
+    state. With ``trace`` the result ends with a :class:`DeviceStepStats`. An error comes back
+    as a :class:`RunFailure`; a failure among the dependencies is passed on without running.
 
     Examples
     --------
@@ -195,27 +197,43 @@ def execute_partition(
     for dependency in dependencies:
         if isinstance(dependency, RunFailure):
             return dependency
+    address = _current_address() if trace else ""
+    return run_partition(current_state(), address, program, step, feeds, trace, dependencies)
+
+
+def run_partition(
+    state: WorkerState,
+    address: str,
+    program: PartitionProgram,
+    step: RunStep,
+    feeds: tuple,
+    trace: bool,
+    dependencies: tuple = (),
+) -> Any:
+    """Run ``program`` against a worker's daskgraph ``state`` (its variables, compiled
+    programs and staged feeds) in the calling thread; ``address`` is the worker's, recorded
+    in a trace. What :func:`execute_partition` returns; also called directly for a worker
+    that lives in this process (:mod:`daskgraph.inprocess`).
+
+    >>> from daskgraph.program import Instruction, PartitionProgram
+    >>> from daskgraph.ops.math import _add
+    >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 2, (), ((0, 0),),
+    ...     (Instruction("add", "Add", _add, {}, (0, 0), 1, False, ()),), ((1, False),))
+    >>> run_partition(WorkerState(), "", prog, RunStep("doc", 1), (np.float32(2.0),), False)
+    (np.float32(4.0),)
+    """
+    session = state.session(step.session)
     try:
         xp = _array_module(program.backend)
-        on_gpu = program.backend != "numpy"
         if any(type(f) is StagedFeed for f in feeds):
-            feeds = _take_staged(feeds, step.session)
+            feeds = tuple(
+                session.take_staged(f.token) if type(f) is StagedFeed else f for f in feeds
+            )
         slots: list[Any] = [None] * program.n_slots
-        arriving = [(dependencies[p][i], s) for p, i, s in program.inputs]
-        arriving += [(feeds[p], s) for p, s in program.feeds]
-        to_device = 0
-        for value, slot in arriving:
-            try:
-                slots[slot] = moved = _to_backend(value, xp)
-            except Exception as exc:
-                if not _is_out_of_memory(exc):
-                    raise
-                raise _resource_exhausted(exc, _ARRIVAL, program) from exc
-            if trace and on_gpu:
-                to_device += _copied_bytes(value, moved)
-        steps = None if trace else _compiled(program, xp, step)
+        to_device = _arrive(program, slots, xp, feeds, dependencies, trace)
+        steps = None if trace else _compiled(program, xp, session)
         if steps is None:
-            stats = _run(program, slots, xp, step, trace)
+            stats = _run(program, slots, xp, step, trace, session)
         else:
             _run_compiled(program, steps, slots)
         outputs = tuple(_to_host(slots[s]) if host else slots[s] for s, host in program.outputs)
@@ -227,19 +245,40 @@ def execute_partition(
             for (s, host), out in zip(program.outputs, outputs, strict=True)
             if host
         )
-        step = DeviceStepStats(program.device, _current_address(), tuple(stats), to_device, to_host)
+        step = DeviceStepStats(program.device, address, tuple(stats), to_device, to_host)
         return (*outputs, step)
     return outputs
 
 
-def _take_staged(feeds: tuple, session_id: str) -> tuple:
-    """The feeds with every :class:`~daskgraph.program.StagedFeed` replaced by the value
-    sent ahead to this worker (taken out of the session's state here)."""
-    state = current_state().session(session_id)
-    return tuple(state.take_staged(f.token) if type(f) is StagedFeed else f for f in feeds)
+def _arrive(
+    program: PartitionProgram, slots: list, xp: Any, feeds: tuple, dependencies: tuple, trace: bool
+) -> int:
+    """Put the incoming tensors (other partitions' outputs, feeds) in their slots, on the
+    partition's device; returns the bytes copied onto a GPU (counted when tracing)."""
+    arriving = [(dependencies[p][i], s) for p, i, s in program.inputs]
+    arriving += [(feeds[p], s) for p, s in program.feeds]
+    count = trace and program.backend != "numpy"
+    to_device = 0
+    for value, slot in arriving:
+        try:
+            slots[slot] = moved = _to_backend(value, xp)
+        except Exception as exc:
+            if not _is_out_of_memory(exc):
+                raise
+            raise _resource_exhausted(exc, _ARRIVAL, program) from exc
+        if count:
+            to_device += _copied_bytes(value, moved)
+    return to_device
 
 
-def _run(program: PartitionProgram, slots: list, xp: Any, step: RunStep, trace: bool) -> list:
+def _run(
+    program: PartitionProgram,
+    slots: list,
+    xp: Any,
+    step: RunStep,
+    trace: bool,
+    session: SessionState,
+) -> list:
     """The instruction loop: one kernel call and one list store per op."""
     store = None
     stats: list[NodeStats] = []
@@ -249,7 +288,7 @@ def _run(program: PartitionProgram, slots: list, xp: Any, step: RunStep, trace: 
             args = [slots[a] for a in ins.args]
             if ins.stateful or ins.deref:
                 if store is None:
-                    store = store_for(step.session, program.device)
+                    store = session.store(program.device)
                 for i in ins.deref:
                     args[i] = store.read(args[i].name)
                 if ins.stateful:
@@ -324,10 +363,9 @@ def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
     return steps
 
 
-def _compiled(program: PartitionProgram, xp: Any, step: RunStep) -> list[_Step] | None:
+def _compiled(program: PartitionProgram, xp: Any, session: SessionState) -> list[_Step] | None:
     """:func:`_compile` once per program object on this worker, kept with the session's state
     (a program is sent once per session and reused by every run, so later runs find it)."""
-    session = current_state().session(step.session)
     return session.compiled_form(program, xp.__name__, lambda: _compile(program, xp))
 
 
@@ -398,7 +436,8 @@ class PartitionExecutor:
         program = self._session(step.session).programs.get(token)
         if program is None:
             return MISSING_PROGRAM
-        return execute_partition(program, step, feeds, trace)
+        address = _current_address() if trace else ""
+        return run_partition(self._state, address, program, step, feeds, trace)
 
 
 #: what :meth:`PartitionExecutor.run` returns for a program it does not hold (worker restarted)

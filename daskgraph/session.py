@@ -41,6 +41,7 @@ from daskgraph.errors import (
 from daskgraph.execution import DeviceStepStats
 from daskgraph.fetches import as_result, check_feeds, flatten_fetches, item_key
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
+from daskgraph.inprocess import InProcessDevices
 from daskgraph.lowering import Plan, lower
 from daskgraph.placement import Placement, format_placement_log, place
 from daskgraph.program import RunStep
@@ -143,6 +144,7 @@ class Session:
         self._local_task = self._conn.local_task  # preferred by the placer, as TF's master
         self._closed = False
         self._fast = FastPath(self._conn.client, self._conn.watch, self._id)
+        self._in_process = InProcessDevices(self._conn.client.cluster)
 
     # -- properties -----------------------------------------------------------------------------
     @property
@@ -321,6 +323,7 @@ class Session:
             [d.restriction for d in before], grace, exclude=dead_addresses
         )
         self._fast.forget()
+        self._in_process.forget()
         devices = self._conn.discover()
         self._conn.devices = devices
         address = {d.name: d.worker for d in devices}
@@ -372,7 +375,9 @@ class Session:
         prefix = f"dg-{self._id}-{self._runs}"
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
         if compiled.single_partition and dask.config.get("daskgraph.fast-path"):
-            results = self._fast.run(compiled, step, values, trace, tick)
+            results = self._in_process.run(compiled.plan, step, values, trace)
+            if results is None:
+                results = self._fast.run(compiled, step, values, trace, tick)
             if results is not None:
                 return results
         client, watch = self._conn.client, self._conn.watch
@@ -395,6 +400,7 @@ class Session:
         self._closed = True
         self._plans.clear()  # releases the programs resident on the workers
         self._fast.forget()
+        self._in_process.forget()
         self._placement = None
         self._conn.close()
 

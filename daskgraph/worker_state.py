@@ -73,24 +73,28 @@ class VariableStore:
         self.device = device
         self._values: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._updating = threading.RLock()
         self._step = -1  # the run whose stateful ops are remembered in _applied
         self._applied: dict[str, Any] = {}
 
     def apply_once(self, step: int, op_name: str, apply: Callable[[], Any]) -> Any:
         """``apply()`` (a stateful op's kernel), unless op ``op_name`` already ran in run
-        ``step``: then its result of that time. Only the latest run is remembered (runs of a
-        session are numbered in order; an older one, running concurrently, is not deduplicated).
+        ``step``: then its result of that time. Stateful ops of the store apply one at a time
+        (runs from several threads, or a run's tasks in parallel, lose no update). Only the
+        latest run is remembered (runs of a session are numbered in order; an older one,
+        running concurrently, is not deduplicated).
         """
-        with self._lock:
-            if step > self._step:
-                self._step, self._applied = step, {}
-            elif step == self._step and op_name in self._applied:
-                return self._applied[op_name]
-        result = apply()
-        with self._lock:
-            if step == self._step:
-                self._applied[op_name] = result
-        return result
+        with self._updating:  # one stateful op at a time: a read-modify-write loses nothing
+            with self._lock:
+                if step > self._step:
+                    self._step, self._applied = step, {}
+                elif step == self._step and op_name in self._applied:
+                    return self._applied[op_name]
+            result = apply()
+            with self._lock:
+                if step == self._step:
+                    self._applied[op_name] = result
+            return result
 
     def read(self, name: str) -> Any:
         """The value of variable ``name``; FailedPreconditionError if it was never assigned."""

@@ -1,4 +1,5 @@
-"""How runs reach the workers: the fast path (a direct actor call) and the scheduler's path."""
+"""How runs reach the workers: a plain call to a worker in this process, the fast path (a
+direct actor call), and the scheduler's path."""
 
 from __future__ import annotations
 
@@ -29,10 +30,18 @@ def _one_device_graph():
     return x, v, step
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "scheduler-path"])
-def test_one_partition_runs_skip_the_scheduler_only_on_the_fast_path(dg_session, dg_client, fast):
+PATHS = {
+    "in-process": {"daskgraph.fast-path": True, "daskgraph.in-process-runs": True},
+    "actor": {"daskgraph.fast-path": True, "daskgraph.in-process-runs": False},
+    "scheduler": {"daskgraph.fast-path": False},
+}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_one_partition_runs_skip_the_scheduler_only_on_the_fast_path(dg_session, dg_client, path):
     x, _, step = _one_device_graph()
-    with dask.config.set({"daskgraph.fast-path": fast}):
+    fast = path != "scheduler"
+    with dask.config.set(PATHS[path]):
         dg_session.run(dg.global_variables_initializer())
         dg_session.run(step, {x: np.ones(3, np.float32)})  # warm: plan, actor, programs
         first = dg_session._runs + 1
@@ -42,18 +51,20 @@ def test_one_partition_runs_skip_the_scheduler_only_on_the_fast_path(dg_session,
     np.testing.assert_array_equal(result, [8.0, 8.0, 8.0])
     scheduled = _scheduled_runs(dg_client, dg_session) & measured
     assert scheduled == (set() if fast else measured)
+    # an actor is made only where runs go through one
+    assert bool(dg_session._fast._actors) == (path == "actor")
 
 
-def test_both_paths_share_the_same_variables(dg_session):
+def test_every_path_shares_the_same_variables(dg_session):
     x, v, step = _one_device_graph()
     dg_session.run(dg.global_variables_initializer())
     feed = {x: np.ones(3, np.float32)}
-    with dask.config.set({"daskgraph.fast-path": True}):
-        dg_session.run(step, feed)
-    with dask.config.set({"daskgraph.fast-path": False}):
-        dg_session.run(step, feed)
-    with dask.config.set({"daskgraph.fast-path": True}):
-        np.testing.assert_array_equal(dg_session.run(v), [4.0, 4.0, 4.0])
+    for path in PATHS:
+        with dask.config.set(PATHS[path]):
+            dg_session.run(step, feed)
+    for path in PATHS:
+        with dask.config.set(PATHS[path]):
+            np.testing.assert_array_equal(dg_session.run(v), [6.0, 6.0, 6.0])
 
 
 def test_fast_path_traces_where_ops_ran(dg_session):
@@ -89,12 +100,13 @@ def test_a_program_dropped_by_the_executor_is_sent_again(dg_session, dg_client):
     with dg.device("/cpu:0"):
         a = dg.constant(1.0) + 1.0
         b = dg.constant(10.0) + 1.0
-    for _ in range(2):
-        assert dg_session.run(a) == 2.0
-        assert dg_session.run(b) == 11.0
-        dropped = dg_client.run(_drop_programs, dg_session._id)
-        assert sum(dropped.values()) == 2  # both programs were held, on the CPU's worker
-    assert dg_session.run(a) == 2.0  # reloaded
+    with dask.config.set(PATHS["actor"]):
+        for _ in range(2):
+            assert dg_session.run(a) == 2.0
+            assert dg_session.run(b) == 11.0
+            dropped = dg_client.run(_drop_programs, dg_session._id)
+            assert sum(dropped.values()) == 2  # both programs were held, on the CPU's worker
+        assert dg_session.run(a) == 2.0  # reloaded
 
 
 def _staged_and_scattered(session_id: str, dask_worker=None) -> tuple[int, int]:

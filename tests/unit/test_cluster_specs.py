@@ -52,6 +52,22 @@ def test_worker_class_and_logs(processes: bool, cls: type, silenced: bool) -> No
             assert spec["options"]["worker_class"] == "daskgraph.nanny_setup.DeviceNanny"
 
 
+def test_cpu_in_process_keeps_only_the_cpu_worker_here() -> None:
+    specs = worker_specs(virtual_gpus=2, processes=True, cpu_in_process=True)
+    classes = {name: spec["cls"] for name, spec in specs.items()}
+    assert classes.pop(LOCAL + "CPU:0") is Worker
+    assert set(classes.values()) == {SubprocessWorker}  # GPU workers keep their processes
+
+
+def test_the_embedded_cluster_keeps_its_cpu_worker_here_by_default() -> None:
+    from daskgraph.config import SessionConfig
+    from daskgraph.embedded import shape_for
+
+    assert shape_for(SessionConfig()).cpu_in_process is True
+    with dask.config.set({"daskgraph.local.cpu-in-process": False}):
+        assert shape_for(SessionConfig()).cpu_in_process is False
+
+
 def test_workers_listen_on_loopback_by_default() -> None:
     for spec in worker_specs(virtual_gpus=2).values():
         assert worker_options(spec)["host"] == "127.0.0.1"

@@ -73,7 +73,8 @@ def test_compiled_and_traced_loops_agree_and_compile_once() -> None:
     z = np.tanh((value @ value.T) * np.float32(0.5) - value)
     np.testing.assert_allclose(plain[0], z + z * z - value, rtol=1e-6)
     np.testing.assert_array_equal(plain[0], traced[0])
-    assert execution._compiled(program, np, STEP) is execution._compiled(program, np, STEP)
+    session = current_state().session(STEP.session)
+    assert execution._compiled(program, np, session) is execution._compiled(program, np, session)
 
 
 def test_programs_with_variables_take_the_general_loop() -> None:

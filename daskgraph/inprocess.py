@@ -1,0 +1,129 @@
+"""Run a one-device plan whose device's Dask worker lives in this process by a plain call.
+
+The embedded cluster's CPU worker lives in the client's process
+(``daskgraph.local.cpu-in-process``, the default; GPU workers keep their own processes), and
+every worker of a cluster started with in-process workers does (``LocalCluster(processes=
+False)``, ``daskgraph.local.processes: false``). A run whose plan is one partition on such a
+device needs no message at all: the partition runs in the calling thread against that worker's
+own daskgraph state (its variables and compiled programs, :mod:`daskgraph.worker_state`), as
+TensorFlow's direct session runs a small graph without leaving the process. A trivial run
+then costs the client's bookkeeping and the kernels, not a round trip through Dask's comms and
+two thread hand-offs (see ``benchmarks/findings.py``).
+
+What the other paths guarantee holds here too:
+
+* **One copy of every variable.** The state is the worker's: multi-device runs, whose
+  partitions are Dask tasks on that same worker, read and assign the same variables.
+* **Assigns apply once per run.** Runs are numbered by the session as on the other paths
+  (:meth:`~daskgraph.worker_state.VariableStore.apply_once`).
+* **Feeds are the run's own.** Each NumPy feed is copied, as a transport would: the caller may
+  refill its array for the next step, and a variable assigned from a feed must not change
+  with it. Fetched read-only arrays (variables, constants) are copied on the way out
+  (:func:`daskgraph.fetches.as_result`).
+* **Deadlines.** A call in the caller's thread cannot be abandoned, so a run with a deadline
+  (``RunOptions.timeout_in_ms``, ``operation_timeout_in_ms``) goes to the worker's executor
+  actor instead, which can.
+* **A worker that is closing** is not called: the run takes the usual path, which reports it.
+
+``daskgraph.in-process-runs: false`` sends these runs through the worker's actor as well.
+
+>>> InProcessDevices(None).worker("/job:localhost/replica:0/task:0/device:CPU:0") is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import dask.config
+import numpy as np
+from distributed import Worker
+
+from daskgraph.deadline import has_deadline
+from daskgraph.execution import RunFailure, run_partition
+from daskgraph.program import RunStep
+from daskgraph.worker_state import state_of
+
+__all__ = ["InProcessDevices", "private_feed"]
+
+#: worker statuses (``distributed.core.Status`` names) in which a worker runs tasks
+_SERVING = frozenset({"running", "paused"})
+
+
+class InProcessDevices:
+    """The workers of a client's cluster that live in this process, and runs on them.
+
+    Parameters
+    ----------
+    cluster
+        The cluster object of the session's client (``Client.cluster``: the embedded cluster,
+        a ``LocalCluster``, ...), whose ``workers`` are looked at; ``None`` (a client
+        connected by address) has none.
+    """
+
+    def __init__(self, cluster: Any) -> None:
+        self._cluster = cluster
+        self._found: dict[Any, Worker] = {}
+
+    def worker(self, restriction: Any) -> Worker | None:
+        """The in-process worker that tasks restricted to ``restriction`` (a worker name or
+        address) run on, if it is serving; else ``None``."""
+        worker = self._found.get(restriction)
+        if worker is None or worker.status.name not in _SERVING:
+            worker = self._find(restriction)
+        return worker
+
+    def _find(self, restriction: Any) -> Worker | None:
+        self._found.pop(restriction, None)
+        workers = getattr(self._cluster, "workers", None)
+        if not isinstance(workers, dict):
+            return None
+        for worker in list(workers.values()):
+            if (
+                isinstance(worker, Worker)
+                and restriction in (worker.name, worker.address)
+                and worker.status.name in _SERVING
+            ):
+                self._found[restriction] = worker
+                return worker
+        return None
+
+    def run(
+        self, plan: Any, step: RunStep, feed_values: Sequence[Any], trace: bool
+    ) -> dict[int, tuple] | None:
+        """Run ``plan`` (one partition) in this thread on its in-process worker:
+        ``{0: outputs}``; ``None`` when its worker is not in this process (or is closing), or
+        the run has a deadline: another path must run it. Raises the error the run hit."""
+        (partition,) = plan.partitions
+        if has_deadline() or not dask.config.get("daskgraph.in-process-runs"):
+            return None
+        worker = self.worker(partition.worker)
+        if worker is None:
+            return None
+        feeds = tuple(private_feed(feed_values[i]) for i in partition.feed_indices)
+        result = run_partition(
+            state_of(worker), worker.address, partition.program, step, feeds, trace
+        )
+        if isinstance(result, RunFailure):
+            raise result.error
+        return {0: result}
+
+    def forget(self) -> None:
+        """Look the workers up again on the next run (after the cluster changed)."""
+        self._found.clear()
+
+
+def private_feed(value: Any) -> Any:
+    """A feed value the run may keep: NumPy arrays are copied (the caller's array may be
+    refilled for the next step); scalars and other immutable values are passed as they are.
+
+    >>> fed = np.zeros(2)
+    >>> kept = private_feed(fed)
+    >>> fed[0] = 1.0
+    >>> kept
+    array([0., 0.])
+    """
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return value

@@ -1,0 +1,115 @@
+"""Runs on a device whose worker lives in this process: a plain call, with every guarantee
+of the other paths (one copy of each variable, assigns once per run, feeds the run's own)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import dask
+import numpy as np
+import pytest
+
+import daskgraph as dg
+from daskgraph.session import RunMetadata, RunOptions
+
+
+def _accumulator():
+    with dg.device("/cpu:0"):
+        x = dg.placeholder(dg.float32, [3], name="x")
+        v = dg.Variable(np.zeros(3, np.float32), name="v")
+        step = v.assign_add(x)
+        store = v.assign(x)
+    return x, v, step, store
+
+
+def test_runs_make_no_actor_and_no_task(dg_session, dg_client):
+    x, v, step, _ = _accumulator()
+    dg_session.run(v.initializer)
+    for _ in range(3):
+        dg_session.run(step, {x: np.ones(3, np.float32)})
+    np.testing.assert_array_equal(dg_session.run(v), [3.0, 3.0, 3.0])
+    assert dg_session._fast._actors == {}
+    held = dg_client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+    assert held == 0
+
+
+def test_a_fed_array_refilled_after_the_run_does_not_change_a_variable(dg_session):
+    x, v, _, store = _accumulator()
+    batch = np.ones(3, np.float32)
+    dg_session.run(store, {x: batch})
+    batch[:] = 5.0  # the caller reuses its buffer for the next step
+    np.testing.assert_array_equal(dg_session.run(v), [1.0, 1.0, 1.0])
+
+
+def test_a_fetched_variable_is_the_callers_to_change(dg_session):
+    x, v, _, store = _accumulator()
+    dg_session.run(store, {x: np.arange(3, dtype=np.float32)})
+    fetched = dg_session.run(v)
+    fetched[0] = 42.0  # TF1 programs do this; it must neither fail nor reach the variable
+    np.testing.assert_array_equal(dg_session.run(v), [0.0, 1.0, 2.0])
+
+
+def test_concurrent_runs_from_threads_apply_every_assign_once(dg_session):
+    x, v, step, _ = _accumulator()
+    dg_session.run(v.initializer)
+    one = np.ones(3, np.float32)
+    errors: list[BaseException] = []
+
+    def steps() -> None:
+        try:
+            for _ in range(50):
+                dg_session.run(step, {x: one})
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=steps) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    np.testing.assert_array_equal(dg_session.run(v), [200.0, 200.0, 200.0])
+
+
+def test_a_run_with_a_deadline_goes_to_the_workers_executor(dg_session):
+    with dg.device("/cpu:0"):
+        y = dg.constant(2.0) * 3.0
+    assert dg_session.run(y, options=RunOptions(timeout_in_ms=30_000)) == 6.0
+    assert dg_session._fast._actors  # abandonable: run by the actor, not in this thread
+    assert dg_session.run(y) == 6.0
+
+
+def test_traces_name_the_in_process_worker(dg_session, dg_client):
+    with dg.device("/cpu:0"):
+        y = dg.constant(2.0) * 3.0
+    md = RunMetadata()
+    assert dg_session.run(y, options=RunOptions(RunOptions.FULL_TRACE), run_metadata=md) == 6.0
+    (cpu,) = [d.worker for d in dg_session.list_devices() if d.name.endswith("CPU:0")]
+    assert md.step_stats.worker_of(y.op.name) == cpu
+
+
+def test_the_embedded_cpu_worker_is_here_and_gpu_workers_are_not():
+    """The default embedded cluster: CPU ops run in this process, GPU ops in their worker's."""
+    config = {
+        "daskgraph.virtual-gpus": 1,
+        "daskgraph.local.processes": True,
+        "daskgraph.local.cpu-threads": 1,
+    }
+    with dask.config.set(config), dg.Graph().as_default():
+        with dg.device("/gpu:0"):
+            on_gpu = dg.constant(np.arange(4, dtype=np.float32)) * 2.0
+        with dg.device("/cpu:0"):
+            on_cpu = dg.reduce_sum(on_gpu) + 1.0
+        with dg.Session() as session:
+            pids = session.client.run(os.getpid)
+            by_device = {d.name: pids[d.worker] for d in session.list_devices()}
+            md = RunMetadata()
+            options = RunOptions(RunOptions.FULL_TRACE)
+            assert session.run(on_cpu, options=options, run_metadata=md) == pytest.approx(13.0)
+            np.testing.assert_array_equal(session.run(on_gpu), [0.0, 2.0, 4.0, 6.0])
+            assert session.run(on_cpu) == pytest.approx(13.0)  # CPU only: in this process
+    cpu = [pid for name, pid in by_device.items() if name.endswith("CPU:0")]
+    gpu = [pid for name, pid in by_device.items() if "GPU" in name]
+    assert cpu == [os.getpid()] and gpu and os.getpid() not in gpu
+    assert md.step_stats.device_of(on_gpu.op.name).endswith("GPU:0")
