@@ -28,7 +28,6 @@ from contextvars import ContextVar
 from typing import Any
 
 from daskgraph import dtypes, scopes
-from daskgraph.device import DeviceSpec
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.nodes import Operation, Shape, Tensor, as_operation
 
@@ -78,25 +77,21 @@ class Graph:
         >>> g.unique_name("a"), g.unique_name("a"), g.unique_name("a_1")
         ('a', 'a_1', 'a_1_1')
         """
-        prefix = self._name_prefix()
-        if prefix:
-            name = f"{prefix}/{name}"
+        current = _name_stack.get()
+        if current is not None and current[1] and current[0] is self:
+            name = f"{current[1]}/{name}"
         key = name.lower()
-        count = self._names_in_use.get(key, 0)
+        in_use = self._names_in_use
+        count = in_use.get(key, 0)
         if mark_as_used:
-            self._names_in_use[key] = count + 1
+            in_use[key] = count + 1
         if count:
-            base = key
-            while f"{base}_{count}" in self._names_in_use:
+            while f"{key}_{count}" in in_use:
                 count += 1
             if mark_as_used:
-                self._names_in_use[f"{base}_{count}"] = 1
+                in_use[f"{key}_{count}"] = 1
             name = f"{name}_{count}"
         return name
-
-    def _name_prefix(self) -> str:
-        current = _name_stack.get()
-        return current[1] if current is not None and current[0] is self else ""
 
     def create_op(
         self,
@@ -119,18 +114,25 @@ class Graph:
         """
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
+        inputs = tuple(inputs)
         target = colocate_with or scopes.current_colocation()
         scope_controls = scopes.current_control_inputs()
-        self._check_members(op_type, inputs, (target, *control_inputs, *scope_controls))
-        controls = tuple(control_inputs) + tuple(
-            c for c in scope_controls if c not in control_inputs
-        )
+        if target is None and not control_inputs and not scope_controls:
+            controls: tuple[Operation, ...] = ()  # the common case: only the inputs to check
+            for tensor in inputs:
+                if tensor.op.graph is not self:
+                    self._check_members(op_type, inputs, ())
+        else:
+            self._check_members(op_type, inputs, (target, *control_inputs, *scope_controls))
+            controls = tuple(control_inputs) + tuple(
+                c for c in scope_controls if c not in control_inputs
+            )
         op = Operation(
             self,
             len(self._ops),
             exact_name or self.unique_name(name or op_type),
             op_type,
-            tuple(inputs),
+            inputs,
             controls,
             attrs or {},
         )
@@ -256,17 +258,7 @@ def _request_device(op: Operation, target: Operation | None) -> None:
     elif scope.functions:
         op._set_device(scope.device_for(op))
     else:
-        op.device = _canonical(scope.spec)
-
-
-_canonical_cache: dict[DeviceSpec, str] = {}
-
-
-def _canonical(spec: DeviceSpec) -> str:
-    text = _canonical_cache.get(spec)
-    if text is None:
-        text = _canonical_cache[spec] = spec.to_string()
-    return text
+        op.device = scope.device_string  # the scope's canonical string, made once per scope
 
 
 @contextmanager

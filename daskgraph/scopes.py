@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from daskgraph.device import DeviceSpec, parse
@@ -58,11 +58,16 @@ class DeviceScope:
 
     spec: DeviceSpec = _EMPTY_SPEC
     entries: tuple[DeviceSpec | DeviceFunction, ...] = ()
+    #: whether a device function is in force (the op must be shown to it)
+    functions: bool = field(init=False, repr=False, compare=False)
+    #: ``spec.to_string()``, the request of every new op while no function is in force
+    device_string: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def functions(self) -> bool:
-        """Whether a device function is in force (the op must be shown to it)."""
-        return any(callable(e) and not isinstance(e, DeviceSpec) for e in self.entries)
+    def __post_init__(self) -> None:
+        # computed once per scope, not once per op created under it
+        functions = any(callable(e) and not isinstance(e, DeviceSpec) for e in self.entries)
+        object.__setattr__(self, "functions", functions)
+        object.__setattr__(self, "device_string", self.spec.to_string())
 
     def enter(self, request: str | DeviceSpec | DeviceFunction | None) -> DeviceScope:
         """The scope that results from entering ``device(request)`` inside this one."""

@@ -112,6 +112,10 @@ def broadcast_shape(x: Shape | None, y: Shape | None, where: str) -> Shape | Non
     """
     if x is None or y is None:
         return None
+    if x == y or not y:  # the common cases: equal shapes, or a scalar operand
+        return tuple(x)
+    if not x:
+        return tuple(y)
     result = []
     for i in range(1, max(len(x), len(y)) + 1):
         a = x[-i] if i <= len(x) else 1
@@ -128,7 +132,8 @@ def broadcast_shape(x: Shape | None, y: Shape | None, where: str) -> Shape | Non
 
 
 def _binary(op_type: str, x: Any, y: Any, name: str | None, shape_name: str) -> Tensor:
-    x, y = _as_pair(x, y, op_type)
+    if type(x) is not Tensor or type(y) is not Tensor or x.dtype is not y.dtype:
+        x, y = _as_pair(x, y, op_type)  # conversions, and the dtype check's error
     shape = broadcast_shape(x.shape, y.shape, shape_name)
     op = get_default_graph().create_op(op_type, [x, y], dtype=x.dtype, shape=shape, name=name)
     return op.outputs[0]
