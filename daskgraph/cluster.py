@@ -127,8 +127,10 @@ def worker_specs(
         Interface the workers listen on (loopback by default).
     memory_limit
         Host memory of each worker (Dask's spill/pause/terminate thresholds). By default the
-        machine's memory is shared out evenly, so that the limits add up to at most the
-        machine's memory (as dask-cuda's ``LocalCUDACluster`` does).
+        machine's memory is shared out evenly among the workers with processes of their own,
+        so that the limits add up to at most the machine's memory (as dask-cuda's
+        ``LocalCUDACluster`` does), and a worker in this process has none: Dask would measure
+        the whole process, the client's own data included, and pause the worker for it.
     security
         A ``distributed.Security`` for a TLS cluster, given to every worker (to a process
         worker as :func:`daskgraph.tls.security_fields`).
@@ -137,24 +139,37 @@ def worker_specs(
         raise ValueError(f"virtual_gpus must be >= 0; got {virtual_gpus}")
     threads = cpu_threads or os.cpu_count() or 1
     gpu_workers = cuda_worker_options(gpus, gpu_options or GPUOptions())
-    if memory_limit is None:
-        memory_limit = MEMORY_LIMIT // (1 + len(gpu_workers) + virtual_gpus)
-    common = {"host": host, "memory_limit": memory_limit, "security": security}
-    cpu = _device_name(job, task, CPU, 0)
     cpu_process = processes and not cpu_in_process
-    specs = {cpu: _worker_spec(cpu, threads, {CPU: 1}, cpu_process, **common)}
+    own_processes = int(cpu_process) + len(gpu_workers) + (virtual_gpus if processes else 0)
+
+    def memory(own_process: bool) -> str | int:
+        if memory_limit is not None:
+            return memory_limit
+        return MEMORY_LIMIT // max(1, own_processes) if own_process else 0
+
+    common = {"host": host, "security": security}
+    cpu = _device_name(job, task, CPU, 0)
+    specs = {
+        cpu: _worker_spec(
+            cpu, threads, {CPU: 1}, cpu_process, memory_limit=memory(cpu_process), **common
+        )
+    }
     use_dask_cuda = bool(gpu_workers) and _dask_cuda_or_warn()
     for index, worker in enumerate(gpu_workers):
         name = _device_name(job, task, GPU, index)
         if use_dask_cuda:
-            specs[name] = gpu_worker_spec(name, worker, **common)
+            specs[name] = gpu_worker_spec(name, worker, memory_limit=memory(True), **common)
         else:
             env = gpu_worker_env(worker, (gpu_options or GPUOptions()).allow_growth)
-            specs[name] = _worker_spec(name, 1, {GPU: 1}, True, env=env, **common)
+            specs[name] = _worker_spec(
+                name, 1, {GPU: 1}, True, env=env, memory_limit=memory(True), **common
+            )
     for index in range(len(gpu_workers), len(gpu_workers) + virtual_gpus):
         name = _device_name(job, task, GPU, index)
         resources = {GPU: 1, VIRTUAL_GPU_RESOURCE: 1}
-        specs[name] = _worker_spec(name, 1, resources, processes, **common)
+        specs[name] = _worker_spec(
+            name, 1, resources, processes, memory_limit=memory(processes), **common
+        )
     return specs
 
 

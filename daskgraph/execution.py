@@ -56,6 +56,7 @@ def store_for(session_id: str, device: str = "") -> VariableStore:
     return current_state().session(session_id).store(device)
 
 
+@functools.cache
 def _array_module(backend: str):
     return importlib.import_module(backend)
 

@@ -19,6 +19,8 @@ TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
 PREFIX = "/job:localhost/replica:0/task:0/device:"
 LOOPBACK = "tcp://127.0.0.1:"
 THREADS = {"daskgraph.virtual-gpus": 1, "daskgraph.local.processes": False}
+#: every worker in a process of its own, the CPU worker too
+PROCESSES = {"daskgraph.local.processes": True, "daskgraph.local.cpu-in-process": False}
 
 
 def _listening() -> set[tuple[str, int]]:
@@ -215,7 +217,7 @@ def test_workers_are_separate_processes_when_processes_is_true():
     def body() -> None:
         with (
             dg.Graph().as_default(),
-            dask.config.set({**THREADS, "daskgraph.local.processes": True}),
+            dask.config.set({**THREADS, **PROCESSES}),
         ):
             sess = dg.Session()
             try:
@@ -280,7 +282,7 @@ def test_process_workers_reuse_large_blocks_instead_of_faulting_them_in():
 
     with (
         dg.Graph().as_default(),
-        dask.config.set({**THREADS, "daskgraph.local.processes": True}),
+        dask.config.set({**THREADS, **PROCESSES}),
         dg.Session() as sess,
     ):
         faults = sess.client.run(faults_per_16mb_array)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
+from daskgraph import embedded
 from daskgraph.session import RunMetadata, RunOptions
 
 
@@ -30,8 +31,12 @@ def test_runs_make_no_actor_and_no_task(dg_session, dg_client):
         dg_session.run(step, {x: np.ones(3, np.float32)})
     np.testing.assert_array_equal(dg_session.run(v), [3.0, 3.0, 3.0])
     assert dg_session._fast._actors == {}
-    held = dg_client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
-    assert held == 0
+    session = dg_session._id
+
+    def keys_of_session(dask_scheduler=None) -> list[str]:
+        return [str(t[0]) for t in dask_scheduler.transition_log if session in str(t[0])]
+
+    assert dg_client.run_on_scheduler(keys_of_session) == []
 
 
 def test_a_fed_array_refilled_after_the_run_does_not_change_a_variable(dg_session):
@@ -109,6 +114,7 @@ def test_the_embedded_cpu_worker_is_here_and_gpu_workers_are_not():
             assert session.run(on_cpu, options=options, run_metadata=md) == pytest.approx(13.0)
             np.testing.assert_array_equal(session.run(on_gpu), [0.0, 2.0, 4.0, 6.0])
             assert session.run(on_cpu) == pytest.approx(13.0)  # CPU only: in this process
+    embedded.shutdown()  # its GPU worker's process ends now, not at exit
     cpu = [pid for name, pid in by_device.items() if name.endswith("CPU:0")]
     gpu = [pid for name, pid in by_device.items() if "GPU" in name]
     assert cpu == [os.getpid()] and gpu and os.getpid() not in gpu

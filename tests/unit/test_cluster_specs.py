@@ -85,6 +85,20 @@ def test_memory_limits_add_up_to_at_most_the_machines_memory() -> None:
         assert sum(limits) > MEMORY_LIMIT - len(limits)  # shared out, not wasted
 
 
+def test_in_process_workers_get_no_memory_limit_by_default() -> None:
+    """Dask would measure the whole process, the client's data included, and pause them."""
+    from distributed.system import MEMORY_LIMIT
+
+    specs = worker_specs(virtual_gpus=2, processes=True, cpu_in_process=True)
+    limits = {name: worker_options(spec)["memory_limit"] for name, spec in specs.items()}
+    assert limits.pop(LOCAL + "CPU:0") == 0
+    assert set(limits.values()) == {MEMORY_LIMIT // 2}
+    threads = worker_specs(virtual_gpus=1, processes=False)
+    assert {worker_options(spec)["memory_limit"] for spec in threads.values()} == {0}
+    given = worker_specs(virtual_gpus=1, processes=False, memory_limit="2GB")
+    assert {worker_options(spec)["memory_limit"] for spec in given.values()} == {"2GB"}
+
+
 def test_host_memory_job_and_task_are_configurable() -> None:
     specs = worker_specs(virtual_gpus=1, job="worker", task=2, host="10.1.2.3", memory_limit="2GB")
     assert list(specs) == [
