@@ -114,16 +114,42 @@ def _cyclic_gc_paused() -> Iterator[None]:
 def _needed_ops(
     ops: Sequence[Operation], fetches: Sequence[Tensor | Operation], fed_ops: set[int]
 ) -> list[Operation]:
-    """The ops the fetches depend on, cut at fed ops (which become sources), in graph order."""
+    """The ops the fetches depend on, cut at fed ops (which become sources), in graph order.
+
+    One sweep from the last op back: op ids are a topological order (an op's inputs and
+    control inputs are older), so an op's mark is final when the sweep reaches it.
+    """
     mark = bytearray(len(ops))
-    stack = [f.id if isinstance(f, Operation) else f.op.id for f in fetches]
+    starts = [f.id if isinstance(f, Operation) else f.op.id for f in fetches]
+    unfed = False
+    for i in starts:
+        mark[i] = 1
+    for i in range(max(starts, default=-1), -1, -1):
+        if not mark[i] or i in fed_ops:
+            continue
+        op = ops[i]
+        if op.type == "Placeholder":
+            unfed = True
+            continue
+        for t in op.inputs:
+            mark[t.op.id] = 1
+        for c in op.control_inputs:
+            mark[c.id] = 1
+    if unfed:
+        _raise_unfed(ops, starts, fed_ops)
+    return [op for op, m in zip(ops, mark) if m]  # noqa: B905 (one per op)
+
+
+def _raise_unfed(ops: Sequence[Operation], starts: list[int], fed_ops: set[int]) -> None:
+    """Name the first unfed placeholder a depth-first walk from the fetches meets."""
+    seen = bytearray(len(ops))
+    stack = list(starts)
     while stack:
         i = stack.pop()
-        if mark[i]:
+        if seen[i] or i in fed_ops:
+            seen[i] = 1
             continue
-        mark[i] = 1
-        if i in fed_ops:
-            continue
+        seen[i] = 1
         op = ops[i]
         if op.type == "Placeholder":
             t = op.outputs[0]
@@ -135,27 +161,28 @@ def _needed_ops(
             )
         stack.extend([t.op.id for t in op.inputs])
         stack.extend([c.id for c in op.control_inputs])
-    return [ops[i] for i in range(len(ops)) if mark[i]]
 
 
 class _Cut(NamedTuple):
     members: list[list[Operation]]  # ops of each partition, in graph order
-    part_of: dict[int, int]  # op id -> partition
+    part_of: list[int]  # op id -> partition (-1: not needed)
     device: list[int]  # partition -> device index
     rank: list[int]  # partition -> rank
 
 
 def _cut(needed: list[Operation], placement: Placement, fed_ops: set[int]) -> _Cut:
     """Partition ``needed`` by (device, rank); see the module docstring for why it is acyclic."""
-    where = [placement.device_index(op) for op in needed]
-    part_of: dict[int, int] = {}
+    where = placement.device_indices
+    part_of = [-1] * len(placement.ops)
     keys: dict[tuple[int, int], int] = {}
     members: list[list[Operation]] = []
     part_device: list[int] = []
     part_rank: list[int] = []
-    for op, dev in zip(needed, where, strict=True):
+    for op in needed:
+        i = op.id
+        dev = where[i]
         rank = 0
-        if op.id not in fed_ops:
+        if i not in fed_ops:
             for t in op.inputs:
                 p = part_of[t.op.id]
                 r = part_rank[p] + (part_device[p] != dev)
@@ -172,7 +199,7 @@ def _cut(needed: list[Operation], placement: Placement, fed_ops: set[int]) -> _C
             members.append([])
             part_device.append(dev)
             part_rank.append(rank)
-        part_of[op.id] = p
+        part_of[i] = p
         members[p].append(op)
     return _Cut(members, part_of, part_device, part_rank)
 
@@ -208,7 +235,10 @@ def _split_parallel(cut: _Cut, placement: Placement, fed_ops: set[int]) -> _Cut:
             rank.append(cut.rank[p])
     if len(members) == len(cut.members):
         return cut
-    part_of = {op.id: p for p, ops in enumerate(members) for op in ops}
+    part_of = list(cut.part_of)
+    for p, ops in enumerate(members):
+        for op in ops:
+            part_of[op.id] = p
     return _Cut(members, part_of, device, rank)
 
 
@@ -227,12 +257,14 @@ def _parallel_parts(ops: list[Operation], fed_ops: set[int], threshold: int) -> 
     for i, op in enumerate(ops):
         if op.id in fed_ops or op.type == "Const":
             continue
-        found: set[int] = set()
-        for dep in [t.op.id for t in op.inputs] + [c.id for c in op.control_inputs]:
-            j = position.get(dep)
-            if j is not None and label[j] is not None:
-                found.add(label[j])  # type: ignore[arg-type]
-        label[i] = i if not found else (found.pop() if len(found) == 1 else JOIN)
+        found = None  # the one label among the inputs' so far, or JOIN for several
+        for dep in (*[t.op for t in op.inputs], *op.control_inputs):
+            j = position.get(dep.id)
+            if j is not None:
+                other = label[j]
+                if other is not None and other != found:
+                    found = other if found is None else JOIN
+        label[i] = i if found is None else found
     weight: dict[int, int] = {}
     for i, op in enumerate(ops):
         if label[i] is not None and label[i] != JOIN:
@@ -280,8 +312,12 @@ def _with_frees(fields: list[tuple], kept: set[int]) -> tuple[Instruction, ...]:
         if slot not in kept:
             frees.setdefault(i, []).append(slot)
     empty: tuple[int, ...] = ()
+    new = tuple.__new__  # Instruction(*fields, free) without its Python-level __new__
     return tuple(
-        Instruction(*ins, tuple(frees[i]) if i in frees else empty) for i, ins in enumerate(fields)
+        [
+            new(Instruction, (*ins, tuple(frees[i]) if i in frees else empty))
+            for i, ins in enumerate(fields)
+        ]
     )
 
 
@@ -305,7 +341,11 @@ class _Emitter:
         self.deps: list[list[int]] = [[] for _ in range(n)]
         self.feeds: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         self.instructions: list[list[tuple]] = [[] for _ in range(n)]  # Instruction fields
-        self.ref_types = ref_producing_types()
+        ref_types = ref_producing_types()
+        # variable references to dereference: only looked for when the plan has variables
+        self.ref_types = (
+            ref_types if any(op.type in ref_types for ops in cut.members for op in ops) else ()
+        )
 
     def export(self, producer: int, tensor: Tensor, to_host: bool) -> int:
         """Make ``tensor`` an output of partition ``producer``; return its output index."""
@@ -341,27 +381,32 @@ class _Emitter:
     def emit(self, p: int) -> None:
         device_type = self.devices[self.cut.device[p]].device_type
         kernels: dict[str, tuple] = {}
+        slots = self.slots[p]
+        part_of = self.cut.part_of
+        ref_types = self.ref_types
+        instructions = self.instructions[p]
         for op in self.cut.members[p]:
             if op.id in self.fed_ops:
                 for t in op.outputs:
-                    self.feeds[p].append((self.fed[t], self.slots[p][t]))
+                    self.feeds[p].append((self.fed[t], slots[t]))
                 continue
             known = kernels.get(op.type)
             if known is None:
                 opdef = lookup(op.type)
                 known = kernels[op.type] = (opdef, opdef.kernel_for(device_type))
             opdef, kernel = known
-            args = tuple([self.slot(p, t) for t in op.inputs])
+            args = tuple([slots.get(t) or self.slot(p, t) for t in op.inputs])
             deref: tuple[int, ...] = ()
-            for i, t in enumerate(op.inputs):
-                if t.op.type in self.ref_types and i not in opdef.ref_inputs:
-                    deref += (i,)
+            if ref_types:
+                for i, t in enumerate(op.inputs):
+                    if t.op.type in ref_types and i not in opdef.ref_inputs:
+                        deref += (i,)
             for c in op.control_inputs:
-                producer = self.cut.part_of[c.id]
+                producer = part_of[c.id]
                 if producer != p:
                     self.depend(p, producer)
-            out = self.slots[p][op.outputs[0]] if op.outputs else -1
-            self.instructions[p].append(
+            out = slots[op.outputs[0]] if op.outputs else -1
+            instructions.append(
                 (op.name, op.type, kernel, op.attrs, args, out, opdef.stateful, deref)
             )
 
@@ -376,7 +421,7 @@ class _Emitter:
             if isinstance(f, Operation):
                 locations.append(None)
                 continue
-            if f.op.type in self.ref_types:
+            if f.op.type in ref_producing_types():
                 raise InvalidArgumentError(
                     f"Cannot fetch {f.name!r}: it is a variable reference; fetch the variable "
                     "(or its value()) instead.",

@@ -97,6 +97,11 @@ class Placement:
         """The graph's ``version`` when it was placed (a later op makes the placement stale)."""
         return self._graph_version
 
+    @property
+    def device_indices(self) -> Sequence[int]:
+        """Index into :attr:`devices` of every op's device, by ``op.id`` (do not modify)."""
+        return self._where
+
     def device_index(self, op: Operation) -> int:
         """Index into :attr:`devices` of the device ``op`` is placed on."""
         return self._where[op.id]
@@ -196,7 +201,10 @@ def place(
         )
     ops = graph.get_operations()
     roots = colocation_groups(ops)
-    requests = group_requests(ops, roots, allow_soft_placement)
+    # only groups of several ops need their requests merged; a lone op's is its own
+    shared = {root for i, root in enumerate(roots) if root != i}
+    members = [op for op in ops if roots[op.id] in shared] if shared else []
+    requests = group_requests(members, roots, allow_soft_placement)
     chooser = _Chooser(devices, allow_soft_placement, local_task)
     where, reasons, details = _choose_devices(ops, roots, requests, chooser)
     return Placement(devices, ops, where, reasons, details, graph.version)
@@ -230,7 +238,9 @@ def colocation_groups(ops: Sequence[Operation]) -> list[int]:
     [0, 1, 1]
     """
     parent = list(range(len(ops)))
-    by_name = {op.name: op.id for op in ops} if any(op.colocation for op in ops) else {}
+    if not any(op.colocation for op in ops):
+        return parent  # no op asks to share a device: every op is a group of its own
+    by_name = {op.name: op.id for op in ops}
 
     def find(i: int) -> int:
         root = i
@@ -416,24 +426,51 @@ def _choose_devices(
     chooser: _Chooser,
 ) -> tuple[list[int], list[str], dict[int, str]]:
     """Every op's device index, reason, and (for soft fallbacks) detail: one choice per
-    colocation group, made when its first op (the root) comes up."""
+    colocation group of several ops (``requests``), made when its first op (the root) comes
+    up, and one per distinct (device request, op type, dtypes) of the ops on their own."""
     where = [0] * len(ops)
     reasons = [AUTOMATIC] * len(ops)
     details: dict[int, str] = {}
     decided: dict[int, tuple[int, str, str]] = {}
+    alone: dict[tuple, tuple[int, str, str]] = {}  # a lone op's key -> (index, reason, detail)
     for op in ops:
-        root = roots[op.id]
-        result = decided.get(root)
-        if result is None:
-            group = requests[root]
-            result = chooser.choose(group.spec, group.kernel_types, ops[root], group.requester)
-            decided[root] = result
-        index, reason, detail = result
-        where[op.id] = index
-        reasons[op.id] = op_reason(op, root, reason)
+        i = op.id
+        root = roots[i]
+        if root in requests:
+            result = decided.get(root)
+            if result is None:
+                group = requests[root]
+                result = chooser.choose(group.spec, group.kernel_types, ops[root], group.requester)
+                decided[root] = result
+            index, reason, detail = result
+            reason = op_reason(op, root, reason)
+        else:
+            key = (
+                op.device,
+                op.type,
+                *[t.dtype for t in op.outputs],
+                *[t.dtype for t in op.inputs],
+            )
+            found = alone.get(key)
+            if found is None:
+                found = _choose_alone(op, key, chooser)
+                if op.colocation is None:  # (a lone op's reason depends on that too)
+                    alone[key] = found
+            index, reason, detail = found
+        where[i] = index
+        reasons[i] = reason
         if reason == SOFT:
-            details[op.id] = detail
+            details[i] = detail
     return where, reasons, details
+
+
+def _choose_alone(op: Operation, key: tuple, chooser: _Chooser) -> tuple[int, str, str]:
+    """(device index, reason, detail) of an op that is a colocation group of its own, whose
+    ``key`` is (device request, op type, dtypes...)."""
+    spec = DeviceSpec.from_string(op.device) if op.device else _EMPTY
+    types = lookup(op.type).device_types(key[2:])
+    index, reason, detail = chooser.choose(spec, types, op, op.name if op.device else "")
+    return index, op_reason(op, op.id, reason), detail
 
 
 # -- reasons --------------------------------------------------------------------------------------
