@@ -12,6 +12,7 @@ Results are plain dictionaries (they go to JSON as they are): a way is recorded 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,6 +246,26 @@ def start_cluster(virtual_gpus: int) -> tuple[Any, Any, dict[str, str]]:
     workers = client.scheduler_info(n_workers=-1)["workers"]
     devices = {info["name"]: address for address, info in workers.items()}
     return cluster, client, devices
+
+
+@contextlib.contextmanager
+def default_cluster() -> Iterator[tuple[Any, Any, dict[str, str]]]:
+    """(cluster, client, device name -> worker address) of the embedded cluster that a plain
+    ``dg.Session()`` of this process gets (:mod:`daskgraph.embedded`, shaped by the
+    ``daskgraph.local.*`` config: by default the CPU worker lives in this process and each GPU
+    worker in its own), held while the block runs and closed after it. Sessions made with
+    no target inside the block share it, as a user's do; the Dask peers use its client."""
+    from daskgraph import embedded
+    from daskgraph.config import SessionConfig
+
+    shape = embedded.shape_for(SessionConfig())
+    cluster, client = embedded.acquire(shape)
+    try:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        yield cluster, client, {info["name"]: address for address, info in workers.items()}
+    finally:
+        embedded.release(shape)
+        embedded.shutdown()
 
 
 def cpu_worker(devices: dict[str, str]) -> str:

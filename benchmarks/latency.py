@@ -1,13 +1,26 @@
-"""Case *latency*: the fixed cost of one run, on a graph of one op.
+"""Cases *latency* and *trivial*: the fixed cost of one run, on graphs of one and two ops.
 
-``y = x + c`` on a 16x16 float32 array fed through a placeholder. Each repeat makes ``calls``
-calls of every way and keeps the median per call. Ways, on one embedded cluster (one CPU
-worker), all on the same worker:
+Both run on the embedded cluster a plain ``dg.Session()`` gets (:func:`~benchmarks.common.
+default_cluster`: by default its CPU worker lives in this process, so a one-device CPU graph
+runs by a plain call, no message sent). Each repeat makes ``calls`` calls of every way and
+keeps the median per call.
+
+*trivial* -- what a TensorFlow user's tight loop of small steps pays per step: ``y = x * 2 +
+1`` on 4 float32 fed through a placeholder. Ways:
 
 * ``dg.Session.run`` (placement and lowering are cached after the warm-up);
+* TensorFlow 1's ``Session.run`` of the same graph (in-process C++ executor);
+* the NumPy expression in this process (the floor: no framework at all).
+
+Target: daskgraph / TensorFlow <= 2x.
+
+*latency* -- ``y = x + c`` on a 16x16 float32 array fed through a placeholder, against plain
+Dask on the same cluster and worker. Ways:
+
+* ``dg.Session.run``;
 * ``client.compute(dask.delayed(np.add)(x, c)).result()`` -- the equivalent delayed call;
 * ``client.submit(np.add, x, c).result()``;
-* TensorFlow 1's ``Session.run`` (in-process, for reference: no network hop).
+* TensorFlow 1's ``Session.run`` (in-process, for reference).
 
 Target: Session.run / client.compute <= 1.2x.
 """
@@ -34,6 +47,8 @@ from benchmarks.common import (
 )
 
 SIZE = 16
+TRIVIAL_SIZE = 4
+TRIVIAL_GOAL = 2.0
 
 
 def per_call(fn: Callable[[], Any], calls: int) -> Callable[[], Timed]:
@@ -78,7 +93,7 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
         ).result()
 
     tf_sess = None
-    with dg.Session(client, graph=graph) as sess:
+    with dg.Session(graph=graph) as sess:  # on the default embedded cluster: client's
         ways = [
             Way(
                 "daskgraph",
@@ -111,7 +126,7 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
         "title": "latency",
         "summary": f"one-op graph (x + c, {SIZE}x{SIZE} float32 fed), median per call of "
         f"{calls} calls",
-        "params": {"calls_per_repeat": calls, "size": SIZE},
+        "params": {"calls_per_repeat": calls, "size": SIZE, "cluster": _where(client)},
         "baseline": "client_compute",
         "ways": list(by.values()),
         "targets": [
@@ -126,3 +141,68 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
             )
         ],
     }
+
+
+def run_trivial(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, Any]:
+    """Case *trivial*: ``y = x * 2 + 1`` on 4 float32, daskgraph against TensorFlow 1."""
+    import daskgraph as dg
+
+    graph = dg.Graph()
+    with graph.as_default():
+        x = dg.placeholder(dg.float32, shape=(TRIVIAL_SIZE,), name="x")
+        y = dg.add(dg.multiply(x, np.float32(2.0)), np.float32(1.0), name="y")
+    x_value = np.arange(TRIVIAL_SIZE, dtype=np.float32)
+    calls = args.trivial_calls
+    tf_sess = None
+    with dg.Session(graph=graph) as sess:
+        ways = [
+            Way(
+                "daskgraph",
+                "daskgraph Session.run",
+                per_call(lambda: sess.run(y, {x: x_value}), calls),
+            ),
+            Way("tensorflow", "TensorFlow 1 Session.run (in-process)", unavailable=tf_missing),
+            Way("numpy", "NumPy x * 2 + 1 (in-process)", per_call(lambda: x_value * 2 + 1, calls)),
+        ]
+        if tf is not None:
+            tf_graph = tf.Graph()
+            with tf_graph.as_default():
+                tf_x = tf.compat.v1.placeholder(tf.float32, (TRIVIAL_SIZE,), name="x")
+                tf_y = tf.add(tf.multiply(tf_x, np.float32(2.0)), np.float32(1.0), name="y")
+            tf_sess = tf_session(tf, tf_graph, os.cpu_count() or 1)
+            ways[1].fn = per_call(lambda: tf_sess.run(tf_y, {tf_x: x_value}), calls)
+        try:
+            run_interleaved(ways, args.repeats, lambda: settle(client))
+        finally:
+            if tf_sess is not None:
+                tf_sess.close()
+
+    for way in ways:
+        if way.result is not None:
+            np.testing.assert_allclose(way.result, x_value * 2 + 1)
+    by = {w.key: way_record(w) for w in ways}
+    return {
+        "title": "trivial graph",
+        "summary": f"y = x * 2 + 1 on {TRIVIAL_SIZE} float32 fed, median per call of {calls} calls",
+        "params": {"calls_per_repeat": calls, "size": TRIVIAL_SIZE, "cluster": _where(client)},
+        "baseline": "tensorflow",
+        "ways": list(by.values()),
+        "targets": [
+            target_record(
+                "trivial.vs_tensorflow",
+                "trivial graph: Session.run / TensorFlow Session.run",
+                ratio(by["daskgraph"]["median_s"], by["tensorflow"]["median_s"]),
+                "<=",
+                TRIVIAL_GOAL,
+                note=tf_missing,
+            )
+        ],
+    }
+
+
+def _where(client) -> str:
+    """Where the cluster's CPU worker runs: in this process, or in a process of its own."""
+    cluster = getattr(client, "cluster", None)
+    workers = getattr(cluster, "workers", {}) or {}
+    kinds = {type(w).__name__ for w in workers.values()}
+    return "CPU worker in this process" if "Worker" in kinds else "worker processes"

@@ -28,7 +28,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 DOCS = ROOT / "docs"
 TEMPLATE = pathlib.Path(__file__).resolve().parent / "templates" / "benchmarks.md"
-CASE_ORDER = ("fine_grained", "compute_bound", "latency", "scale", "feeds", "sessions", "memory")
+CASE_ORDER = (
+    "trivial",
+    "fine_grained",
+    "compute_bound",
+    "latency",
+    "scale",
+    "first_run",
+    "feeds",
+    "sessions",
+    "memory",
+)
 
 
 # -- shared cell formatting -----------------------------------------------------------------------

@@ -7,12 +7,15 @@ Run from the repository root (``make bench`` does)::
 Cases, in the order they run (each in its own module):
 
 * ``scale`` -- place() + lower() of 10k, 100k and 1M ops (pure functions, no cluster);
-* ``fine``, ``compute``, ``latency`` -- on one embedded cluster with a CPU worker only;
+* ``fine``, ``compute``, ``trivial``, ``latency`` -- on the embedded cluster a plain
+  ``dg.Session()`` gets (by default its CPU worker in this process, no virtual GPU);
 * ``feeds`` -- on an embedded cluster with one virtual GPU;
 * ``sessions`` -- ``Session()`` creation and worker memory over session cycles, each repeat in
   a fresh process (the process's own shared embedded cluster, one virtual GPU);
 * ``memory`` -- client, scheduler and worker memory over long runs of a two-device graph (a
-  client process of its own, the cluster in another; ``--memory-runs``).
+  client process of its own, the cluster in another; ``--memory-runs``);
+* ``first-run`` -- a million-op graph built, a ``Session()`` opened and run once, in a fresh
+  process (``--first-run-ops``).
 
 TensorFlow is an optional peer (the ``bench`` extra): without it, its rows and targets say
 "n/a (tensorflow not installed)" and the rest runs. Results go to
@@ -35,25 +38,55 @@ from typing import Any
 import cloudpickle
 
 import benchmarks
-from benchmarks import compute_bound, feeds, fine_grained, latency, memory, report, scale, sessions
+from benchmarks import (
+    compute_bound,
+    feeds,
+    fine_grained,
+    first_run,
+    latency,
+    memory,
+    report,
+    scale,
+    sessions,
+)
 from benchmarks.common import (
     background_busy,
     cpu_worker,
+    default_cluster,
     load_tensorflow,
     machine_info,
     start_cluster,
 )
 
-CASES = ("scale", "fine", "compute", "latency", "feeds", "sessions", "memory")
+CASES = (
+    "scale",
+    "fine",
+    "compute",
+    "trivial",
+    "latency",
+    "feeds",
+    "sessions",
+    "memory",
+    "first-run",
+)
+#: the cases on the default embedded cluster, each a function (client, worker, tf, why, args)
+CPU_CASES = {
+    "fine": fine_grained.run,
+    "compute": compute_bound.run,
+    "trivial": latency.run_trivial,
+    "latency": latency.run,
+}
 BUSY = 0.1  # warn when other processes use more than this fraction of the CPUs at the start
 RESULT_KEYS = {
     "scale": "scale",
     "fine": "fine_grained",
     "compute": "compute_bound",
+    "trivial": "trivial",
     "latency": "latency",
     "feeds": "feeds",
     "sessions": "sessions",
     "memory": "memory",
+    "first-run": "first_run",
 }
 
 
@@ -78,6 +111,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--matrix-size", type=int, default=2000, help="compute: rows of A, B")
     parser.add_argument("--power", type=int, default=10, help="compute: n in A^n + B^n")
     parser.add_argument("--calls", type=int, default=30, help="latency: calls per repeat")
+    parser.add_argument("--trivial-calls", type=int, default=200, help="trivial: calls per repeat")
     parser.add_argument(
         "--scale-sizes",
         type=_sizes,
@@ -100,11 +134,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--memory-feed-kib", type=int, default=16, help="memory: KiB fed to each run"
     )
+    parser.add_argument(
+        "--first-run-ops",
+        type=int,
+        default=first_run.DEFAULT_OPS,
+        help="first-run: ops in the graph (default 1,000,000)",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.big_repeats < 1:
         parser.error("--repeats and --big-repeats must be >= 1")
     if args.power < 2:
         parser.error("--power must be >= 2")
+    if args.trivial_calls < 1:
+        parser.error("--trivial-calls must be >= 1")
+    if args.first_run_ops < 100:
+        parser.error("--first-run-ops must be >= 100")
     if args.memory_runs < memory.SAMPLES:
         parser.error(f"--memory-runs must be >= {memory.SAMPLES}")
     return args
@@ -119,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     cloudpickle.register_pickle_by_value(benchmarks)
     started = time.perf_counter()
     tf, tf_missing = (None, "")
-    if set(cases) & {"fine", "compute", "latency", "sessions"}:
+    if set(cases) & {*CPU_CASES, "sessions"}:
         tf, tf_missing = load_tensorflow()
         if tf_missing:
             print(f"note: TensorFlow rows: {tf_missing}", file=sys.stderr)
@@ -149,19 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         done["scale"] = scale.run(args)
         gc.collect()
 
-    cpu_cases = [c for c in ("fine", "compute", "latency") if c in cases]
+    cpu_cases = [c for c in CPU_CASES if c in cases]
     if cpu_cases:
-        cluster, client, devices = start_cluster(virtual_gpus=0)
-        try:
+        with default_cluster() as (_, client, devices):
             worker = cpu_worker(devices)
-            modules = {"fine": fine_grained, "compute": compute_bound, "latency": latency}
             for case in cpu_cases:
                 _progress(case, started)
-                done[RESULT_KEYS[case]] = modules[case].run(client, worker, tf, tf_missing, args)
+                done[RESULT_KEYS[case]] = CPU_CASES[case](client, worker, tf, tf_missing, args)
                 gc.collect()
-        finally:
-            client.close()
-            cluster.close()
 
     if "feeds" in cases:
         cluster, client, devices = start_cluster(virtual_gpus=1)
@@ -179,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     if "memory" in cases:
         _progress("memory", started)
         done["memory"] = memory.run(args)
+
+    if "first-run" in cases:
+        _progress("first-run", started)
+        done["first_run"] = first_run.run(args)
 
     results["suite"]["wall_s"] = time.perf_counter() - started
     results["suite"]["loadavg_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None

@@ -5,24 +5,30 @@ evaluation). daskgraph's sessions share one embedded cluster per process, starte
 so only the first ``Session()`` of a process pays for a cluster.
 
 Every repeat is a fresh Python process (so that the first session really starts the cluster)
-with the embedded cluster's defaults and one virtual GPU. It times:
+with the embedded cluster's defaults, what a plain ``dg.Session()`` gets on this machine (no
+virtual GPU; the CPU worker in the process by default). It times, on the trivial graph
+``y = x * 2 + 1`` (4 float32 fed):
 
+* ``daskgraph`` -- ``dg.Session()`` + one ``run`` + ``close()`` after the first session,
+  median of ``calls``: what ``with tf.Session() as sess: sess.run(...)`` per step costs;
+* ``daskgraph_empty`` -- ``dg.Session()`` + ``close()`` after the first (no run), median of
+  ``calls``;
 * ``daskgraph_first`` -- the process's first ``dg.Session()`` (starts the embedded cluster);
-* ``daskgraph`` -- ``dg.Session()`` + ``close()`` after the first, median of ``calls``;
 * ``dask_client`` -- ``distributed.Client(address)`` + ``close()`` to the same scheduler,
   median of ``calls``: the Dask peer (a new client of a running cluster);
-* ``tensorflow`` -- TensorFlow 1's ``tf.compat.v1.Session()`` + ``close()``, median of
-  ``calls`` (in-process, for reference).
+* ``tensorflow`` -- TensorFlow 1's ``tf.compat.v1.Session()`` + one ``run`` + ``close()``,
+  median of ``calls`` (in-process, for reference).
 
-Then one more process makes ``WARMUP_CYCLES`` untimed and ``cycles`` measured open / run / close
-cycles of a session whose graph
-spans the CPU and the virtual GPU (a variable on each, so both workers hold session state)
-and records each worker's resident memory after a warm-up and at the end, and the session
-states still held on the workers (the session plugin's teardown must free them all).
+Then one more process (one virtual GPU) makes ``WARMUP_CYCLES`` untimed and ``cycles``
+measured open / run / close cycles of a session whose graph spans the CPU and the virtual GPU
+(a variable on each, so both workers hold session state) and records each worker's resident
+memory after a warm-up and at the end, and the session states still held on the workers (the
+session plugin's teardown must free them all). With the CPU worker in the process, its
+resident memory is the process's.
 
-Targets: ``Session()`` after the first <= 50 ms; worker memory growth over the cycles <= 16 MiB
-(what glibc's arenas may keep; a leak of one compiled program or store per cycle is far more);
-no session state left on any worker.
+Targets: ``Session()`` + one run after the first <= 50 ms; worker memory growth over the
+cycles <= 16 MiB (what glibc's arenas may keep; a leak of one compiled program or store per
+cycle is far more); no session state left on any worker.
 """
 
 from __future__ import annotations
@@ -55,30 +61,56 @@ def _median_of(calls: int, fn) -> float:
 
 
 def _creation(calls: int) -> dict[str, Any]:
-    """The child's timings: first session, later sessions, Dask client, TF session."""
+    """The child's timings: first session, later sessions (with a run, and without), Dask
+    client, TF session with a run."""
+    import numpy as np
     from distributed import Client
 
     import daskgraph as dg
+
+    graph = dg.Graph()
+    with graph.as_default():
+        x = dg.placeholder(dg.float32, shape=(4,), name="x")
+        y = dg.add(dg.multiply(x, np.float32(2.0)), np.float32(1.0), name="y")
+    x_value = np.arange(4, dtype=np.float32)
+
+    def session_and_run() -> None:
+        with dg.Session(graph=graph) as sess:
+            sess.run(y, {x: x_value})
 
     start = time.perf_counter()
     first = dg.Session()
     out: dict[str, Any] = {"daskgraph_first": time.perf_counter() - start}
     address = first.client.scheduler.address
     try:
-        out["daskgraph"] = _median_of(calls, lambda: dg.Session().close())
+        out["daskgraph"] = _median_of(calls, session_and_run)
+        out["daskgraph_empty"] = _median_of(calls, lambda: dg.Session().close())
         out["dask_client"] = _median_of(
             calls, lambda: Client(address, set_as_default=False).close()
         )
     finally:
         first.close()
+    out["tensorflow"] = _tf_session_and_run(calls, x_value)
+    return out
+
+
+def _tf_session_and_run(calls: int, x_value) -> float | None:
+    """Median of TF1 ``Session()`` + one run of ``x * 2 + 1`` + ``close()``."""
     try:
         import tensorflow as tf
     except ImportError:
-        out["tensorflow"] = None
-    else:
-        tf.compat.v1.disable_eager_execution()
-        out["tensorflow"] = _median_of(calls, lambda: tf.compat.v1.Session().close())
-    return out
+        return None
+    tf.compat.v1.disable_eager_execution()
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, (4,), name="x")
+        y = tf.add(tf.multiply(x, 2.0), 1.0, name="y")
+
+    def session_and_run() -> None:
+        with tf.compat.v1.Session(graph=graph) as sess:
+            sess.run(y, {x: x_value})
+
+    return _median_of(calls, session_and_run)
 
 
 def _worker_memory(client) -> dict[str, Any]:
@@ -149,8 +181,8 @@ def child(argv: list[str]) -> None:
 
 
 # -- in the suite's process -----------------------------------------------------------------------
-def _spawn(*args: str, timeout: float = 900) -> dict[str, Any]:
-    return run_json("benchmarks.sessions", *args, env=_ENV, timeout=timeout)
+def _spawn(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> dict:
+    return run_json("benchmarks.sessions", *args, env=env, timeout=timeout)
 
 
 def _way(key: str, label: str, times: list[float | None], unavailable: str = "") -> dict:
@@ -168,10 +200,17 @@ def _way(key: str, label: str, times: list[float | None], unavailable: str = "")
 def run(args, tf_missing: str = "") -> dict[str, Any]:
     """Run the case: ``args.repeats`` creation processes and one cycles process."""
     runs = [_spawn("creation", str(args.session_calls)) for _ in range(args.repeats)]
-    memory = _spawn("cycles", str(args.session_cycles), str(WARMUP_CYCLES))
+    memory = _spawn("cycles", str(args.session_cycles), str(WARMUP_CYCLES), env=_ENV)
     ways = [
         _way(
-            "daskgraph", "dg.Session() + close(), after the first", [r["daskgraph"] for r in runs]
+            "daskgraph",
+            "dg.Session() + one run + close(), after the first",
+            [r["daskgraph"] for r in runs],
+        ),
+        _way(
+            "daskgraph_empty",
+            "dg.Session() + close(), after the first",
+            [r.get("daskgraph_empty") for r in runs],
         ),
         _way(
             "daskgraph_first",
@@ -181,7 +220,7 @@ def run(args, tf_missing: str = "") -> dict[str, Any]:
         _way("dask_client", "Client(address) + close()", [r["dask_client"] for r in runs]),
         _way(
             "tensorflow",
-            "TensorFlow 1 Session() + close() (in-process)",
+            "TensorFlow 1 Session() + one run + close() (in-process)",
             [r["tensorflow"] for r in runs],
             unavailable=tf_missing or "n/a (tensorflow not installed)",
         ),
@@ -189,16 +228,17 @@ def run(args, tf_missing: str = "") -> dict[str, Any]:
     growth = {w: memory["rss_after"][w] - memory["rss_before"][w] for w in memory["rss_before"]}
     worst = max(growth.values())
     left = sum(memory["states_after"].values())
-    dg_s = ways[0]["median_s"]
+    by = {w["key"]: w["median_s"] for w in ways}
+    dg_s = by["daskgraph"]
     return {
         "title": "sessions",
-        "summary": "Session() creation after the first in a process, and worker memory over "
+        "summary": "Session() + one run after the first in a process, and worker memory over "
         f"{memory['cycles']} open/run/close cycles of a two-device session",
         "params": {
             "calls_per_process": args.session_calls,
             "processes": args.repeats,
             "cycles": memory["cycles"],
-            "virtual_gpus": 1,
+            "virtual_gpus": "0 (creation), 1 (cycles)",
         },
         "baseline": "dask_client",
         "ways": ways,
@@ -206,13 +246,14 @@ def run(args, tf_missing: str = "") -> dict[str, Any]:
         "targets": [
             target_record(
                 "sessions.after_first",
-                "Session() after the first",
+                "Session() + one run after the first",
                 None if dg_s is None else dg_s * 1e3,
                 "<=",
                 GOAL_S * 1e3,
                 unit=" ms",
-                note=f"Session() / Client(address) = {ratio(dg_s, ways[2]['median_s']) or 0:.2f}x"
-                f"; first Session() {ways[1]['median_s'] or 0:.2f} s",
+                note=f"Session() + close() alone {(by['daskgraph_empty'] or 0) * 1e3:.2f} ms, "
+                f"{ratio(by['daskgraph_empty'], by['dask_client']) or 0:.2f}x Client(address)"
+                f"; first Session() {by['daskgraph_first'] or 0:.2f} s",
             ),
             target_record(
                 "sessions.worker_memory",
