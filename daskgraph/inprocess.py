@@ -2,8 +2,9 @@
 
 The embedded cluster's CPU worker lives in the client's process
 (``daskgraph.local.cpu-in-process``, the default; GPU workers keep their own processes), and
-every worker of a cluster started with in-process workers does (``LocalCluster(processes=
-False)``, ``daskgraph.local.processes: false``). A run whose plan is one partition on such a
+so does every worker of a cluster started with in-process workers (``LocalCluster(processes=
+False)``, ``daskgraph.local.processes: false``) and of a :class:`~daskgraph.server.Server`
+started by this program. A run whose plan is one partition on such a
 device needs no message at all: the partition runs in the calling thread against that worker's
 own daskgraph state (its variables and compiled programs, :mod:`daskgraph.worker_state`), as
 TensorFlow's direct session runs a small graph without leaving the process. A trivial run
@@ -42,6 +43,7 @@ from distributed import Worker
 
 from daskgraph.deadline import has_deadline
 from daskgraph.execution import RunFailure, run_partition
+from daskgraph.master import server_workers
 from daskgraph.program import RunStep
 from daskgraph.worker_state import state_of
 
@@ -54,16 +56,19 @@ _SERVING = frozenset({"running", "paused"})
 class InProcessDevices:
     """The workers of a client's cluster that live in this process, and runs on them.
 
+    Candidates are the workers of the client's cluster object (``Client.cluster``: the
+    embedded cluster, a ``LocalCluster``, ...) and those of the :class:`~daskgraph.server.Server`
+    s this process started (``tf.Session(server.target)``); one is used only when it is
+    serving and registered with the client's own scheduler.
+
     Parameters
     ----------
-    cluster
-        The cluster object of the session's client (``Client.cluster``: the embedded cluster,
-        a ``LocalCluster``, ...), whose ``workers`` are looked at; ``None`` (a client
-        connected by address) has none.
+    client
+        The session's ``distributed.Client`` (``None``: no worker is in this process).
     """
 
-    def __init__(self, cluster: Any) -> None:
-        self._cluster = cluster
+    def __init__(self, client: Any) -> None:
+        self._client = client
         self._found: dict[Any, Worker] = {}
 
     def worker(self, restriction: Any) -> Worker | None:
@@ -76,18 +81,24 @@ class InProcessDevices:
 
     def _find(self, restriction: Any) -> Worker | None:
         self._found.pop(restriction, None)
-        workers = getattr(self._cluster, "workers", None)
-        if not isinstance(workers, dict):
+        if self._client is None:
             return None
-        for worker in list(workers.values()):
+        scheduler = self._client.scheduler.address
+        for worker in self._candidates():
             if (
                 isinstance(worker, Worker)
                 and restriction in (worker.name, worker.address)
                 and worker.status.name in _SERVING
+                and worker.scheduler.address == scheduler
             ):
                 self._found[restriction] = worker
                 return worker
         return None
+
+    def _candidates(self) -> list[Any]:
+        workers = getattr(self._client.cluster, "workers", None)
+        found = list(workers.values()) if isinstance(workers, dict) else []
+        return found + server_workers()
 
     def run(
         self, plan: Any, step: RunStep, feed_values: Sequence[Any], trace: bool

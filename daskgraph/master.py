@@ -67,6 +67,7 @@ __all__ = [
     "published_cluster_spec",
     "register_server",
     "resolve_target",
+    "server_workers",
     "task_names",
     "unregister_server",
     "wait_for_tasks",
@@ -139,6 +140,9 @@ class _Server(Protocol):
     @property
     def target(self) -> str: ...
 
+    @property
+    def workers(self) -> list[Any]: ...
+
 
 _servers: list[_Server] = []  # started and not stopped, oldest first
 _servers_lock = threading.Lock()
@@ -157,6 +161,12 @@ def unregister_server(server: _Server) -> None:
     with _servers_lock:
         if server in _servers:
             _servers.remove(server)
+
+
+def server_workers() -> list[Any]:
+    """The Dask workers of the servers this process started (and has not stopped)."""
+    with _servers_lock:
+        return [w for server in _servers for w in server.workers]
 
 
 @dataclass(frozen=True)

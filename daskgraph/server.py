@@ -153,6 +153,11 @@ class Server:
         """The address sessions connect to: the cluster's Dask scheduler."""
         return self._target
 
+    @property
+    def workers(self) -> list[Any]:
+        """This task's Dask workers (one per device), living in this process."""
+        return list(self._workers)
+
     @classmethod
     def create_local_server(cls, config: SessionConfig | None = None, start: bool = True):
         """A one-task cluster on a free port of localhost, as ``tf.train.Server``'s."""

@@ -144,7 +144,7 @@ class Session:
         self._local_task = self._conn.local_task  # preferred by the placer, as TF's master
         self._closed = False
         self._fast = FastPath(self._conn.client, self._conn.watch, self._id)
-        self._in_process = InProcessDevices(self._conn.client.cluster)
+        self._in_process = InProcessDevices(self._conn.client)
 
     # -- properties -----------------------------------------------------------------------------
     @property

@@ -119,3 +119,22 @@ def test_the_embedded_cpu_worker_is_here_and_gpu_workers_are_not():
     gpu = [pid for name, pid in by_device.items() if "GPU" in name]
     assert cpu == [os.getpid()] and gpu and os.getpid() not in gpu
     assert md.step_stats.device_of(on_gpu.op.name).endswith("GPU:0")
+
+
+def test_a_session_on_this_programs_server_calls_its_workers_directly():
+    """``tf.Session(server.target)``: the server's workers live in this process too."""
+    from daskgraph.server import Server
+
+    server = Server.create_local_server(config=dg.SessionConfig(device_count={"GPU": 0}))
+    try:
+        with dg.Graph().as_default():
+            x, v, step, _ = _accumulator()
+            with dg.Session(server.target) as session:
+                session.run(v.initializer)
+                for _ in range(3):
+                    session.run(step, {x: np.ones(3, np.float32)})
+                np.testing.assert_array_equal(session.run(v), [3.0, 3.0, 3.0])
+                assert session._fast._actors == {}
+                assert session._in_process.worker(session.list_devices()[0].restriction)
+    finally:
+        server.stop()
