@@ -258,8 +258,14 @@ def _parallel_parts(ops: list[Operation], fed_ops: set[int], threshold: int) -> 
         if op.id in fed_ops or op.type == "Const":
             continue
         found = None  # the one label among the inputs' so far, or JOIN for several
-        for dep in (*[t.op for t in op.inputs], *op.control_inputs):
-            j = position.get(dep.id)
+        for t in op.inputs:
+            j = position.get(t.op.id)
+            if j is not None:
+                other = label[j]
+                if other is not None and other != found:
+                    found = other if found is None else JOIN
+        for c in op.control_inputs:
+            j = position.get(c.id)
             if j is not None:
                 other = label[j]
                 if other is not None and other != found:
