@@ -1,4 +1,4 @@
-"""Run a one-device plan whose device's Dask worker lives in this process by a plain call.
+"""Run a one-device plan whose device's Dask worker lives in this process by plain calls.
 
 The embedded cluster's CPU worker lives in the client's process
 (``daskgraph.local.cpu-in-process``, the default; GPU workers keep their own processes), and
@@ -35,6 +35,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future, wait
 from typing import Any
 
 import dask.config
@@ -103,26 +104,73 @@ class InProcessDevices:
     def run(
         self, plan: Any, step: RunStep, feed_values: Sequence[Any], trace: bool
     ) -> dict[int, tuple] | None:
-        """Run ``plan`` (one partition) in this thread on its in-process worker:
-        ``{0: outputs}``; ``None`` when its worker is not in this process (or is closing), or
-        the run has a deadline: another path must run it. Raises the error the run hit."""
-        (partition,) = plan.partitions
+        """Run ``plan`` here when all its partitions are on one worker of this process:
+        partition index -> outputs (those the client needs; all of them when tracing).
+        ``None`` when its worker is elsewhere (or closing), or the run has a deadline: another
+        path must run it. Raises the error the run hit.
+
+        One partition runs in this thread; the parallel parts of a large CPU partition
+        (``daskgraph.parallel-partition-elements``) run on the worker's own threads, as its
+        tasks would.
+        """
         if has_deadline() or not dask.config.get("daskgraph.in-process-runs"):
             return None
-        worker = self.worker(partition.worker)
+        workers = {p.worker for p in plan.partitions}
+        worker = self.worker(workers.pop()) if len(workers) == 1 else None
         if worker is None:
             return None
-        feeds = tuple(private_feed(feed_values[i]) for i in partition.feed_indices)
-        result = run_partition(
-            state_of(worker), worker.address, partition.program, step, feeds, trace
-        )
-        if isinstance(result, RunFailure):
-            raise result.error
-        return {0: result}
+        state = state_of(worker)
+        if len(plan.partitions) == 1:
+            (partition,) = plan.partitions
+            feeds = tuple(private_feed(feed_values[i]) for i in partition.feed_indices)
+            result = run_partition(state, worker.address, partition.program, step, feeds, trace)
+            outputs = {0: result}
+        else:
+            outputs = _run_parts(worker, state, plan, step, feed_values, trace)
+        for result in outputs.values():
+            if isinstance(result, RunFailure):
+                raise result.error
+        return outputs
 
     def forget(self) -> None:
         """Look the workers up again on the next run (after the cluster changed)."""
         self._found.clear()
+
+
+def _run_parts(
+    worker: Worker, state: Any, plan: Any, step: RunStep, feed_values: Sequence[Any], trace: bool
+) -> dict[int, Any]:
+    """Every partition of ``plan`` on ``worker``'s threads, each once its dependencies are
+    done (partitions are in a topological order and the pool takes them in order, so a
+    partition waiting for another never holds the thread that one needs); waits for all."""
+    pool = worker.executor
+    futures: list[Future] = []
+    for p in plan.partitions:
+        feeds = tuple(private_feed(feed_values[i]) for i in p.feed_indices)
+        depends = [futures[d] for d in p.dependencies]
+        futures.append(
+            pool.submit(_after, depends, state, worker.address, p.program, step, feeds, trace)
+        )
+    wait(futures)
+    wanted = range(len(futures)) if trace else plan.result_partitions
+    return {i: futures[i].result() for i in wanted}
+
+
+def _after(
+    depends: list[Future],
+    state: Any,
+    address: str,
+    program: Any,
+    step: RunStep,
+    feeds: tuple,
+    trace: bool,
+) -> Any:
+    """One partition, once the partitions it reads are done; a failure there is passed on."""
+    dependencies = tuple(f.result() for f in depends)
+    for dependency in dependencies:
+        if isinstance(dependency, RunFailure):
+            return dependency
+    return run_partition(state, address, program, step, feeds, trace, dependencies)
 
 
 def private_feed(value: Any) -> Any:

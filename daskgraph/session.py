@@ -374,9 +374,9 @@ class Session:
         self._runs += 1  # per attempt: a repeated run's tasks get fresh keys
         prefix = f"dg-{self._id}-{self._runs}"
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
-        if compiled.single_partition and dask.config.get("daskgraph.fast-path"):
+        if dask.config.get("daskgraph.fast-path"):
             results = self._in_process.run(compiled.plan, step, values, trace)
-            if results is None:
+            if results is None and compiled.single_partition:
                 results = self._fast.run(compiled, step, values, trace, tick)
             if results is not None:
                 return results

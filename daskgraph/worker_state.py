@@ -55,7 +55,7 @@ __all__ = [
 EXTENSION = "daskgraph"
 
 #: compiled programs a session keeps per worker (the oldest is compiled again if needed)
-COMPILED_CAPACITY = 128
+COMPILED_CAPACITY = 1024
 
 
 class VariableStore:

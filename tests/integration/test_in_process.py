@@ -138,3 +138,67 @@ def test_a_session_on_this_programs_server_calls_its_workers_directly():
                 assert session._in_process.worker(session.list_devices()[0].restriction)
     finally:
         server.stop()
+
+
+def _branches(n: int = 40):
+    """Two independent chains on /cpu:0 (split into parallel partitions under a low
+    ``daskgraph.parallel-partition-elements``), joined at the end."""
+    with dg.device("/cpu:0"):
+        x = dg.placeholder(dg.float32, [n, n], name="x")
+        sums = []
+        for k in range(2):
+            y = x
+            for _ in range(3):
+                y = dg.tanh(y * 1.01 + float(k))
+            sums.append(dg.reduce_sum(y))
+        total = dg.add_n(sums, name="total")
+    return x, total
+
+
+def _branches_np(value):
+    total = np.float32(0.0)
+    for k in range(2):
+        y = value
+        for _ in range(3):
+            y = np.tanh(y * np.float32(1.01) + np.float32(k))
+        total += y.sum(dtype=np.float32)
+    return total
+
+
+def test_the_parallel_parts_of_a_cpu_partition_run_here_on_the_workers_threads(
+    dg_session, dg_client
+):
+    x, total = _branches()
+    value = np.random.default_rng(1).random((40, 40), dtype=np.float32)
+    with dask.config.set({"daskgraph.parallel-partition-elements": 100}):
+        md = RunMetadata()
+        options = RunOptions(RunOptions.FULL_TRACE)
+        got = dg_session.run(total, {x: value}, options=options, run_metadata=md)
+        assert dg_session.run(total, {x: value}) == pytest.approx(got)
+        (plan,) = dg_session._plans.values()
+    assert len(plan.plan.partitions) > 2  # split: several partitions, one worker
+    np.testing.assert_allclose(got, _branches_np(value), rtol=1e-5)
+    (cpu,) = [d.worker for d in dg_session.list_devices() if d.name.endswith("CPU:0")]
+    assert {s.worker for s in md.step_stats.dev_stats} == {cpu}
+    assert len(md.step_stats.dev_stats) == len(plan.plan.partitions)
+    session = dg_session._id
+
+    def keys_of_session(dask_scheduler=None) -> list[str]:
+        return [str(t[0]) for t in dask_scheduler.transition_log if session in str(t[0])]
+
+    assert dg_client.run_on_scheduler(keys_of_session) == []
+
+
+def test_a_failing_parallel_part_fails_the_run_and_the_session_goes_on(dg_session):
+    x, total = _branches()
+    with dg.device("/cpu:0"):
+        w = dg.placeholder(dg.float32, [None], name="w")
+        broken = dg.add_n([total, dg.reduce_sum(dg.tanh(x * 2.0) + w)])
+    value = np.ones((40, 40), np.float32)
+    with dask.config.set({"daskgraph.parallel-partition-elements": 100}):
+        with pytest.raises(dg.errors.InvalidArgumentError, match="add"):
+            dg_session.run(broken, {x: value, w: np.ones(3, np.float32)})  # (40, 40) + (3,)
+        assert len(dg_session._plans[next(iter(dg_session._plans))].plan.partitions) > 2
+        got = dg_session.run(broken, {x: value, w: np.ones(40, np.float32)})
+    expected = _branches_np(value) + (np.tanh(value * 2.0) + 1.0).sum(dtype=np.float32)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
