@@ -13,6 +13,72 @@ The numbers quoted are from profiles on the 2-core machine the suite was written
 from __future__ import annotations
 
 FINDINGS: dict[str, str] = {
+    "trivial.vs_tensorflow": """\
+**Six thread and process wake-ups and 1.3 ms of message (de)serialisation, on the actor
+path; a plain call now.** Profile of `y = x * 2 + 1` on 4 float32, 2 x 400 runs back to back
+on the actor path (`dispatch.FastPath` calling a `PartitionExecutor` on a worker process,
+daad345): `time.monotonic_ns` stamps (`CLOCK_MONOTONIC`, one clock for every process) around
+`TCP.write`/`read`, `to_frames`/`from_frames`, `Worker.actor_execute`, `_run_actor` and
+`execute_partition` in the worker (installed by `client.run`) and around the session's and
+the actor future's methods in the client; medians, with other jobs keeping the 2 cores at a
+load average near 2 (absolute times perhaps 1.5x a quiet machine's). A run took 3.25-3.57 ms:
+
+| hop | µs |
+|---|---:|
+| client Python: `run()` checks, fetches, feeds 60; plan 15; liveness 19; actor call 38 | 147 |
+| client thread hands the call to its event loop (`add_callback`, the loop wakes) | 260 |
+| client loop serialises the call (`to_frames`, four `to_serialize` arguments) | 560 |
+| socket, the worker's loop wakes and reads the frames | 395 |
+| worker deserialises the call | 365 |
+| worker dispatches to `actor_execute` | 20 |
+| worker loop hands off to the actor thread (`run_in_executor`; p10 130, p90 510) | 320 |
+| actor thread to `execute_partition` | 36 |
+| `execute_partition` (two NumPy ops on 4 floats) | 78 |
+| actor thread back to the loop, reply write starts | 128 |
+| worker serialises the reply | 210 |
+| socket, the client's loop wakes and reads the reply | 338 |
+| client deserialises the reply | 165 |
+| result set on the actor future, client thread wakes (`sync`'s `threading.Event`) | 20 + 234 |
+| after the result, until `Session.run` returns | 26 |
+
+Message (de)serialisation is 1.3 ms of it: distributed serialises every `to_serialize`
+argument on its own (about 100 µs each here, mostly `context_meter` and dispatch); in
+isolation the call message costs 466 µs to `to_frames` and 274 µs from them, against 88 and
+39 µs with the four arguments as one pickled `bytes` argument (the reply: 150 + 90 µs against
+61 + 25). The six hand-offs between threads and processes cost 1.7 ms together, socket and frame
+reads included (130-400 µs each on this shared VM); the program itself 78 µs.
+
+*Now (f88d1b5):* the embedded cluster's CPU worker lives in the client's process
+(`daskgraph.local.cpu-in-process`), and a one-partition plan on it is a plain call in the
+caller's thread: 74 µs a run (86 µs under the stamps): `run()` checks, fetches and feeds 28;
+plan lookup 7.5; to `InProcessDevices.run` 5; worker lookup and the feed copy 9;
+`run_partition` 22 (its two NumPy ops on 4 floats about 3 µs of it); back to the caller 10.
+TensorFlow's `Session.run` takes 300-450 µs on the same loaded machine. Left in that path:
+`importlib.import_module(program.backend)` on every run (1.5 µs) and four `dask.config.get`
+a run (1.3 µs each). GPU devices and clusters by address still take the actor path, where
+one pickled argument each way would save about 0.8 ms a call.
+
+*If it regresses:* cProfile 3,000 runs in one process (the in-process path has no other
+thread); for the actor path, stamp the hops as above.""",
+    "first_run.total": """\
+**Graph build, placement and lowering, and then garbage collection and pickling in the first
+run.** At 1M ops (1,000,202 graph ops) on a loaded 2-core machine (load average 2-3): build
+17 s; first `Session()` 0.08 s (the CPU worker starts in the process); first run 27-45 s, of
+which placement 2.2 s and lowering 8.5 s, then 16 s to execute. The 100 chains each do 2.6M
+elements of work, over `daskgraph.parallel-partition-elements`, so the CPU partition is split
+into 102 partitions that run in parallel, and a plan of several partitions takes the
+scheduler's path even when its worker lives in the client's process: Dask pickles the 102
+programs into a 40.8 MiB graph (4.1 s in the client, half of it in
+`PartitionProgram.__reduce__`), the worker unpickles them, compiles them (2.4 s) and runs them
+(3.0 s). Cyclic garbage collection took 7.2 s of the first run (15,594 collections, three of
+them full passes over the million-op graph): with the collector off for the run, the first run
+took 17.3 s instead of 26.9 s. A second run takes 1.8-2.0 s.
+
+*Next steps in daskgraph:* pause the collector for the whole first run (`lower` already pauses
+it while it builds a plan), or `gc.freeze()` the graph once built; hand programs to an
+in-process worker's state directly instead of pickling them through Dask, and run plans whose
+partitions all live on in-process workers without the scheduler; then build and
+placement + lowering (issue 11's other items).""",
     "compute.vs_numpy": """\
 **Page faults on every op output, and 48 MB across a process boundary.** Fixed: Dask's nanny
 starts workers with OpenBLAS limited to one thread (`execution.py` gives BLAS the CPU worker's
