@@ -345,23 +345,36 @@ def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
     has stateful ops (variables; they go through :func:`_run`).
 
     An :class:`~daskgraph.ops.registry.ArrayFunction` kernel becomes the module's function
-    itself (``numpy.add``), others a ``partial`` with ``xp`` and their attributes bound, so
-    that the loop makes one call per op and builds no argument list for one or two inputs.
+    itself (``numpy.add``), looked up once per kernel and program; others a ``partial`` with
+    ``xp`` and their attributes bound, so that the loop makes one call per op and builds no
+    argument list for one or two inputs.
     """
+    bound: dict[Any, Any] = {}  # kernel -> the module's function, for attribute-free kernels
     steps: list[_Step] = []
+    append = steps.append
     for index, ins in enumerate(program.instructions):
         if ins.stateful or ins.deref:
             return None
-        kernel = ins.kernel
-        if isinstance(kernel, ArrayFunction) and not ins.attrs:
-            fn = getattr(xp, kernel.name)
-        else:
+        kernel, args = ins.kernel, ins.args
+        if ins.attrs:
             fn = functools.partial(kernel, xp, **ins.attrs)
-        args = ins.args
-        first = args[0] if args else -1
-        second = args[1] if len(args) > 1 else -1
-        steps.append((fn, len(args), first, second, args, ins.out, ins.free, index))
+        else:
+            fn = bound.get(kernel)
+            if fn is None:
+                fn = bound[kernel] = _bind(kernel, xp)
+        n = len(args)
+        first = args[0] if n else -1
+        second = args[1] if n > 1 else -1
+        append((fn, n, first, second, args, ins.out, ins.free, index))
     return steps
+
+
+def _bind(kernel: Any, xp: Any) -> Any:
+    """A kernel without attributes as one callable: the module's own function for an
+    :class:`~daskgraph.ops.registry.ArrayFunction`, else the kernel with ``xp`` bound."""
+    if isinstance(kernel, ArrayFunction):
+        return getattr(xp, kernel.name)
+    return functools.partial(kernel, xp)
 
 
 def _compiled(program: PartitionProgram, xp: Any, session: SessionState) -> list[_Step] | None:
