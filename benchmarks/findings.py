@@ -61,24 +61,23 @@ one pickled argument each way would save about 0.8 ms a call.
 *If it regresses:* cProfile 3,000 runs in one process (the in-process path has no other
 thread); for the actor path, stamp the hops as above.""",
     "first_run.total": """\
-**Graph build, placement and lowering, and then garbage collection and pickling in the first
-run.** At 1M ops (1,000,202 graph ops) on a loaded 2-core machine (load average 2-3): build
-17 s; first `Session()` 0.08 s (the CPU worker starts in the process); first run 27-45 s, of
-which placement 2.2 s and lowering 8.5 s, then 16 s to execute. The 100 chains each do 2.6M
-elements of work, over `daskgraph.parallel-partition-elements`, so the CPU partition is split
-into 102 partitions that run in parallel, and a plan of several partitions takes the
-scheduler's path even when its worker lives in the client's process: Dask pickles the 102
-programs into a 40.8 MiB graph (4.1 s in the client, half of it in
-`PartitionProgram.__reduce__`), the worker unpickles them, compiles them (2.4 s) and runs them
-(3.0 s). Cyclic garbage collection took 7.2 s of the first run (15,594 collections, three of
-them full passes over the million-op graph): with the collector off for the run, the first run
-took 17.3 s instead of 26.9 s. A second run takes 1.8-2.0 s.
+**Graph build and lowering, then garbage collection.** At 1M ops (1,000,202 graph ops, d72162f,
+load average near 1.5 on the 2 cores): build 12.3-13.0 s; first `Session()` 0.07 s (the CPU
+worker starts in the process); first run 14.9-16.0 s: placement 2.1 s, lowering 8.5 s, and
+4.3 s to compile and run the program (the 100 chains each do 2.6M elements of work, over
+`daskgraph.parallel-partition-elements`, so the partition is split into 102 parts that run on
+the in-process worker's threads; compiling them takes about 1.9 s of CPU and running them
+2.8 s, on two cores). A second run takes 1.4-1.7 s. Cyclic garbage collection: 4.2 s of the
+build (7,127 collections, 14 of them full passes over the growing graph) and 2.6 s of the
+first run (1,322 collections, one full); with the collector off for the first run it took
+11.9 s instead of 14.9 s. Before d72162f the 102 parts took the scheduler's path even with
+their worker in the process: Dask pickled the programs into a 40.8 MiB graph (4.1 s in the
+client) and the first run took 27-45 s.
 
-*Next steps in daskgraph:* pause the collector for the whole first run (`lower` already pauses
-it while it builds a plan), or `gc.freeze()` the graph once built; hand programs to an
-in-process worker's state directly instead of pickling them through Dask, and run plans whose
-partitions all live on in-process workers without the scheduler; then build and
-placement + lowering (issue 11's other items).""",
+*Next steps in daskgraph:* keep the collector from walking the graph: pause it for the first
+run's compile and run as `lower` does for lowering (about 3 s), and make graph building
+allocate fewer tracked objects per op, or `gc.freeze()` what is built (about 4 s); then
+lowering (8.5 s, about 8.5 us an op) and the build itself.""",
     "compute.vs_numpy": """\
 **Page faults on every op output, and 48 MB across a process boundary.** Fixed: Dask's nanny
 starts workers with OpenBLAS limited to one thread (`execution.py` gives BLAS the CPU worker's

@@ -48,6 +48,14 @@ LABELS = {
     "second_run": "second Session.run (cached)",
 }
 
+NOTE_NAMES = {
+    "build": "build",
+    "session": "Session()",
+    "place_lower": "place + lower",
+    "first_run": "first run",
+    "second_run": "second run",
+}
+
 
 # -- inside the child process ---------------------------------------------------------------------
 def _timing_plan(times: dict[str, float]) -> None:
@@ -153,9 +161,9 @@ def run(args) -> dict[str, Any]:
                 GOAL_S,
                 unit=" s",
                 note=", ".join(
-                    f"{k.replace('_', ' ')} {v:.2f} s"
+                    f"{NOTE_NAMES[k]} {v:.2f} s"
                     for k, v in parts.items()
-                    if k != "total" and v is not None
+                    if k in NOTE_NAMES and v is not None
                 ),
             )
         ],

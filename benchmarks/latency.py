@@ -137,7 +137,7 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
                 "<=",
                 1.2,
                 note=f"for reference, Session.run / client.submit = "
-                f"{ratio(dg_s, by['client_submit']['median_s']) or 0:.2f}x",
+                f"{ratio(dg_s, by['client_submit']['median_s']) or 0:.2g}x",
             )
         ],
     }
@@ -190,7 +190,7 @@ def run_trivial(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict
         "targets": [
             target_record(
                 "trivial.vs_tensorflow",
-                "trivial graph: Session.run / TensorFlow Session.run",
+                "Session.run / TensorFlow Session.run",
                 ratio(by["daskgraph"]["median_s"], by["tensorflow"]["median_s"]),
                 "<=",
                 TRIVIAL_GOAL,

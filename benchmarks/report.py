@@ -49,6 +49,8 @@ def fmt_measured(target: dict[str, Any]) -> str:
     if target["unit"] == " B":
         return fmt_bytes(value)
     if target["unit"] == "x":
+        if value < 0.1:  # two significant digits: 0.0045x, not 0.00x
+            return f"{value:.2g}x"
         return f"{value:.2f}x" if value < 100 else f"{value:.0f}x"
     return f"{value:.2f}{target['unit']}"
 
