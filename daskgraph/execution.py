@@ -26,7 +26,7 @@ from daskgraph.errors import (
     OpError,
     ResourceExhaustedError,
 )
-from daskgraph.footprint import bound_key_memo
+from daskgraph.footprint import bound_key_memo, cyclic_gc_paused
 from daskgraph.ops.registry import ArrayFunction
 from daskgraph.ops.state import VariableRef
 from daskgraph.program import Instruction, PartitionProgram, RunStep, StagedFeed
@@ -349,7 +349,7 @@ def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
     ``xp`` and their attributes bound, so that the loop makes one call per op and builds no
     argument list for one or two inputs.
     """
-    bound: dict[Any, Any] = {}  # kernel -> the module's function, for attribute-free kernels
+    bound: dict[int, Any] = {}  # id(kernel) -> the module's function (attribute-free kernels)
     steps: list[_Step] = []
     append = steps.append
     for index, ins in enumerate(program.instructions):
@@ -359,9 +359,9 @@ def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
         if ins.attrs:
             fn = functools.partial(kernel, xp, **ins.attrs)
         else:
-            fn = bound.get(kernel)
+            fn = bound.get(id(kernel))
             if fn is None:
-                fn = bound[kernel] = _bind(kernel, xp)
+                fn = bound[id(kernel)] = _bind(kernel, xp)
         n = len(args)
         first = args[0] if n else -1
         second = args[1] if n > 1 else -1
@@ -380,7 +380,13 @@ def _bind(kernel: Any, xp: Any) -> Any:
 def _compiled(program: PartitionProgram, xp: Any, session: SessionState) -> list[_Step] | None:
     """:func:`_compile` once per program object on this worker, kept with the session's state
     (a program is sent once per session and reused by every run, so later runs find it)."""
-    return session.compiled_form(program, xp.__name__, lambda: _compile(program, xp))
+    return session.compiled_form(program, xp.__name__, lambda: _compile_quietly(program, xp))
+
+
+def _compile_quietly(program: PartitionProgram, xp: Any) -> list[_Step] | None:
+    """:func:`_compile` without cyclic garbage collections (a step per op, none cyclic)."""
+    with cyclic_gc_paused():
+        return _compile(program, xp)
 
 
 def _run_compiled(program: PartitionProgram, steps: list[_Step], slots: list) -> None:

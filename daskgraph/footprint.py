@@ -51,9 +51,12 @@ False
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import dask.config
@@ -66,6 +69,7 @@ __all__ = [
     "KeyMemoBound",
     "LeanSpans",
     "bound_key_memo",
+    "cyclic_gc_paused",
     "install",
     "scheduler_extensions",
     "shorten_dask_logs",
@@ -193,3 +197,28 @@ def trim_heap(*_: Any) -> int:
         return int(ctypes.CDLL("libc.so.6").malloc_trim(0))
     except (OSError, AttributeError):
         return -1
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector in the block (lowering a plan, compiling a
+    program), and turn it back on after if it was on.
+
+    Those steps allocate a few small, acyclic objects per op and keep most of them; with a
+    large graph alive, every full collection that those allocations trigger walks the whole
+    graph again (it doubled the time of lowering a million ops). Nothing they make is cyclic,
+    so there is nothing for the collector to find; reference counting still frees everything.
+
+    >>> with cyclic_gc_paused():
+    ...     gc.isenabled()
+    False
+    >>> gc.isenabled()
+    True
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
