@@ -122,10 +122,16 @@ and worker threads wake from idle for the round trip. TensorFlow's in-process C+
 runs the graph in 2-3 ms, so the ratio sits near the goal and moves with the machine's
 noise.
 
-*Next step:* time each hop of a cold round trip (client thread to its event loop, the
-message to the worker, the worker's hand-off to the executor thread, and back) and cut the
-largest; running the call on the worker's event loop instead of a thread was tried and
-gained nothing measurable.""",
+*Since f88d1b5* the run is a plain call on the in-process CPU worker (no round trip: see the
+trivial-graph finding), and the NumPy calls are what is left. Back to back, 3 x 60 runs
+interleaved with TensorFlow's (load average near 1.6): daskgraph 6.2-6.7 ms, TensorFlow
+4.3-4.6 ms, 1.42-1.57x. Of daskgraph's 6.7 ms, 6.5 ms is the compiled loop itself: 4,000
+`np.add`/`np.multiply` calls on 16x16 float32 with a 0-d constant cost 1.45 us each here, so
+the loop is at NumPy's floor; the same call with a preallocated `out=` array costs 0.94 us.
+
+*Next step:* recycle freed slots as `out=` buffers for elementwise ops whose output matches
+a dead input's shape and dtype (never a feed, a constant or a fetched value): about 2 ms of
+the 6.5 (0.5 us x 4,000), which would bring the ratio near 1.0x.""",
     "scale.us_per_op": """\
 **Cyclic garbage collection while a million small objects are made.** Lowering allocated a few
 small objects per op with the whole graph alive, and every full collection walked the graph
