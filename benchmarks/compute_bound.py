@@ -4,8 +4,8 @@ A and B are ``size`` x ``size`` float32 matrices (2000 x 2000, random, divided b
 so that the powers stay finite), fed through placeholders; A^n and B^n are computed by
 ``n - 1`` repeated matrix products each (n = 10: 18 products of 16 GFLOP), then added. Ways:
 
-* ``dg.Session.run`` on the embedded cluster without virtual GPUs (one CPU worker process
-  with all cores as Dask threads), as daskgraph ships it;
+* ``dg.Session.run`` on the embedded cluster a plain ``dg.Session()`` gets (one CPU worker
+  with all cores as Dask threads, in this process by default), as daskgraph ships it;
 * NumPy in this process (``a @ a @ ...``; OpenBLAS with all cores);
 * TensorFlow 1 graph mode, intra- and inter-op threads = CPU count.
 
