@@ -108,6 +108,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-docs", action="store_true", help="do not render docs/")
     parser.add_argument("--chains", type=int, default=40, help="fine: chains")
     parser.add_argument("--length", type=int, default=100, help="fine: ops per chain")
+    parser.add_argument(
+        "--per-op-chains", type=int, default=4, help="fine: chains of the one-task-per-op peer"
+    )
     parser.add_argument("--matrix-size", type=int, default=2000, help="compute: rows of A, B")
     parser.add_argument("--power", type=int, default=10, help="compute: n in A^n + B^n")
     parser.add_argument("--calls", type=int, default=30, help="latency: calls per repeat")
