@@ -44,7 +44,9 @@ from daskgraph.execution import (
     PartitionExecutor,
     RunFailure,
     execute_partition,
+    pack_small,
     resident,
+    unpack,
 )
 from daskgraph.liveness import ClusterWatch
 from daskgraph.lowering import Plan, build_task_graph, task_group
@@ -224,8 +226,10 @@ class FastPath:
                 load = actor.load(self.session_id, compiled.token, partition.program)
                 _actor_result_watching(self.watch, compiled.plan, load, tick, started)
                 executor.loaded.add(compiled.token)
-            call = actor.run(compiled.token, step, feeds, trace)
-            result = _actor_result_watching(self.watch, compiled.plan, call, tick, started)
+            args = (compiled.token, step, feeds, trace)
+            packed = pack_small(args, arrays=feeds)  # small feeds: one frame, not four
+            call = actor.run_packed(packed) if packed is not args else actor.run(*args)
+            result = unpack(_actor_result_watching(self.watch, compiled.plan, call, tick, started))
             if not (isinstance(result, str) and result == MISSING_PROGRAM):
                 break
             executor.loaded.discard(compiled.token)

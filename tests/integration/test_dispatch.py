@@ -146,3 +146,17 @@ def _scattered_keys_seen(dask_scheduler=None) -> list:
     names them after their type: ``ndarray-<token>``)."""
     keys = {t[0] for t in dask_scheduler.transition_log}
     return sorted(str(k) for k in keys if isinstance(k, str) and k.startswith("ndarray-"))
+
+
+@pytest.mark.parametrize("n", [3, 100_000], ids=["small-feeds-packed", "large-feeds-as-frames"])
+def test_the_actor_path_sends_small_and_large_feeds(dg_session, n):
+    with dg.device("/cpu:0"):
+        x = dg.placeholder(dg.float32, [None])
+        y = dg.reduce_sum(x * 2.0)
+        z = x + 1.0
+    value = np.arange(n, dtype=np.float32)
+    with dask.config.set(PATHS["actor"]):
+        got_y, got_z = dg_session.run([y, z], {x: value})
+    assert dg_session._fast._actors  # the actor ran it
+    assert got_y == pytest.approx(value.sum() * 2.0, rel=1e-5)
+    np.testing.assert_array_equal(got_z, value + 1.0)
