@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from daskgraph.codegen import HotProgram
 from daskgraph.errors import (
     InvalidArgumentError,
     OpError,
@@ -236,11 +237,11 @@ def run_partition(
             )
         slots: list[Any] = [None] * program.n_slots
         to_device = _arrive(program, slots, xp, feeds, dependencies, trace)
-        steps = None if trace else _compiled(program, xp, session)
-        if steps is None:
+        hot = None if trace else _compiled(program, xp, session)
+        if hot is None:
             stats = _run(program, slots, xp, step, trace, session)
         else:
-            _run_compiled(program, steps, slots)
+            _run_hot(program, hot, slots)
         outputs = tuple(_to_host(slots[s]) if host else slots[s] for s, host in program.outputs)
     except OpError as exc:
         return RunFailure(exc)
@@ -381,16 +382,38 @@ def _bind(kernel: Any, xp: Any) -> Any:
     return functools.partial(kernel, xp)
 
 
-def _compiled(program: PartitionProgram, xp: Any, session: SessionState) -> list[_Step] | None:
+def _compiled(program: PartitionProgram, xp: Any, session: SessionState) -> HotProgram | None:
     """:func:`_compile` once per program object on this worker, kept with the session's state
     (a program is sent once per session and reused by every run, so later runs find it)."""
     return session.compiled_form(program, xp.__name__, lambda: _compile_quietly(program, xp))
 
 
-def _compile_quietly(program: PartitionProgram, xp: Any) -> list[_Step] | None:
-    """:func:`_compile` without cyclic garbage collections (a step per op, none cyclic)."""
+def _compile_quietly(program: PartitionProgram, xp: Any) -> HotProgram | None:
+    """:func:`_compile` without cyclic garbage collections (a step per op, none cyclic), as
+    a :class:`~daskgraph.codegen.HotProgram` (generated as one function once it runs
+    again)."""
     with cyclic_gc_paused():
-        return _compile(program, xp)
+        steps = _compile(program, xp)
+    if steps is None:
+        return None
+    incoming = [s for _, s in program.feeds] + [s for _, _, s in program.inputs]
+    return HotProgram(steps, incoming, [s for s, _ in program.outputs])
+
+
+def _run_hot(program: PartitionProgram, hot: HotProgram, slots: list) -> None:
+    """Run a program by its generated function once there is one, else by the lean loop.
+    Where the generated function raises, the loop runs it again to name the op that failed
+    (these programs have no stateful ops: running them again changes nothing)."""
+    function = hot.function()
+    if function is not None:
+        try:
+            function(slots)
+            return
+        except Exception:
+            _run_compiled(program, hot.steps, slots)  # raises, naming the op
+            hot.failed()  # it did not raise: never trust the generated function again
+            return
+    _run_compiled(program, hot.steps, slots)
 
 
 def _run_compiled(program: PartitionProgram, steps: list[_Step], slots: list) -> None:

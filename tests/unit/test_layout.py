@@ -45,7 +45,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
         ("placement", "placement"),
         ("program", "program"),
         ("lowering", "lowering"),
-        ("execution", "worker_state execution"),
+        ("execution", "worker_state codegen execution"),
         (
             "cluster",
             "liveness cluster_spec cluster gpu_worker nanny_setup worker_preload embedded master "

@@ -1,0 +1,67 @@
+"""Hot programs become one generated function: same results, same errors, built off the
+run's thread."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_execution import chain_graph, one_partition
+
+import daskgraph as dg
+from daskgraph import codegen, execution
+from daskgraph.execution import execute_partition
+from daskgraph.program import RunStep
+from daskgraph.worker_state import current_state
+
+
+def _hot(program, session: str) -> codegen.HotProgram:
+    return execution._compiled(program, np, current_state().session(session))
+
+
+def test_a_program_run_twice_is_generated_and_gives_the_loops_results() -> None:
+    g, x, out = chain_graph()
+    program = one_partition(g, [out], [x])
+    value = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
+    looped = [execute_partition(program, RunStep("gen", n), (value,), False) for n in (1, 2)]
+    hot = _hot(program, "gen")
+    assert hot.built.wait(30), "the background thread did not build the function"
+    assert hot.function() is not None
+    generated = execute_partition(program, RunStep("gen", 3), (value,), False)
+    np.testing.assert_array_equal(generated[0], looped[0][0])
+    np.testing.assert_array_equal(looped[0][0], looped[1][0])
+
+
+def test_a_generated_program_names_the_op_that_failed_and_keeps_working() -> None:
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [None, None], name="x")
+        y = dg.matmul(x * 2.0, x, name="product")
+    program = one_partition(g, [y], [x])
+    square = np.eye(3, dtype=np.float32)
+    for n in (1, 2):
+        execute_partition(program, RunStep("fail", n), (square,), False)
+    hot = _hot(program, "fail")
+    assert hot.built.wait(30)
+    failure = execute_partition(program, RunStep("fail", 3), (np.ones((2, 3), np.float32),), False)
+    assert isinstance(failure, execution.RunFailure)
+    assert "product" in str(failure.error)
+    assert hot.function() is not None  # a bad input is not the function's fault
+    (again,) = execute_partition(program, RunStep("fail", 4), (square,), False)
+    np.testing.assert_array_equal(again, 2 * square)
+
+
+def test_generated_source_reuses_the_variables_of_dead_tensors() -> None:
+    steps = [(np.negative, 1, k, -1, (k,), k + 1, (k,), k) for k in range(100)]
+    source, fns = codegen.generate(steps, incoming=[0], outputs=[100])
+    assert fns == (np.negative,)
+    assert {f"v{i}" for i in range(2)} <= set(source.split()) and "v2" not in source
+    slots = [np.float32(1.0)] + [None] * 100
+    codegen.build(steps, incoming=[0], outputs=[100])(slots)
+    assert slots[100] == np.float32(1.0)  # negated 100 times
+
+
+@pytest.mark.parametrize("ops", [0, codegen.MAX_OPS + 1])
+def test_empty_and_huge_programs_stay_with_the_loop(ops: int) -> None:
+    steps = [(np.negative, 1, 0, -1, (0,), 0, (), k) for k in range(ops)]
+    hot = codegen.HotProgram(steps, [0], [0])
+    assert hot.function() is None and hot.function() is None
+    assert not hot.built.wait(0.5)
