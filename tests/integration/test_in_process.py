@@ -202,3 +202,20 @@ def test_a_failing_parallel_part_fails_the_run_and_the_session_goes_on(dg_sessio
         got = dg_session.run(broken, {x: value, w: np.ones(40, np.float32)})
     expected = _branches_np(value) + (np.tanh(value * 2.0) + 1.0).sum(dtype=np.float32)
     np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_a_users_local_cluster_with_thread_workers_is_called_directly():
+    from distributed import LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        dg.Graph().as_default(),
+    ):
+        x, v, step, _ = _accumulator()
+        with dg.Session(cluster) as session:
+            session.run(v.initializer)
+            session.run(step, {x: np.full(3, 2.0, np.float32)})
+            np.testing.assert_array_equal(session.run(v), [2.0, 2.0, 2.0])
+            assert session._fast._actors == {}
