@@ -133,10 +133,16 @@ def _needed_ops(
         if op.type == "Placeholder":
             unfed = True
             continue
-        for t in op.inputs:
-            mark[t.op.id] = 1
-        for c in op.control_inputs:
-            mark[c.id] = 1
+        inputs = op.inputs
+        if len(inputs) == 2:  # most ops: unpacked, no iterator
+            a, b = inputs
+            mark[a.op.id] = mark[b.op.id] = 1
+        else:
+            for t in inputs:
+                mark[t.op.id] = 1
+        if op.control_inputs:
+            for c in op.control_inputs:
+                mark[c.id] = 1
     if unfed:
         _raise_unfed(ops, starts, fed_ops)
     return list(compress(ops, mark))
@@ -352,16 +358,21 @@ def _elements(shape: tuple | None) -> int:
     return n
 
 
-def _with_frees(fields: list[tuple], kept: set[int], n_slots: int) -> tuple[Instruction, ...]:
+def _with_frees(
+    fields: list[tuple], kept: set[int], n_slots: int, read_at: dict[int, int]
+) -> tuple[Instruction, ...]:
     """The instructions, each marked with the slots it reads last, which are dropped once it
     has run: intermediates are freed as soon as they are used up (on a GPU, memory returns to
-    the pool during the partition, as TensorFlow frees a tensor after its last reader)."""
-    frees = _frees(fields, kept, n_slots)
+    the pool during the partition, as TensorFlow frees a tensor after its last reader).
+    ``read_at`` maps received slots to the instruction first reading them."""
+    frees = _frees(fields, kept, n_slots, read_at)
     new = tuple.__new__  # Instruction(*fields, free) without its Python-level __new__
     return tuple(map(new, repeat(Instruction), map(add, fields, zip(frees))))
 
 
-def _frees(fields: list[tuple], kept: set[int], n_slots: int) -> list[tuple[int, ...]]:
+def _frees(
+    fields: list[tuple], kept: set[int], n_slots: int, read_at: dict[int, int]
+) -> list[tuple[int, ...]]:
     """Every instruction's slots to free: those it reads last, and its output if nobody reads
     it, but none in ``kept``. One sweep from the last instruction back; a slot's first sight
     is its last use. Several slots freed at once are in the order they were first used."""
@@ -386,17 +397,25 @@ def _frees(fields: list[tuple], kept: set[int], n_slots: int) -> list[tuple[int,
             if len(free) > 1:
                 several.append(i)
     if several:
-        _order_frees(fields, frees, several)
+        _order_frees(fields, frees, several, read_at)
     return frees
 
 
-def _order_frees(fields: list[tuple], frees: list[tuple[int, ...]], several: list[int]) -> None:
+def _order_frees(
+    fields: list[tuple], frees: list[tuple[int, ...]], several: list[int], read_at: dict[int, int]
+) -> None:
     """Sort each instruction's slots to free (of those in ``several``, freeing more than one)
     by first use: where the instruction writing it ran, or, for a slot no instruction writes
     (a feed, a value received from another partition), where it was first read."""
     made = dict(zip(map(itemgetter(5), fields), count()))  # out slot -> its instruction
-    pending = {s for i in several for s in frees[i] if s not in made}
     first: dict[int, tuple[int, int, int]] = {}
+    pending: set[int] = set()  # feeds: where they are first read is looked for
+    for s in {s for i in several for s in frees[i] if s not in made}:
+        i = read_at.get(s)
+        if i is None:
+            pending.add(s)
+        else:
+            first[s] = (i, 0, fields[i][4].index(s))
     for i, ins in enumerate(fields):
         if not pending:
             break
@@ -437,6 +456,7 @@ class _Emitter:
         outputs = attrgetter("outputs")
         self.n_own = [sum(map(len, map(outputs, ops))) for ops in cut.members]
         self.received: list[dict[Tensor, int]] = [{} for _ in range(n)]  # tensor -> slot
+        self.read_at: list[dict[int, int]] = [{} for _ in range(n)]  # its slot -> first reader
         self.outputs: list[list[tuple[int, bool]]] = [[] for _ in range(n)]
         self.exported: dict[tuple[int, Tensor, bool], int] = {}
         self.inputs: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
@@ -492,6 +512,7 @@ class _Emitter:
             to_host = source != "numpy" and target == "numpy"
             index = self.export(producer, tensor, to_host=to_host)
             found = received[tensor] = self.n_slots(p)
+            self.read_at[p][found] = len(self.instructions[p])  # (the one being emitted)
             self.inputs[p].append((self.depend(p, producer), index, found))
         return found
 
@@ -584,7 +605,7 @@ class _Emitter:
     def partition(self, p: int, index: int, renumber: dict[int, int]) -> Partition:
         device = self.devices[self.cut.device[p]]
         kept = {s for s, _ in self.outputs[p]}
-        instructions = _with_frees(self.instructions[p], kept, self.n_slots(p))
+        instructions = _with_frees(self.instructions[p], kept, self.n_slots(p), self.read_at[p])
         program = PartitionProgram(
             device.name,
             device.device_type,

@@ -228,6 +228,43 @@ def test_fetches_from_a_real_gpu_are_copied_to_host(kind: str, to_host: bool) ->
     assert cpu_part.program.outputs[plan.fetches[1][1]][1] is False
 
 
+def test_a_partition_can_read_from_a_partition_created_after_it() -> None:
+    """Partitions are numbered as the graph's order first meets their (device, rank): here
+    the CPU partition of ``x`` and ``z`` comes before the GPU:1 partition of ``y``, which
+    ``z`` reads, so ``y``'s slot is looked up before its partition is emitted."""
+    with dg.Graph().as_default() as g:
+        with dg.device("/gpu:0"):
+            g0 = dg.constant([1.0, 2.0], name="g0")
+        with dg.device("/cpu:0"):
+            x = dg.tanh(g0, name="x")
+        with dg.device("/gpu:1"):
+            y = dg.constant([3.0, 4.0], name="y")
+        with dg.device("/cpu:0"):
+            z = dg.add(y, x, name="z")
+    plan = lowered(g, [z])
+    assert_topological(plan)
+    assert instruction_names(plan) == [["g0"], ["y"], ["x", "z"]]
+    expected = np.array([3.0, 4.0]) + np.tanh([1.0, 2.0])
+    np.testing.assert_allclose(run_plan_in_process(plan)[0], expected)
+
+
+def test_slots_freed_together_are_in_first_use_order() -> None:
+    """An instruction reading two values for the last time frees both, in the order they
+    were first used (written by an instruction, or first read for a feed), whatever the
+    order of its arguments; fetched values are never freed."""
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [2], name="x")  # slot 0, a feed
+        k = dg.constant([2.0, 3.0], name="k")  # slot 1, written by instruction 0
+        y = dg.tanh(x, name="y")  # slot 2: instruction 1 reads x first
+        z = dg.add(x, k, name="z")  # slot 3: the last read of x and k
+    plan = lowered(g, [z, y], [x], n_gpus=0)
+    (partition,) = plan.partitions
+    frees = {ins.op_name: ins.free for ins in partition.program.instructions}
+    assert frees == {"k": (), "y": (), "z": (1, 0)}
+    got = run_plan_in_process(plan, [np.array([1.0, 2.0], np.float32)])
+    np.testing.assert_allclose(got[0], [3.0, 5.0])
+
+
 # -- feeds ------------------------------------------------------------------------------------
 def test_placeholder_feed() -> None:
     with dg.Graph().as_default() as g:
