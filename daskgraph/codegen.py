@@ -3,7 +3,7 @@
 The executor's lean loop (:func:`daskgraph.execution.run_partition`) makes one kernel call per
 op, plus the loop's own work: unpacking a step, indexing the slot list, storing the result,
 freeing dead slots. For a program of a few thousand tiny ops (a training step of small
-tensors, a metric) that work is a quarter of the run. A program that has run twice is
+tensors, a metric) that work is a quarter of the run. A program that keeps running is
 therefore written out as straight-line Python -- one line per op, its tensors in local
 variables (reused as tensors die, as a register allocator would), its kernels bound once:
 
@@ -17,9 +17,10 @@ variables (reused as tensors die, as a register allocator would), its kernels bo
         ...
         slots[7] = v1
 
-CPython compiles that once (about 35 us an op, so only programs of up to
-:data:`MAX_OPS` instructions, on a background thread: no run waits for it), and later runs
-call it instead of looping; the ops, their order and their kernels are the loop's.
+CPython compiles that in about 35 us an op, so it is done once the loop has spent that long
+on the program (:class:`HotProgram`), for programs of up to :data:`MAX_OPS` instructions, on a
+background thread (no run waits for it); later runs call it instead of looping. The ops,
+their order and their kernels are the loop's.
 
 If the generated function raises, the run is done again by the loop, which names the op that
 failed (programs compiled here have no stateful ops, so running them again changes nothing).
@@ -49,10 +50,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["MAX_OPS", "HotProgram", "build", "generate"]
+__all__ = ["COMPILE_SECONDS_PER_OP", "MAX_OPS", "HotProgram", "build", "generate"]
 
-#: programs with more instructions than this stay with the loop (compiling costs ~35 us an op)
+#: programs with more instructions than this stay with the loop
 MAX_OPS = 50_000
+#: what CPython takes to compile generated source, per instruction (measured: 30-37 us)
+COMPILE_SECONDS_PER_OP = 35e-6
 
 _compiler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="daskgraph-codegen")
 
@@ -118,17 +121,22 @@ def build(
 
 
 class HotProgram:
-    """A compiled program's steps, how often it ran, and its generated function once built.
+    """A compiled program's steps, the time its runs spent in the loop, and its generated
+    function once built.
 
-    :meth:`function` counts a run and returns the generated function when it is ready;
-    the second run starts building it on the background thread.
+    Generating costs about :data:`COMPILE_SECONDS_PER_OP` an instruction and saves about a
+    quarter of each later run, so the function is built once the loop has spent as long on
+    this program as building it would take (a rent-or-buy rule: a program that runs a few
+    times never pays for a compile; one that runs on pays at most twice what knowing the
+    future would have cost).
     """
 
     def __init__(self, steps: list, incoming: Sequence[int], outputs: Sequence[int]) -> None:
         self.steps = steps
         self._incoming = tuple(incoming)
         self._outputs = tuple(outputs)
-        self._runs = 0
+        self._spent = 0.0  # seconds the loop spent running this program
+        self._cost = COMPILE_SECONDS_PER_OP * len(steps) if 0 < len(steps) <= MAX_OPS else None
         self._function: Callable[[list], None] | None = None
         self._lock = threading.Lock()
         #: set once the background thread has built the function
@@ -136,14 +144,18 @@ class HotProgram:
 
     def function(self) -> Callable[[list], None] | None:
         """The generated function, or ``None`` while the loop must run the program."""
-        function = self._function
-        if function is not None:
-            return function
+        return self._function
+
+    def ran(self, seconds: float) -> None:
+        """The loop ran the program in ``seconds``; building starts (on the background
+        thread) once the loop's time has reached the cost of building."""
         with self._lock:
-            self._runs += 1
-            if self._runs == 2 and 0 < len(self.steps) <= MAX_OPS:
+            if self._cost is None:
+                return
+            self._spent += seconds
+            if self._spent >= self._cost:
+                self._cost = None  # once
                 _compiler.submit(self._build)
-        return None
 
     def _build(self) -> None:
         try:
@@ -152,6 +164,5 @@ class HotProgram:
             self.built.set()
 
     def failed(self) -> None:
-        """The generated function raised: the loop runs this program from now on."""
+        """The generated function misbehaved: the loop runs this program from now on."""
         self._function = None
-        self._runs = -(10**9)  # never again

@@ -390,8 +390,8 @@ def _compiled(program: PartitionProgram, xp: Any, session: SessionState) -> HotP
 
 def _compile_quietly(program: PartitionProgram, xp: Any) -> HotProgram | None:
     """:func:`_compile` without cyclic garbage collections (a step per op, none cyclic), as
-    a :class:`~daskgraph.codegen.HotProgram` (generated as one function once it runs
-    again)."""
+    a :class:`~daskgraph.codegen.HotProgram` (generated as one function once its runs have
+    taken as long as generating it would)."""
     with cyclic_gc_paused():
         steps = _compile(program, xp)
     if steps is None:
@@ -413,7 +413,9 @@ def _run_hot(program: PartitionProgram, hot: HotProgram, slots: list) -> None:
             _run_compiled(program, hot.steps, slots)  # raises, naming the op
             hot.failed()  # it did not raise: never trust the generated function again
             return
+    start = time.perf_counter()
     _run_compiled(program, hot.steps, slots)
+    hot.ran(time.perf_counter() - start)
 
 
 def _run_compiled(program: PartitionProgram, steps: list[_Step], slots: list) -> None:

@@ -19,9 +19,7 @@ annotations, dask/dask#7036).
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, count, repeat
 from operator import add, attrgetter, itemgetter
@@ -32,6 +30,7 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from daskgraph.device import CPU
 from daskgraph.errors import InvalidArgumentError
+from daskgraph.footprint import cyclic_gc_paused
 from daskgraph.graph import Operation, Tensor
 from daskgraph.ops.registry import lookup, ref_producing_types
 from daskgraph.placement import Placement
@@ -88,29 +87,10 @@ def lower(
     fed = {t: i for i, t in enumerate(feeds)}
     ops = placement.ops
     fed_ops = {t.op.id for t in feeds if all(o in fed for o in t.op.outputs)}
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():  # nothing made here is cyclic; see footprint
         needed = _needed_ops(ops, fetches, fed_ops)
         cut = _split_parallel(_cut(needed, placement, fed_ops), placement, fed_ops)
         return _Emitter(cut, placement, fed, fed_ops).plan(fetches, feeds)
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a plan is built.
-
-    Lowering allocates a few small, acyclic objects per op and keeps most of them; with a
-    large graph alive, every full collection that those allocations trigger walks the whole
-    graph again, which doubled the time of lowering a million ops. Nothing lowering makes is
-    cyclic, so there is nothing for the collector to find here; reference counting still
-    frees everything. The collector is turned back on (if it was on) when the plan is done.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _needed_ops(
