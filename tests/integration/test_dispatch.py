@@ -67,11 +67,13 @@ def test_every_path_shares_the_same_variables(dg_session):
             np.testing.assert_array_equal(dg_session.run(v), [6.0, 6.0, 6.0])
 
 
-def test_fast_path_traces_where_ops_ran(dg_session):
+@pytest.mark.parametrize("path", ["in-process", "actor"])
+def test_fast_path_traces_where_ops_ran(dg_session, path):
     with dg.device("/gpu:1"):
         y = dg.constant(2.0) * 3.0
     md = RunMetadata()
-    assert dg_session.run(y, options=RunOptions(RunOptions.FULL_TRACE), run_metadata=md) == 6.0
+    with dask.config.set(PATHS[path]):
+        assert dg_session.run(y, options=RunOptions(RunOptions.FULL_TRACE), run_metadata=md) == 6.0
     (gpu1,) = [d.worker for d in dg_session.list_devices() if d.name.endswith("GPU:1")]
     assert md.step_stats.worker_of(y.op.name) == gpu1
 

@@ -85,15 +85,6 @@ def test_a_run_with_a_deadline_goes_to_the_workers_executor(dg_session):
     assert dg_session.run(y) == 6.0
 
 
-def test_traces_name_the_in_process_worker(dg_session, dg_client):
-    with dg.device("/cpu:0"):
-        y = dg.constant(2.0) * 3.0
-    md = RunMetadata()
-    assert dg_session.run(y, options=RunOptions(RunOptions.FULL_TRACE), run_metadata=md) == 6.0
-    (cpu,) = [d.worker for d in dg_session.list_devices() if d.name.endswith("CPU:0")]
-    assert md.step_stats.worker_of(y.op.name) == cpu
-
-
 def test_the_embedded_cpu_worker_is_here_and_gpu_workers_are_not():
     """The default embedded cluster: CPU ops run in this process, GPU ops in their worker's."""
     config = {
