@@ -56,28 +56,32 @@ plan lookup 7.5; to `InProcessDevices.run` 5; worker lookup and the feed copy 9;
 TensorFlow's `Session.run` takes 300-450 µs on the same loaded machine. Left in that path:
 `importlib.import_module(program.backend)` on every run (1.5 µs) and four `dask.config.get`
 a run (1.3 µs each). GPU devices and clusters by address still take the actor path, where
-one pickled argument each way would save about 0.8 ms a call.
+one pickled argument each way would save about 0.8 ms a call: done since (3b516f9,
+feeds and results up to 64 KiB travel as one pickled `bytes`), 4.38 -> 3.63 ms a call on a
+virtual-GPU process worker, interleaved. Last full run: daskgraph 89 us, TensorFlow 453 us
+(0.20x).
 
 *If it regresses:* cProfile 3,000 runs in one process (the in-process path has no other
 thread); for the actor path, stamp the hops as above.""",
     "first_run.total": """\
-**Graph build and lowering, then garbage collection.** At 1M ops (1,000,202 graph ops, d72162f,
-load average near 1.5 on the 2 cores): build 12.3-13.0 s; first `Session()` 0.07 s (the CPU
-worker starts in the process); first run 14.9-16.0 s: placement 2.1 s, lowering 8.5 s, and
-4.3 s to compile and run the program (the 100 chains each do 2.6M elements of work, over
-`daskgraph.parallel-partition-elements`, so the partition is split into 102 parts that run on
-the in-process worker's threads; compiling them takes about 1.9 s of CPU and running them
-2.8 s, on two cores). A second run takes 1.4-1.7 s. Cyclic garbage collection: 4.2 s of the
-build (7,127 collections, 14 of them full passes over the growing graph) and 2.6 s of the
-first run (1,322 collections, one full); with the collector off for the first run it took
-11.9 s instead of 14.9 s. Before d72162f the 102 parts took the scheduler's path even with
-their worker in the process: Dask pickled the programs into a 40.8 MiB graph (4.1 s in the
-client) and the first run took 27-45 s.
+**Graph build in Python, then lowering.** The last full run (`make bench`, 2026-11-23):
+build 12.9 s, first `Session()` 0.08 s, first run 12.7 s (place + lower 6.4 s, compiling and
+running the 102 parts 6.3 s), second run 2.2 s: 25.7 s in all, against 72 s (build 22.9 s,
+first run 48.9 s) when this issue began. What was cut: the first run is a plain call on the
+in-process CPU worker (no program pickled, shipped or scheduled: the 100 chains are split
+into 102 parallel parts, which before went through the scheduler as a 40.8 MiB graph), the
+parts run on the worker's own threads, compiling a program pauses the cyclic GC and binds
+kernels by id, and placement and lowering take 0.8 s and 4.8 s instead of 2.0 s and 7.6 s
+(one pass per concern over lists indexed by op id, plans unchanged). Build: about 8.5 us an
+op of Python (ten calls and four objects an op: the op, its tensor, its inputs tuple and
+outputs list) and 4.2 s of cyclic garbage collection (14 full passes over the growing graph),
+which a library cannot switch off around its caller's own loop. Still, TensorFlow 1 builds
+the same graph several times slower (its Python op construction costs tens of microseconds
+an op).
 
-*Next steps in daskgraph:* keep the collector from walking the graph: pause it for the first
-run's compile and run as `lower` does for lowering (about 3 s), and make graph building
-allocate fewer tracked objects per op, or `gc.freeze()` what is built (about 4 s); then
-lowering (8.5 s, about 8.5 us an op) and the build itself.""",
+*Next steps:* fewer GC-tracked objects per op (a graph holding its ops as columns, tensors
+made on demand), and an instruction format lowering can emit without a tuple subclass per op;
+both are deeper changes than this issue made.""",
     "compute.vs_numpy": """\
 **Page faults on every op output, and 48 MB across a process boundary.** Fixed: Dask's nanny
 starts workers with OpenBLAS limited to one thread (`execution.py` gives BLAS the CPU worker's
@@ -129,9 +133,12 @@ interleaved with TensorFlow's (load average near 1.6): daskgraph 6.2-6.7 ms, Ten
 `np.add`/`np.multiply` calls on 16x16 float32 with a 0-d constant cost 1.45 us each here, so
 the loop is at NumPy's floor; the same call with a preallocated `out=` array costs 0.94 us.
 
-*Next step:* recycle freed slots as `out=` buffers for elementwise ops whose output matches
-a dead input's shape and dtype (never a feed, a constant or a fetched value): about 2 ms of
-the 6.5 (0.5 us x 4,000), which would bring the ratio near 1.0x.""",
+*Since b896199* a program that keeps running is written out as one straight-line Python
+function (`daskgraph/codegen.py`: locals instead of the slot list, no step unpacking),
+compiled on a background thread once the loop has spent as long on it as compiling takes:
+6.4 -> 4.8 ms for this program, interleaved. Recycling dead slots as `out=` buffers was
+tried and measured no gain (the saved allocation is eaten by the keyword argument). Last
+full run: daskgraph 5.17 ms, TensorFlow 7.12 ms (min 3.98 ms), NumPy loop 7.95 ms: 0.73x.""",
     "scale.us_per_op": """\
 **Cyclic garbage collection while a million small objects are made.** Lowering allocated a few
 small objects per op with the whole graph alive, and every full collection walked the graph

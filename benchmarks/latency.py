@@ -92,7 +92,6 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
             allow_other_workers=False,
         ).result()
 
-    tf_sess = None
     with dg.Session(graph=graph) as sess:  # on the default embedded cluster: client's
         ways = [
             Way(
@@ -104,18 +103,17 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
             Way("client_submit", "client.submit(np.add, ...)", per_call(submit, calls)),
             Way("tensorflow", "TensorFlow 1 Session.run (in-process)", unavailable=tf_missing),
         ]
-        if tf is not None:
-            tf_graph = tf.Graph()
-            with tf_graph.as_default():
-                tf_x = tf.compat.v1.placeholder(tf.float32, (SIZE, SIZE), name="x")
-                tf_y = tf.add(tf_x, tf.constant(np.float32(1.5)), name="y")
-            tf_sess = tf_session(tf, tf_graph, os.cpu_count() or 1)
-            ways[3].fn = per_call(lambda: tf_sess.run(tf_y, {tf_x: x_value}), calls)
-        try:
-            run_interleaved(ways, args.repeats, lambda: settle(client))
-        finally:
-            if tf_sess is not None:
-                tf_sess.close()
+        _run_with_tf(
+            client,
+            ways,
+            ways[3],
+            tf,
+            (SIZE, SIZE),
+            lambda t, x: t.add(x, t.constant(np.float32(1.5)), name="y"),
+            x_value,
+            calls,
+            args.repeats,
+        )
 
     for way in ways:
         if way.result is not None:
@@ -143,6 +141,26 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
     }
 
 
+def _run_with_tf(
+    client, ways: list, tf_way: Way, tf: Any, shape: tuple, build, x_value, calls: int, repeats: int
+) -> None:
+    """Run ``ways`` interleaved, ``tf_way`` being TensorFlow's ``Session.run`` of
+    ``build(tf, placeholder)`` fed ``x_value`` (where TensorFlow is installed)."""
+    tf_sess = None
+    if tf is not None:
+        tf_graph = tf.Graph()
+        with tf_graph.as_default():
+            tf_x = tf.compat.v1.placeholder(tf.float32, shape, name="x")
+            tf_y = build(tf, tf_x)
+        tf_sess = tf_session(tf, tf_graph, os.cpu_count() or 1)
+        tf_way.fn = per_call(lambda: tf_sess.run(tf_y, {tf_x: x_value}), calls)
+    try:
+        run_interleaved(ways, repeats, lambda: settle(client))
+    finally:
+        if tf_sess is not None:
+            tf_sess.close()
+
+
 def run_trivial(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, Any]:
     """Case *trivial*: ``y = x * 2 + 1`` on 4 float32, daskgraph against TensorFlow 1."""
     import daskgraph as dg
@@ -153,7 +171,6 @@ def run_trivial(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict
         y = dg.add(dg.multiply(x, np.float32(2.0)), np.float32(1.0), name="y")
     x_value = np.arange(TRIVIAL_SIZE, dtype=np.float32)
     calls = args.trivial_calls
-    tf_sess = None
     with dg.Session(graph=graph) as sess:
         ways = [
             Way(
@@ -164,18 +181,17 @@ def run_trivial(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict
             Way("tensorflow", "TensorFlow 1 Session.run (in-process)", unavailable=tf_missing),
             Way("numpy", "NumPy x * 2 + 1 (in-process)", per_call(lambda: x_value * 2 + 1, calls)),
         ]
-        if tf is not None:
-            tf_graph = tf.Graph()
-            with tf_graph.as_default():
-                tf_x = tf.compat.v1.placeholder(tf.float32, (TRIVIAL_SIZE,), name="x")
-                tf_y = tf.add(tf.multiply(tf_x, np.float32(2.0)), np.float32(1.0), name="y")
-            tf_sess = tf_session(tf, tf_graph, os.cpu_count() or 1)
-            ways[1].fn = per_call(lambda: tf_sess.run(tf_y, {tf_x: x_value}), calls)
-        try:
-            run_interleaved(ways, args.repeats, lambda: settle(client))
-        finally:
-            if tf_sess is not None:
-                tf_sess.close()
+        _run_with_tf(
+            client,
+            ways,
+            ways[1],
+            tf,
+            (TRIVIAL_SIZE,),
+            lambda t, x: t.add(t.multiply(x, np.float32(2.0)), np.float32(1.0), name="y"),
+            x_value,
+            calls,
+            args.repeats,
+        )
 
     for way in ways:
         if way.result is not None:
