@@ -100,7 +100,7 @@ def executing() -> bool:
 
 def _executing():
     def inside() -> bool:
-        names = {"execute_partition", "_run", "_run_compiled"}
+        names = {"execute_partition", "run_partition"}  # on the stack on every path
         for frame in sys._current_frames().values():
             while frame is not None:
                 code = frame.f_code
