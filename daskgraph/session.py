@@ -42,6 +42,7 @@ from daskgraph.execution import DeviceStepStats
 from daskgraph.fetches import as_result, check_feeds, flatten_fetches, item_key
 from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
 from daskgraph.inprocess import InProcessDevices
+from daskgraph.inspection import PlacementPlan, describe
 from daskgraph.lowering import Plan, lower
 from daskgraph.placement import Placement, format_placement_log, place
 from daskgraph.program import RunStep
@@ -217,6 +218,22 @@ class Session:
                 partition, index = location
                 by_item.append(as_result(results[partition][index]))
         return rebuild(by_item)
+
+    def placement(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> PlacementPlan:
+        """What running ``fetches`` (fed ``feed_dict``'s keys) would do, without running it:
+        a :class:`~daskgraph.inspection.PlacementPlan` with, per op, the device requested,
+        the device assigned and the reason; per partition its device and ops; and the tensors
+        sent between devices. It prints as a table; ``.to_json()`` exports it. Only the keys
+        of ``feed_dict`` matter (which tensors are fed)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        self._conn.check()
+        items, _ = flatten_fetches(fetches, self._graph)
+        feeds, _ = check_feeds(feed_dict, self._graph)
+        if self._conn.changed:
+            self._follow_cluster()
+        compiled = self._plan(items, feeds)
+        return describe(self._graph, self._current_placement(), compiled.plan)
 
     def _run_attempts(
         self, items: list, feeds: list[Tensor], step: RunStep, values: list[Any], trace: bool
