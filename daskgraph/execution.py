@@ -200,9 +200,6 @@ def execute_partition(
     (np.float32(6.0),)
     """
     bound_key_memo()  # every run's keys are new: keep Dask's memo of them small
-    for dependency in dependencies:
-        if isinstance(dependency, RunFailure):
-            return dependency
     address = _current_address() if trace else ""
     return run_partition(current_state(), address, program, step, feeds, trace, dependencies)
 
@@ -219,7 +216,8 @@ def run_partition(
     """Run ``program`` against a worker's daskgraph ``state`` (its variables, compiled
     programs and staged feeds) in the calling thread; ``address`` is the worker's, recorded
     in a trace. What :func:`execute_partition` returns; also called directly for a worker
-    that lives in this process (:mod:`daskgraph.inprocess`).
+    that lives in this process (:mod:`daskgraph.inprocess`). A failure among the
+    ``dependencies`` (other partitions' outputs) is passed on without running.
 
     >>> from daskgraph.program import Instruction, PartitionProgram
     >>> from daskgraph.ops.math import _add
@@ -228,6 +226,9 @@ def run_partition(
     >>> run_partition(WorkerState(), "", prog, RunStep("doc", 1), (np.float32(2.0),), False)
     (np.float32(4.0),)
     """
+    for dependency in dependencies:
+        if isinstance(dependency, RunFailure):
+            return dependency
     session = state.session(step.session)
     try:
         xp = _array_module(program.backend)

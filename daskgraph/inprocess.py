@@ -122,7 +122,7 @@ class InProcessDevices:
         state = state_of(worker)
         if len(plan.partitions) == 1:
             (partition,) = plan.partitions
-            feeds = tuple(private_feed(feed_values[i]) for i in partition.feed_indices)
+            feeds = _private_feeds(partition, feed_values)
             result = run_partition(state, worker.address, partition.program, step, feeds, trace)
             outputs = {0: result}
         else:
@@ -146,7 +146,7 @@ def _run_parts(
     pool = worker.executor
     futures: list[Future] = []
     for p in plan.partitions:
-        feeds = tuple(private_feed(feed_values[i]) for i in p.feed_indices)
+        feeds = _private_feeds(p, feed_values)
         depends = [futures[d] for d in p.dependencies]
         futures.append(
             pool.submit(_after, depends, state, worker.address, p.program, step, feeds, trace)
@@ -165,12 +165,15 @@ def _after(
     feeds: tuple,
     trace: bool,
 ) -> Any:
-    """One partition, once the partitions it reads are done; a failure there is passed on."""
+    """One partition, once the partitions it reads are done (a failure there is passed on
+    by :func:`~daskgraph.execution.run_partition`)."""
     dependencies = tuple(f.result() for f in depends)
-    for dependency in dependencies:
-        if isinstance(dependency, RunFailure):
-            return dependency
     return run_partition(state, address, program, step, feeds, trace, dependencies)
+
+
+def _private_feeds(partition: Any, feed_values: Sequence[Any]) -> tuple:
+    """The feeds ``partition`` reads, each the run's own (:func:`private_feed`)."""
+    return tuple(private_feed(feed_values[i]) for i in partition.feed_indices)
 
 
 def private_feed(value: Any) -> Any:

@@ -194,9 +194,7 @@ class Session:
         the metadata records, per partition, the device, the worker it actually ran on and
         the timing of each op.
         """
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        self._conn.check()  # a session whose scheduler is gone says so at once, every time
+        self._check_usable()
         _check_run_arguments(options, run_metadata)
         items, rebuild = flatten_fetches(fetches, self._graph)
         feeds, values = check_feeds(feed_dict, self._graph)
@@ -219,15 +217,19 @@ class Session:
                 by_item.append(as_result(results[partition][index]))
         return rebuild(by_item)
 
+    def _check_usable(self) -> None:
+        """Raise if the session is closed, or its scheduler is gone (at once, every time)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        self._conn.check()
+
     def placement(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> PlacementPlan:
         """What running ``fetches`` (fed ``feed_dict``'s keys) would do, without running it:
         a :class:`~daskgraph.inspection.PlacementPlan` with, per op, the device requested,
         the device assigned and the reason; per partition its device and ops; and the tensors
         sent between devices. It prints as a table; ``.to_json()`` exports it. Only the keys
         of ``feed_dict`` matter (which tensors are fed)."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        self._conn.check()
+        self._check_usable()
         items, _ = flatten_fetches(fetches, self._graph)
         feeds, _ = check_feeds(feed_dict, self._graph)
         if self._conn.changed:

@@ -79,15 +79,7 @@ def test_worker_killed_during_one_device_runs(tally, cluster):
             a = dg.placeholder(dg.float32, [N, N], name="a")
             out = dg.reduce_sum(_chain(a))
         since = logs.mark()
-        with dg.Session(client, graph=graph) as session:
-            np.testing.assert_allclose(session.run(out, {a: value}), expected, rtol=1e-4)
-            for _ in range(5):
-                killer = _killer(client, GPU0, _inside_a_partition)
-                with scenario.trial() as trial:
-                    got = trial.run(lambda: session.run(out, {a: value}), 60)
-                    trial.check(got, expected, rtol=1e-4)
-                killer.join()
-                _wait_for_both(client)
+        _kill_during_runs(client, graph, scenario, out, {a: value}, expected, 5, rtol=1e-4)
     scenario.verify()
     _assert_quiet(logs, since, recoveries=5)
 
@@ -137,17 +129,23 @@ def test_worker_killed_during_two_device_runs_with_a_large_feed(tally, cluster):
         with dg.device("/cpu:0"):
             out = dg.reduce_sum(y * 2.0)
         since = logs.mark()
-        with dg.Session(client, graph=graph) as session:
-            np.testing.assert_allclose(session.run(out, {a: value}), expected, rtol=1e-3)
-            for _ in range(4):
-                killer = _killer(client, GPU0, _inside_a_partition)
-                with scenario.trial() as trial:
-                    got = trial.run(lambda: session.run(out, {a: value}), 60)
-                    trial.check(got, expected, rtol=1e-3)
-                killer.join()
-                _wait_for_both(client)
+        _kill_during_runs(client, graph, scenario, out, {a: value}, expected, 4, rtol=1e-3)
     scenario.verify()
     _assert_quiet(logs, since, recoveries=4)
+
+
+def _kill_during_runs(client, graph, scenario, out, feeds, expected, trials, rtol) -> None:
+    """After a correct first run, ``trials`` runs, each with the GPU worker killed once it is
+    inside a partition; every run must return ``expected``."""
+    with dg.Session(client, graph=graph) as session:
+        np.testing.assert_allclose(session.run(out, feeds), expected, rtol=rtol)
+        for _ in range(trials):
+            killer = _killer(client, GPU0, _inside_a_partition)
+            with scenario.trial() as trial:
+                got = trial.run(lambda: session.run(out, feeds), 60)
+                trial.check(got, expected, rtol=rtol)
+            killer.join()
+            _wait_for_both(client)
 
 
 def test_closing_sessions_is_quiet(cluster):
