@@ -24,7 +24,8 @@ __all__ = ["OpPlacement", "PartitionPlan", "PlacementPlan", "Transfer", "describ
 
 @dataclass(frozen=True)
 class OpPlacement:
-    """One op: its name and type, the device requested, the device assigned, and why."""
+    """One op: its name and type, the device requested, the device assigned, why, and the
+    ops it reads from (``inputs``; some may be outside the plan, when they are fed)."""
 
     name: str
     type: str
@@ -32,6 +33,7 @@ class OpPlacement:
     assigned: str
     reason: str
     detail: str = ""
+    inputs: tuple[str, ...] = ()  # the ops it reads from (data, then control inputs)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,15 @@ class PlacementPlan:
         """The plan as JSON-ready data."""
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PlacementPlan:
+        """The plan that :meth:`to_dict` (or JSON read back) gave ``data``."""
+        return cls(
+            tuple(OpPlacement(**{**o, "inputs": tuple(o.get("inputs", ()))}) for o in data["ops"]),
+            tuple(PartitionPlan(**{**p, "ops": tuple(p["ops"])}) for p in data["partitions"]),
+            tuple(Transfer(**t) for t in data["transfers"]),
+        )
+
     def to_json(self, **kwargs: Any) -> str:
         """The plan as a JSON document (``kwargs`` go to ``json.dumps``)."""
         return json.dumps(self.to_dict(), **kwargs)
@@ -99,8 +110,13 @@ def describe(graph: Graph, placement: Placement, plan: Plan) -> PlacementPlan:
     for name in sorted(set(names), key=lambda n: graph.get_operation_by_name(n).id):
         op = graph.get_operation_by_name(name)
         placed = placement[op]
+        inputs = tuple(
+            dict.fromkeys([t.op.name for t in op.inputs] + [c.name for c in op.control_inputs])
+        )
         ops.append(
-            OpPlacement(op.name, op.type, op.device, placed.device, placed.reason, placed.detail)
+            OpPlacement(
+                op.name, op.type, op.device, placed.device, placed.reason, placed.detail, inputs
+            )
         )
     partitions = tuple(
         PartitionPlan(
