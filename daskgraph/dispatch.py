@@ -81,6 +81,7 @@ class CompiledRun:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self.token = uuid.uuid4().hex
+        self.number = 0  # the session's number for it (the dashboard's "plan N")
         self._programs: list[Future] | None = None
 
     @property

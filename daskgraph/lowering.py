@@ -36,7 +36,7 @@ from daskgraph.ops.registry import lookup, ref_producing_types
 from daskgraph.placement import Placement
 from daskgraph.program import Instruction, PartitionProgram
 
-__all__ = ["Partition", "Plan", "build_task_graph", "lower", "task_group"]
+__all__ = ["Partition", "Plan", "build_task_graph", "lower", "main_ops", "task_group"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,7 @@ class Partition:
     program: PartitionProgram
     dependencies: tuple[int, ...]  # partition indices, in the order the program reads them
     feed_indices: tuple[int, ...]  # positions in Plan.feeds of the feeds it reads, in order
+    label: str = ""  # its main ops (:func:`main_ops`), shown in its tasks' keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -603,6 +604,7 @@ class _Emitter:
             program,
             tuple(renumber[d] for d in self.deps[p]),
             tuple(i for i, _ in self.feeds[p]),
+            main_ops(instructions),
         )
 
 
@@ -640,13 +642,17 @@ def build_task_graph(
     worker: those feeds are referenced, not embedded. Returns the graph and every partition's
     key, in order.
 
-    A key is ``(task_group(device), key_prefix, partition)``: Dask groups tasks (and keeps
-    metrics and caches) by the key's first element, which is the same for every run on a
-    device and for the programs resident there (:func:`task_group`), so that a long program's
-    runs add nothing up in the scheduler and on the workers; the run (``key_prefix``, unique
-    per run) and the partition make the key unique.
+    A key is ``(task_group(device), f"{key_prefix}-{label}", partition)``: Dask groups tasks
+    (and keeps metrics and caches) by the key's first element, which is the same for every run
+    on a device and for the programs resident there (:func:`task_group`), so that a long
+    program's runs add nothing up in the scheduler and on the workers; the run (``key_prefix``,
+    unique per run) and the partition make the key unique, and the partition's main ops
+    (``label``) say in Dask's task stream what it computes.
     """
-    keys = [(task_group(p.device), key_prefix, p.index) for p in plan.partitions]
+    keys = [
+        (task_group(p.device), f"{key_prefix}-{p.label}" if p.label else key_prefix, p.index)
+        for p in plan.partitions
+    ]
     layers: dict[str, MaterializedLayer] = {}
     dependencies: dict[str, set[str]] = {}
     for p, key in zip(plan.partitions, keys, strict=True):
@@ -662,6 +668,30 @@ def build_task_graph(
         )
         dependencies[name] = {_layer_name(keys[d]) for d in p.dependencies}
     return HighLevelGraph(layers, dependencies), keys
+
+
+#: op types that say nothing of what a partition computes
+_PLUMBING = frozenset({"Const", "Identity", "NoOp", "Placeholder", "VariableV2", "Variable"})
+
+
+def main_ops(instructions: Sequence[Instruction], most: int = 2) -> str:
+    """The ``most`` commonest op types of a partition (plumbing such as constants and
+    identities aside, unless there is nothing else), with their counts: what the partition
+    computes, as its tasks' keys and the dashboard show it.
+
+    >>> from daskgraph.program import Instruction
+    >>> ops = [Instruction(f"m{i}", "MatMul", None, {}, (), i, False, ()) for i in range(3)]
+    >>> main_ops([*ops, Instruction("a", "Add", None, {}, (), 3, False, ())])
+    'MatMul*3+Add'
+    >>> main_ops([Instruction("c", "Const", None, {}, (), 0, False, ())])
+    'Const'
+    """
+    counts: dict[str, int] = {}
+    for ins in instructions:
+        counts[ins.op_type] = counts.get(ins.op_type, 0) + 1
+    telling = {t: n for t, n in counts.items() if t not in _PLUMBING} or counts
+    top = sorted(telling.items(), key=lambda item: -item[1])[:most]
+    return "+".join(t if n == 1 else f"{t}*{n}" for t, n in top)
 
 
 def task_group(device: str) -> str:

@@ -15,8 +15,10 @@ TensorFlow's ``ClusterSpec`` (:mod:`daskgraph.connection`). Checking fetches and
 
 from __future__ import annotations
 
+import itertools
 import logging
 import sys
+import time
 import uuid
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -46,6 +48,7 @@ from daskgraph.inspection import PlacementPlan, describe
 from daskgraph.lowering import Plan, lower
 from daskgraph.placement import Placement, format_placement_log, place
 from daskgraph.program import RunStep
+from daskgraph.reporting import reporter_for
 from daskgraph.topology import Device, format_device_mapping
 
 __all__ = ["RunMetadata", "RunOptions", "Session", "StepStats", "get_default_session"]
@@ -146,6 +149,8 @@ class Session:
         self._closed = False
         self._fast = FastPath(self._conn.client, self._conn.watch, self._id)
         self._in_process = InProcessDevices(self._conn.client)
+        self._reporter = reporter_for(self._conn.client)  # for the dashboard's /daskgraph page
+        self._plan_numbers = itertools.count(1)
 
     # -- properties -----------------------------------------------------------------------------
     @property
@@ -167,6 +172,13 @@ class Session:
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._closed
+
+    @property
+    def dashboard_link(self) -> str | None:
+        """The address of the ``/daskgraph`` page on the cluster's Dask dashboard, where this
+        session's plans and runs show (``None`` where the scheduler serves no dashboard)."""
+        link = self._conn.client.dashboard_link if self._reporter is not None else None
+        return f"{link.rsplit('/', 1)[0]}/daskgraph" if link else None
 
     def list_devices(self) -> list[Device]:
         """The devices of the cluster this session places ops on.
@@ -272,6 +284,13 @@ class Session:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = CompiledRun(lower(placement, items, feeds))
+            plan.number = next(self._plan_numbers)
+            if self._reporter is not None:
+                label = ", ".join(i.name for i in items)
+                self._reporter.planned(
+                    self._id, plan.number, self._graph, placement, plan.plan,
+                    list(self._conn.devices), label if len(label) <= 80 else label[:77] + "...",
+                )  # fmt: skip
         return plan
 
     def _current_placement(self, replace_devices: bool = False) -> Placement:
@@ -392,15 +411,42 @@ class Session:
     ) -> dict:
         self._runs += 1  # per attempt: a repeated run's tasks get fresh keys
         prefix = f"dg-{self._id}-{self._runs}"
+        started, path = time.perf_counter(), "scheduler"
+        try:
+            results = self._dispatch(compiled, prefix, step, values, trace)
+            path = results.pop(_PATH)
+        except BaseException:
+            self._report(compiled, path, started, prefix, failed=True)
+            raise
+        self._report(compiled, path, started, prefix)
+        return results
+
+    def _dispatch(
+        self, compiled: CompiledRun, prefix: str, step: RunStep, values: list[Any], trace: bool
+    ) -> dict:
+        """Run ``compiled`` by the quickest way there is: its results, with the way taken
+        under the key :data:`_PATH`."""
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
         if dask.config.get("daskgraph.fast-path"):
             results = self._in_process.run(compiled.plan, step, values, trace)
-            if results is None and compiled.single_partition:
-                results = self._fast.run(compiled, step, values, trace, tick)
             if results is not None:
-                return results
+                return {**results, _PATH: "in-process"}
+            if compiled.single_partition:
+                results = self._fast.run(compiled, step, values, trace, tick)
+                if results is not None:
+                    return {**results, _PATH: "actor"}
         client, watch = self._conn.client, self._conn.watch
-        return submit_run(client, watch, compiled, prefix, step, values, trace, tick, self._fast)
+        results = submit_run(client, watch, compiled, prefix, step, values, trace, tick, self._fast)
+        return {**results, _PATH: "scheduler"}
+
+    def _report(
+        self, compiled: CompiledRun, path: str, started: float, prefix: str, failed: bool = False
+    ) -> None:
+        if self._reporter is not None:
+            seconds = time.perf_counter() - started
+            self._reporter.ran(
+                self._id, compiled.number, compiled.plan, path, seconds, prefix, failed
+            )
 
     # -- logging --------------------------------------------------------------------------------
     def _log_placement(self, placement: Placement) -> None:
@@ -417,6 +463,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        if self._reporter is not None and not self._conn.watch.lost:
+            self._reporter.flush()  # this session's last runs, for the page
         self._plans.clear()  # releases the programs resident on the workers
         self._fast.forget()
         self._in_process.forget()
@@ -438,6 +486,10 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._conn.devices)} devices"
         return f"<daskgraph.Session {self._id} {state}>"
+
+
+#: where :meth:`Session._dispatch` puts the way a run went, beside the partitions' results
+_PATH = -1
 
 
 def _check_run_arguments(options: Any, run_metadata: Any) -> None:

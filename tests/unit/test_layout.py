@@ -51,7 +51,9 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "liveness cluster_spec cluster gpu_worker nanny_setup worker_preload embedded master "
             "server",
         ),
-        ("session", "connection dispatch inprocess inspection fetches session"),
+        # the scheduler's record of placements and runs, and its dashboard page
+        ("dashboard", "board dashboard"),
+        ("session", "connection dispatch inprocess inspection reporting drawing fetches session"),
         ("api", "__init__ compat compat._signatures compat.train compat.v1 cli testing"),
     )
 )

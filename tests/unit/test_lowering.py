@@ -370,9 +370,13 @@ def test_task_graph_is_pinned_to_the_workers() -> None:
     hlg, keys = build_task_graph(
         plan, "unit", new_step("sid"), [np.array([2.0, 3.0], np.float32)], execute_partition
     )
-    assert keys == [("dg-localhost-0-cpu0", "unit", 0), ("dg-localhost-0-gpu1", "unit", 1)]
+    # the key names the device (its group) and the partition's main ops (a fed one has none)
+    assert keys == [
+        ("dg-localhost-0-cpu0", "unit", 0),
+        ("dg-localhost-0-gpu1", "unit-Square", 1),
+    ]
     for partition, key in zip(plan.partitions, keys, strict=True):
-        layer = hlg.layers[f"unit-{key[0]}-{key[2]}"]
+        layer = hlg.layers[f"{key[1]}-{key[0]}-{key[2]}"]
         assert layer.annotations == {"workers": [partition.worker], "allow_other_workers": False}
     results = dask.get(dict(hlg), keys)
     np.testing.assert_allclose(results[1][0], [4.0, 9.0])

@@ -1,0 +1,225 @@
+"""Sessions tell their scheduler what they placed and ran, for the ``/daskgraph`` page.
+
+A :class:`Reporter` per client collects its sessions' new plans and counts their runs; a
+background thread publishes both every ``daskgraph.dashboard.interval`` (a plan's first run
+at once) as events under :data:`~daskgraph.board.TOPIC` (``Client.log_event``), which the
+scheduler's :class:`~daskgraph.board.PlacementBoard` reads and Dask's event log keeps. A run
+costs the caller a few counters: nothing is sent from the run's own thread, so runs that skip
+the scheduler (in-process, actor) stay as fast as they were, and still show on the page.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask
+from distributed import Client
+
+from daskgraph.board import PLUGIN_NAME, TOPIC, PlacementBoard
+from daskgraph.graph import Graph
+from daskgraph.inspection import describe
+from daskgraph.lowering import Plan, task_group
+from daskgraph.placement import Placement
+from daskgraph.topology import Device
+
+__all__ = ["Reporter", "reporter_for"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Tally:
+    """The runs of one plan since they were last published."""
+
+    plan: Plan
+    runs: int = 0
+    failed: int = 0
+    seconds: Counter = field(default_factory=Counter)  # device -> time of non-scheduler runs
+    paths: Counter = field(default_factory=Counter)
+    last_prefix: str = ""
+
+
+@dataclass
+class _NewPlan:
+    session: str
+    number: int
+    graph: Graph
+    placement: Placement
+    plan: Plan
+    devices: list[Device]
+    label: str
+
+
+class Reporter:
+    """Publishes the plans and runs of the sessions of one client (see the module)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+        self._plans: list[_NewPlan] = []
+        self._tallies: dict[tuple[str, int], _Tally] = {}
+        self._next = 0.0  # when the next publication is due
+
+    def planned(self, session: str, number: int, graph: Graph, placement: Placement,
+                plan: Plan, devices: list[Device], label: str) -> None:  # fmt: skip
+        """Note a plan a session just made (published with its first run, or within an
+        interval)."""
+        with self._lock:
+            self._plans.append(_NewPlan(session, number, graph, placement, plan, devices, label))
+
+    def ran(self, session: str, number: int, plan: Plan, path: str, seconds: float,
+            prefix: str, failed: bool = False) -> None:  # fmt: skip
+        """Count a run of plan ``number`` that went by ``path`` (``"in-process"``,
+        ``"actor"`` or ``"scheduler"``) and took ``seconds``."""
+        with self._lock:
+            tally = self._tallies.get((session, number))
+            if tally is None:
+                tally = self._tallies[session, number] = _Tally(plan)
+                self._next = 0.0  # a plan's first run is news: publish it now
+            tally.runs += 1
+            tally.failed += failed
+            tally.paths[path] += 1
+            tally.last_prefix = prefix
+            if path != "scheduler":  # the board times the scheduler's runs from their tasks
+                for p in plan.partitions:
+                    tally.seconds[p.device] += seconds / len(plan.partitions)
+        if time.monotonic() >= self._next:
+            _Publisher.wake()
+
+    def due(self) -> bool:
+        """Whether there is something to publish and it is time."""
+        return bool(self._plans or self._tallies) and time.monotonic() >= self._next
+
+    def flush(self) -> None:
+        """Publish what is pending now (in the calling thread)."""
+        with self._lock:
+            plans, self._plans = self._plans, []
+            tallies, self._tallies = self._tallies, {}
+            self._next = time.monotonic() + _interval()
+        if self._client.status != "running":
+            return
+        try:
+            for new in plans:
+                self._client.log_event(TOPIC, plan_event(new))
+            for (session, number), tally in tallies.items():
+                self._client.log_event(TOPIC, runs_event(session, number, tally))
+        except Exception:  # a scheduler that left: its page is gone with it
+            logger.debug("could not publish daskgraph events", exc_info=True)
+
+
+def plan_event(new: _NewPlan) -> dict[str, Any]:
+    """The ``"plan"`` event of a new plan (see :mod:`daskgraph.board`)."""
+    n_ops = sum(len(p.program.instructions) for p in new.plan.partitions)
+    small = n_ops <= int(dask.config.get("daskgraph.dashboard.max-ops"))
+    placement = describe(new.graph, new.placement, new.plan).to_dict() if small else None
+    partitions = [
+        {
+            "index": p.index,
+            "device": p.device,
+            "worker": str(p.worker),
+            "label": p.label,
+            "n_ops": len(p.program.instructions),
+            **({"ops": [i.op_name for i in p.program.instructions]} if small else {}),
+        }
+        for p in new.plan.partitions
+    ]
+    return {
+        "kind": "plan",
+        "session": new.session,
+        "plan": new.number,
+        "label": new.label,
+        "devices": [
+            {"name": d.name, "kind": d.kind, "worker": d.worker, "description": d.description}
+            for d in new.devices
+        ],
+        "placement": placement,
+        "partitions": partitions,
+        "n_ops": n_ops,
+        "at": time.time(),
+    }
+
+
+def runs_event(session: str, number: int, tally: _Tally) -> dict[str, Any]:
+    """The ``"runs"`` event of a plan's runs since the last one (see :mod:`daskgraph.board`):
+    ``keys`` name the last run's partitions as its tasks are (or would be) keyed in Dask."""
+    keys = [
+        str((task_group(p.device), f"{tally.last_prefix}-{p.label}", p.index))
+        for p in tally.plan.partitions
+    ]
+    return {
+        "kind": "runs",
+        "session": session,
+        "plan": number,
+        "keys": keys,
+        "runs": tally.runs,
+        "failed": tally.failed,
+        "seconds": dict(tally.seconds),
+        "paths": dict(tally.paths),
+        "at": time.time(),
+    }
+
+
+def _interval() -> float:
+    return float(dask.utils.parse_timedelta(dask.config.get("daskgraph.dashboard.interval")))
+
+
+# -- one reporter per client, one publishing thread per process ---------------------------------
+_reporters: weakref.WeakKeyDictionary[Client, Reporter] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def reporter_for(client: Client) -> Reporter | None:
+    """The reporter of ``client`` (made, and the board registered on its scheduler, on first
+    use); ``None`` when ``daskgraph.dashboard.enabled`` is false or the scheduler refused
+    the board (one that cannot import daskgraph: logged, and sessions go on without it)."""
+    if not dask.config.get("daskgraph.dashboard.enabled"):
+        return None
+    with _lock:
+        reporter = _reporters.get(client)
+        if reporter is not None:
+            return reporter
+        try:
+            client.register_plugin(PlacementBoard(), name=PLUGIN_NAME)
+        except Exception as exc:
+            logger.warning("the scheduler did not take daskgraph's dashboard board (%r)", exc)
+            return None
+        reporter = _reporters[client] = Reporter(client)
+    _Publisher.start()
+    return reporter
+
+
+class _Publisher:
+    """The daemon thread that publishes every reporter's news when due."""
+
+    _thread: threading.Thread | None = None
+    _event = threading.Event()
+
+    @classmethod
+    def start(cls) -> None:
+        with _lock:
+            if cls._thread is None or not cls._thread.is_alive():
+                cls._thread = threading.Thread(
+                    target=cls._loop, name="daskgraph-reporter", daemon=True
+                )
+                cls._thread.start()
+
+    @classmethod
+    def wake(cls) -> None:
+        cls._event.set()
+
+    @classmethod
+    def _loop(cls) -> None:
+        while True:
+            cls._event.wait(_interval())
+            cls._event.clear()
+            with _lock:
+                reporters = list(_reporters.values())
+            for reporter in reporters:
+                if reporter.due():
+                    reporter.flush()
