@@ -116,6 +116,7 @@ class PlacementBoard(SchedulerPlugin):
     def __init__(self) -> None:
         self.plans: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
         self.devices: dict[str, DeviceTotals] = {}
+        self.task_seconds: Counter[str] = Counter()  # task group -> compute time of run tasks
         self.version = 0  # bumped on every change: the page redraws only then
         self.scheduler: Any = None
         self.page_installed = False
@@ -188,17 +189,9 @@ class PlacementBoard(SchedulerPlugin):
         seconds = sum(
             s["stop"] - s["start"] for s in kwargs.get("startstops", ()) if s["action"] == "compute"
         )
-        if seconds:
-            device = self._device_of_group(key[0])
-            if device is not None:
-                self.devices[device].seconds += seconds
-                self.version += 1
-
-    def _device_of_group(self, group: str) -> str | None:
-        for name in self.devices:
-            if task_group(name) == group:
-                return name
-        return None
+        if seconds:  # by task group: the plan naming the device may not have arrived yet
+            self.task_seconds[key[0]] += seconds
+            self.version += 1
 
     # -- reading --------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -224,7 +217,7 @@ class PlacementBoard(SchedulerPlugin):
                 "ops": len(ops.get(d.name, ())),
                 "partitions": partitions.get(d.name, 0),
                 "runs": d.runs,
-                "seconds": d.seconds,
+                "seconds": d.seconds + self.task_seconds.get(task_group(d.name), 0.0),
                 "bytes_in": d.bytes_in,
             }
             for d in known
