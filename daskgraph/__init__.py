@@ -35,6 +35,7 @@ tying them together. Read the modules in that order; none imports a later one
 from daskgraph import dtypes, errors
 from daskgraph.config import GPUOptions, SessionConfig
 from daskgraph.device import DeviceSpec
+from daskgraph.drawing import visualize
 from daskgraph.dtypes import (
     DType,
     as_dtype,
@@ -98,5 +99,6 @@ __all__ = [
     "reset_default_graph",
     "string",
     "uint8",
+    "visualize",
     *_ops_all,
 ]

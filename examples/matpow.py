@@ -33,6 +33,20 @@ def matpow(m: dg.Tensor, n: int) -> dg.Tensor:
     return result
 
 
+def build(size: int, n: int) -> tuple[dg.Tensor, dg.Tensor, dg.Tensor]:
+    """The demo's graph: placeholders A (GPU:0) and B (GPU:1), and A^n + B^n (CPU:0)."""
+    powers = []
+    with dg.device("/gpu:0"):
+        a = dg.placeholder(dg.float32, [size, size], name="A")
+        powers.append(matpow(a, n))
+    with dg.device("/gpu:1"):
+        b = dg.placeholder(dg.float32, [size, size], name="B")
+        powers.append(matpow(b, n))
+    with dg.device("/cpu:0"):
+        total = dg.add_n(powers)
+    return a, b, total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1000, help="rows and columns of A and B")
@@ -45,15 +59,7 @@ def main() -> None:
     a_value = (rng.random((args.size, args.size)) / args.size).astype(np.float32)
     b_value = (rng.random((args.size, args.size)) / args.size).astype(np.float32)
 
-    powers = []
-    with dg.device("/gpu:0"):
-        a = dg.placeholder(dg.float32, [args.size, args.size], name="A")
-        powers.append(matpow(a, args.n))
-    with dg.device("/gpu:1"):
-        b = dg.placeholder(dg.float32, [args.size, args.size], name="B")
-        powers.append(matpow(b, args.n))
-    with dg.device("/cpu:0"):
-        total = dg.add_n(powers)
+    a, b, total = build(args.size, args.n)
 
     with dg.Session(config=dg.SessionConfig(log_device_placement=True)) as sess:
         start = time.perf_counter()
