@@ -413,8 +413,7 @@ class Session:
         prefix = f"dg-{self._id}-{self._runs}"
         started, path = time.perf_counter(), "scheduler"
         try:
-            results = self._dispatch(compiled, prefix, step, values, trace)
-            path = results.pop(_PATH)
+            results, path = self._dispatch(compiled, prefix, step, values, trace)
         except BaseException:
             self._report(compiled, path, started, prefix, failed=True)
             raise
@@ -423,21 +422,21 @@ class Session:
 
     def _dispatch(
         self, compiled: CompiledRun, prefix: str, step: RunStep, values: list[Any], trace: bool
-    ) -> dict:
-        """Run ``compiled`` by the quickest way there is: its results, with the way taken
-        under the key :data:`_PATH`."""
+    ) -> tuple[dict, str]:
+        """Run ``compiled`` by the quickest way there is: its results, and the way taken
+        (``"in-process"``, ``"actor"`` or ``"scheduler"``)."""
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
         if dask.config.get("daskgraph.fast-path"):
             results = self._in_process.run(compiled.plan, step, values, trace)
             if results is not None:
-                return {**results, _PATH: "in-process"}
+                return results, "in-process"
             if compiled.single_partition:
                 results = self._fast.run(compiled, step, values, trace, tick)
                 if results is not None:
-                    return {**results, _PATH: "actor"}
+                    return results, "actor"
         client, watch = self._conn.client, self._conn.watch
         results = submit_run(client, watch, compiled, prefix, step, values, trace, tick, self._fast)
-        return {**results, _PATH: "scheduler"}
+        return results, "scheduler"
 
     def _report(
         self, compiled: CompiledRun, path: str, started: float, prefix: str, failed: bool = False
@@ -486,10 +485,6 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._conn.devices)} devices"
         return f"<daskgraph.Session {self._id} {state}>"
-
-
-#: where :meth:`Session._dispatch` puts the way a run went, beside the partitions' results
-_PATH = -1
 
 
 def _check_run_arguments(options: Any, run_metadata: Any) -> None:

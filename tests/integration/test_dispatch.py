@@ -17,7 +17,12 @@ def _scheduled_runs(client, session: dg.Session) -> set[int]:
 
     def runs(dask_scheduler) -> set[int]:
         runs = {t[0][1] for t in dask_scheduler.transition_log if isinstance(t[0], tuple)}
-        return {int(r[len(prefix) :]) for r in runs if isinstance(r, str) and r.startswith(prefix)}
+        # the key's second element is "dg-<session>-<run>-<main ops>"
+        return {
+            int(r[len(prefix) :].split("-")[0])
+            for r in runs
+            if isinstance(r, str) and r.startswith(prefix)
+        }
 
     return client.run_on_scheduler(runs)
 
