@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 import weakref
-from collections import Counter
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,8 +40,8 @@ class _Tally:
     plan: Plan
     runs: int = 0
     failed: int = 0
-    seconds: Counter = field(default_factory=Counter)  # device -> time of non-scheduler runs
-    paths: Counter = field(default_factory=Counter)
+    seconds: float = 0.0  # time of the runs that skipped the scheduler
+    paths: dict[str, int] = field(default_factory=dict)
     last_prefix: str = ""
 
 
@@ -62,46 +62,62 @@ class Reporter:
     def __init__(self, client: Client) -> None:
         self._client = client
         self._lock = threading.Lock()
-        self._plans: list[_NewPlan] = []
-        self._tallies: dict[tuple[str, int], _Tally] = {}
+        self._plans: deque[_NewPlan] = deque()
+        self._ran: deque[tuple] = deque()  # the runs noted since the last flush
         self._next = 0.0  # when the next publication is due
+        self._started: dict[str, set[int]] = {}  # session -> plans whose runs were seen
 
     def planned(self, session: str, number: int, graph: Graph, placement: Placement,
                 plan: Plan, devices: list[Device], label: str) -> None:  # fmt: skip
         """Note a plan a session just made (published with its first run, or within an
         interval)."""
-        with self._lock:
-            self._plans.append(_NewPlan(session, number, graph, placement, plan, devices, label))
+        self._plans.append(_NewPlan(session, number, graph, placement, plan, devices, label))
 
     def ran(self, session: str, number: int, plan: Plan, path: str, seconds: float,
             prefix: str, failed: bool = False) -> None:  # fmt: skip
-        """Count a run of plan ``number`` that went by ``path`` (``"in-process"``,
-        ``"actor"`` or ``"scheduler"``) and took ``seconds``."""
-        with self._lock:
-            tally = self._tallies.get((session, number))
-            if tally is None:
-                tally = self._tallies[session, number] = _Tally(plan)
-                self._next = 0.0  # a plan's first run is news: publish it now
-            tally.runs += 1
-            tally.failed += failed
-            tally.paths[path] += 1
-            tally.last_prefix = prefix
-            if path != "scheduler":  # the board times the scheduler's runs from their tasks
-                for p in plan.partitions:
-                    tally.seconds[p.device] += seconds / len(plan.partitions)
-        if time.monotonic() >= self._next:
+        """Note a run of plan ``number`` that went by ``path`` (``"in-process"``,
+        ``"actor"`` or ``"scheduler"``) and took ``seconds``.
+
+        On every run's path, so it only appends to a deque (thread-safe, no lock); the
+        publishing thread adds the runs up."""
+        self._ran.append((session, number, plan, path, seconds, prefix, failed))
+        started = self._started.get(session)
+        if started is None or number not in started:  # a plan's first run: publish it now
+            self._started.setdefault(session, set()).add(number)
+            self._next = 0.0
             _Publisher.wake()
+
+    def forget(self, session: str) -> None:
+        """Let go of what is kept of a closed session (after a last :meth:`flush`)."""
+        self._started.pop(session, None)
 
     def due(self) -> bool:
         """Whether there is something to publish and it is time."""
-        return bool(self._plans or self._tallies) and time.monotonic() >= self._next
+        return bool(self._plans or self._ran) and time.monotonic() >= self._next
+
+    def _tallies(self) -> dict[tuple[str, int], _Tally]:
+        """The runs noted so far, added up per plan (and taken from the deque)."""
+        tallies: dict[tuple[str, int], _Tally] = {}
+        ran = self._ran
+        for _ in range(len(ran)):
+            session, number, plan, path, seconds, prefix, failed = ran.popleft()
+            tally = tallies.get((session, number))
+            if tally is None:
+                tally = tallies[session, number] = _Tally(plan)
+            tally.runs += 1
+            tally.failed += failed
+            tally.paths[path] = tally.paths.get(path, 0) + 1
+            tally.last_prefix = prefix
+            if path != "scheduler":  # the board times the scheduler's runs from their tasks
+                tally.seconds += seconds
+        return tallies
 
     def flush(self) -> None:
         """Publish what is pending now (in the calling thread)."""
-        with self._lock:
-            plans, self._plans = self._plans, []
-            tallies, self._tallies = self._tallies, {}
+        with self._lock:  # one flush at a time (the publisher's and a closing session's)
             self._next = time.monotonic() + _interval()
+            plans = [self._plans.popleft() for _ in range(len(self._plans))]
+            tallies = self._tallies()
         if self._client.status != "running":
             return
         try:
@@ -159,7 +175,9 @@ def runs_event(session: str, number: int, tally: _Tally) -> dict[str, Any]:
         "keys": keys,
         "runs": tally.runs,
         "failed": tally.failed,
-        "seconds": dict(tally.seconds),
+        "seconds": {
+            p.device: tally.seconds / len(tally.plan.partitions) for p in tally.plan.partitions
+        },
         "paths": dict(tally.paths),
         "at": time.time(),
     }

@@ -464,6 +464,8 @@ class Session:
         self._closed = True
         if self._reporter is not None and not self._conn.watch.lost:
             self._reporter.flush()  # this session's last runs, for the page
+        if self._reporter is not None:
+            self._reporter.forget(self._id)
         self._plans.clear()  # releases the programs resident on the workers
         self._fast.forget()
         self._in_process.forget()

@@ -107,3 +107,17 @@ def test_publishing_can_be_switched_off(dg_client):
             assert session.dashboard_link is None
             sid = session._id
     assert _events_of(dg_client, sid, "plan") == [] and _events_of(dg_client, sid, "runs") == []
+
+
+@pytest.mark.virtual_gpus(0)
+def test_runs_from_many_threads_are_all_counted(dg_client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with dg.Graph().as_default():
+        y = dg.constant(np.arange(4, dtype=np.float32)) * 2.0
+        with dg.Session(dg_client) as session:
+            with ThreadPoolExecutor(8) as pool:
+                results = list(pool.map(lambda _: session.run(y), range(400)))
+            sid = session._id
+    assert all(np.array_equal(r, [0.0, 2.0, 4.0, 6.0]) for r in results)
+    assert sum(r["runs"] for r in _events_of(dg_client, sid, "runs")) == 400
