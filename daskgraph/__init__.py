@@ -50,6 +50,7 @@ from daskgraph.dtypes import (
     string,
     uint8,
 )
+from daskgraph.gradients import RegisterGradient, gradients, no_gradient, register_gradient
 from daskgraph.graph import (
     Graph,
     Operation,
@@ -100,5 +101,9 @@ __all__ = [
     "string",
     "uint8",
     "visualize",
+    "gradients",
+    "register_gradient",
+    "RegisterGradient",
+    "no_gradient",
     *_ops_all,
 ]

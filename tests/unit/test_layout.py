@@ -40,7 +40,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
         ("device", "device gpus cuda_specs topology"),
         (
             "graph",
-            "default_session nodes scopes graph ops ops.registry ops.array ops.math ops.state",
+            "default_session nodes scopes graph ops ops.registry ops.array ops.math ops.state "
+            "ops.backprop gradients",
         ),
         ("placement", "placement"),
         ("program", "program"),
@@ -54,7 +55,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
         # the scheduler's record of placements and runs, and its dashboard page
         ("dashboard", "board dashboard"),
         ("session", "connection dispatch inprocess inspection reporting drawing fetches session"),
-        ("api", "__init__ compat compat._signatures compat.train compat.v1 cli testing"),
+        ("api", "__init__ compat compat._signatures compat.train compat.v1 cli testing gradient_check"),
     )
 )
 

@@ -1,0 +1,169 @@
+"""Ops that only gradients build: the shape bookkeeping of reverse-mode differentiation.
+
+Forward ops broadcast, reduce and reshape with shapes known only when the graph runs (a batch
+dimension of ``None``, say), so their gradients need ops that take a tensor's *runtime* shape
+from another tensor: :func:`sum_to_shape_of` (undo broadcasting), :func:`reduce_grad` (spread a
+reduction's gradient back over the reduced axes), :func:`reshape_like`, and the masks of
+maxima and minima (:func:`extremum_grad`, :func:`extremum_reduce_grad`). Each is one kernel
+over the array API, as every op is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daskgraph import dtypes
+from daskgraph.graph import Tensor, get_default_graph
+from daskgraph.ops.array import convert_to_tensor
+from daskgraph.ops.registry import register
+
+__all__ = [
+    "extremum_grad",
+    "extremum_reduce_grad",
+    "ones_like_seed",
+    "reduce_grad",
+    "reshape_like",
+    "sum_to_shape_of",
+]
+
+_FLOAT = dtypes.FLOATING
+
+
+def _shape(xp: Any, x: Any) -> tuple[int, ...]:
+    return tuple(getattr(x, "shape", ()))
+
+
+def _sum_to_shape_of(xp, g, x):
+    """``g`` summed over the axes broadcasting added or stretched, to ``x``'s shape."""
+    shape = _shape(xp, x)
+    g = xp.asarray(g)
+    extra = g.ndim - len(shape)
+    if extra > 0:
+        g = g.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if stretched:
+        g = g.sum(axis=stretched, keepdims=True)
+    return g.reshape(shape)
+
+
+def _reduce_grad(xp, g, x, *, axis, keepdims, mean):
+    """A reduction's gradient ``g`` broadcast back over ``x`` (divided by the count for a
+    mean)."""
+    shape = _shape(xp, x)
+    axes = tuple(range(len(shape))) if axis is None else tuple(a % len(shape) for a in axis)
+    g = xp.asarray(g)
+    if not keepdims:
+        g = g.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    out = xp.broadcast_to(g, shape)
+    if mean:
+        count = 1
+        for a in axes:
+            count *= shape[a]
+        out = out / max(count, 1)
+    return xp.array(out, dtype=getattr(x, "dtype", out.dtype))
+
+
+def _reshape_like(xp, g, x):
+    return xp.reshape(g, _shape(xp, x))
+
+
+def _extremum_grad(xp, x, y, g, *, take_x, kind):
+    """The part of ``g`` (of ``maximum(x, y)`` or ``minimum``) that goes to ``x`` (or
+    ``y``): where ``x`` won, ties going to ``x``, as TensorFlow does."""
+    x_wins = (x >= y) if kind == "max" else (x <= y)
+    mask = x_wins if take_x else ~x_wins
+    return xp.where(mask, g, xp.zeros_like(g))
+
+
+def _extremum_reduce_grad(xp, x, y, g, *, axis, keepdims):
+    """The gradient of ``reduce_max`` (or ``reduce_min``) ``y`` of ``x``: ``g`` shared
+    equally among the elements equal to the extremum."""
+    shape = _shape(xp, x)
+    axes = tuple(range(len(shape))) if axis is None else tuple(a % len(shape) for a in axis)
+    kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    y = xp.asarray(y).reshape(kept)
+    g = xp.asarray(g).reshape(kept)
+    hits = (xp.asarray(x) == y).astype(g.dtype)
+    return hits * (g / hits.sum(axis=axes, keepdims=True))
+
+
+def _ones_like(xp, y):
+    return xp.ones_like(xp.asarray(y))
+
+
+register("SumToShapeOf", _sum_to_shape_of)
+register("ReduceGrad", _reduce_grad)
+register("ReshapeLike", _reshape_like)
+register("ExtremumGrad", _extremum_grad, cpu=dtypes.NUMERIC, gpu=dtypes.NUMERIC)
+register("ExtremumReduceGrad", _extremum_reduce_grad, cpu=_FLOAT, gpu=_FLOAT)
+register("OnesLikeSeed", _ones_like)
+
+
+def _op(op_type: str, inputs: list[Tensor], like: Tensor, name: str, **attrs: Any) -> Tensor:
+    graph = get_default_graph()
+    return graph.create_op(
+        op_type, inputs, dtype=like.dtype, shape=like.shape, attrs=attrs, name=name
+    ).outputs[0]
+
+
+def sum_to_shape_of(grad: Any, x: Tensor, name: str | None = None) -> Tensor:
+    """``grad`` summed down to the runtime shape of ``x`` (the gradient of broadcasting).
+
+    >>> import numpy as np
+    >>> _sum_to_shape_of(np, np.ones((2, 3)), np.zeros((1, 3)))
+    array([[2., 2., 2.]])
+    """
+    grad = convert_to_tensor(grad)
+    if grad.shape is not None and grad.shape == x.shape and None not in grad.shape:
+        return grad
+    out = _op("SumToShapeOf", [grad, x], grad, name or "SumToShapeOf")
+    out.shape = x.shape
+    return out
+
+
+def reduce_grad(grad: Tensor, x: Tensor, axis: Any, keepdims: bool, mean: bool) -> Tensor:
+    """The gradient of ``reduce_sum`` (``mean=False``) or ``reduce_mean`` of ``x``.
+
+    >>> import numpy as np
+    >>> _reduce_grad(np, np.array([1.0, 2.0]), np.zeros((2, 2)), axis=(1,), keepdims=False,
+    ...              mean=True)
+    array([[0.5, 0.5],
+           [1. , 1. ]])
+    """
+    out = _op("ReduceGrad", [grad, x], x, "ReduceGrad", axis=axis, keepdims=keepdims, mean=mean)
+    return out
+
+
+def reshape_like(grad: Tensor, x: Tensor) -> Tensor:
+    """``grad`` reshaped to the runtime shape of ``x``."""
+    return _op("ReshapeLike", [grad, x], x, "ReshapeLike")
+
+
+def extremum_grad(x: Tensor, y: Tensor, grad: Tensor, take_x: bool, kind: str) -> Tensor:
+    """The share of ``grad`` (of ``maximum``/``minimum``, ``kind`` "max"/"min") going to
+    ``x`` (``take_x``) or to ``y``, before un-broadcasting.
+
+    >>> import numpy as np
+    >>> _extremum_grad(np, np.array([1.0, 3.0]), np.array([2.0, 2.0]), np.ones(2),
+    ...                take_x=True, kind="max")
+    array([0., 1.])
+    """
+    return _op("ExtremumGrad", [x, y, grad], grad, "ExtremumGrad", take_x=take_x, kind=kind)
+
+
+def extremum_reduce_grad(x: Tensor, y: Tensor, grad: Tensor, axis: Any, keepdims: bool) -> Tensor:
+    """The gradient of ``y = reduce_max(x)`` (or ``reduce_min``), shared among ties.
+
+    >>> import numpy as np
+    >>> _extremum_reduce_grad(np, np.array([[1.0, 3.0, 3.0]]), np.array([3.0]), np.array([1.0]),
+    ...                       axis=(1,), keepdims=False)
+    array([[0. , 0.5, 0.5]])
+    """
+    return _op(
+        "ExtremumReduceGrad", [x, y, grad], x, "ExtremumReduceGrad", axis=axis, keepdims=keepdims
+    )
+
+
+def ones_like_seed(y: Tensor) -> Tensor:
+    """Ones of ``y``'s runtime shape: the gradient of ``y`` with respect to itself."""
+    return _op("OnesLikeSeed", [y], y, "grad_ys")
