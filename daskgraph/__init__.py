@@ -32,7 +32,7 @@ tying them together. Read the modules in that order; none imports a later one
   (submitting a run's tasks).
 """
 
-from daskgraph import dtypes, errors
+from daskgraph import dtypes, errors, nn
 from daskgraph.config import GPUOptions, SessionConfig
 from daskgraph.device import DeviceSpec
 from daskgraph.drawing import visualize
@@ -97,6 +97,7 @@ __all__ = [
     "int64",
     "int8",
     "name_scope",
+    "nn",
     "reset_default_graph",
     "string",
     "uint8",

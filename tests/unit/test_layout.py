@@ -41,7 +41,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
         (
             "graph",
             "default_session nodes scopes graph ops ops.registry ops.array ops.math ops.state "
-            "ops.backprop gradients",
+            "ops.backprop gradients ops.logic ops.elementwise ops.reduction ops.nn ops.conv nn",
         ),
         ("placement", "placement"),
         ("program", "program"),

@@ -1,0 +1,541 @@
+"""Neural-network ops: activations, softmax, cross-entropy losses, ``bias_add`` and ``l2_loss``.
+
+They are TensorFlow 1's ``tf.nn`` ops with its op types and signatures (the namespace
+:mod:`daskgraph.nn` gathers them with the convolutions), each one kernel over the array API.
+Softmax and the cross entropies subtract the maximum logit first, so logits of 1000 are as
+safe as logits of 1. Each op is registered with its gradient; the builders whose names end in
+``_grad`` make the ops those gradients use, as TensorFlow's ``ReluGrad`` or ``BiasAddGrad``.
+
+>>> import daskgraph as dg
+>>> with dg.Graph().as_default():
+...     logits = dg.constant([[1000.0, 0.0], [0.0, 0.0]], dg.float64)
+...     loss = softmax_cross_entropy_with_logits(labels=[[0.0, 1.0], [1.0, 0.0]], logits=logits)
+...     with dg.Session() as sess:
+...         sess.run(loss).round(4).tolist()
+[1000.0, 0.6931]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daskgraph import dtypes
+from daskgraph.gradients import register_gradient
+from daskgraph.graph import Operation, Shape, Tensor, get_default_graph
+from daskgraph.ops.array import convert_to_tensor
+from daskgraph.ops.math import _as_pair, exp, reduce_sum
+from daskgraph.ops.registry import register
+
+__all__ = [
+    "bias_add",
+    "l2_loss",
+    "log_softmax",
+    "relu",
+    "relu6",
+    "softmax",
+    "softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits_v2",
+    "sparse_softmax_cross_entropy_with_logits",
+]
+
+_FLOAT = dtypes.FLOATING
+_NUM = dtypes.NUMERIC
+_INDEX = frozenset({dtypes.int32, dtypes.int64})
+
+
+# -- kernels --------------------------------------------------------------------------------------
+def _relu(xp, x):
+    return xp.maximum(x, 0)
+
+
+def _relu6(xp, x):
+    return xp.minimum(xp.maximum(x, 0), 6)
+
+
+def _relu_grad(xp, gradients, features):
+    return xp.where(features > 0, gradients, xp.zeros_like(gradients))
+
+
+def _relu6_grad(xp, gradients, features):
+    return xp.where((features > 0) & (features < 6), gradients, xp.zeros_like(gradients))
+
+
+def _softmax(xp, x, *, axis):
+    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(xp, x, *, axis):
+    z = x - xp.max(x, axis=axis, keepdims=True)
+    return z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
+
+
+def _xent(xp, logits, labels, *, axis, labels_gradient):
+    """Per-example ``-sum(labels * log_softmax(logits))``; ``labels_gradient`` only tells the
+    gradient whether labels get one (v2) or not (v1)."""
+    return 0 - xp.sum(labels * _log_softmax(xp, logits, axis=axis), axis=axis)  # no -0.0
+
+
+def _xent_grad(xp, grad, logits, labels, *, axis, wrt):
+    grad = xp.expand_dims(grad, axis)
+    if wrt == "logits":
+        return (_softmax(xp, logits, axis=axis) - labels) * grad
+    return -_log_softmax(xp, logits, axis=axis) * grad
+
+
+def _check_labels(xp, labels, classes):
+    if labels.size and (int(labels.min()) < 0 or int(labels.max()) >= classes):
+        bad = labels[(labels < 0) | (labels >= classes)].ravel()[0]
+        raise ValueError(
+            f"sparse_softmax_cross_entropy_with_logits: received a label value of {int(bad)} "
+            f"which is outside the valid range of [0, {classes})"
+        )
+
+
+def _sparse_xent(xp, logits, labels):
+    _check_labels(xp, labels, logits.shape[-1])
+    picked = xp.take_along_axis(_log_softmax(xp, logits, axis=-1), labels[..., None], axis=-1)
+    return 0 - picked[..., 0]
+
+
+def _sparse_xent_grad(xp, grad, logits, labels):
+    _check_labels(xp, labels, logits.shape[-1])
+    onehot = labels[..., None] == xp.arange(logits.shape[-1])
+    return (_softmax(xp, logits, axis=-1) - onehot) * grad[..., None]
+
+
+def _channels_axis(rank, data_format):
+    return 1 if data_format == "NCHW" and rank > 2 else rank - 1
+
+
+def _bias_add(xp, value, bias, *, data_format):
+    axis = _channels_axis(value.ndim, data_format)
+    return value + bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
+
+
+def _bias_add_grad(xp, out_backprop, *, data_format):
+    axis = _channels_axis(out_backprop.ndim, data_format)
+    return out_backprop.sum(axis=tuple(i for i in range(out_backprop.ndim) if i != axis))
+
+
+def _l2_loss(xp, x):
+    return xp.asarray(xp.sum(x * x) / 2)
+
+
+register("Relu", _relu, cpu=_NUM, gpu=_NUM)
+register("Relu6", _relu6, cpu=_NUM, gpu=_NUM)
+register("ReluGrad", _relu_grad, cpu=_NUM, gpu=_NUM)
+register("Relu6Grad", _relu6_grad, cpu=_NUM, gpu=_NUM)
+register("Softmax", _softmax, cpu=_FLOAT, gpu=_FLOAT)
+register("LogSoftmax", _log_softmax, cpu=_FLOAT, gpu=_FLOAT)
+register("SoftmaxCrossEntropyWithLogits", _xent, cpu=_FLOAT, gpu=_FLOAT)
+register("SoftmaxCrossEntropyWithLogitsGrad", _xent_grad, cpu=_FLOAT, gpu=_FLOAT)
+register(
+    "SparseSoftmaxCrossEntropyWithLogits", _sparse_xent, cpu=_FLOAT | _INDEX, gpu=_FLOAT | _INDEX
+)
+register(
+    "SparseSoftmaxCrossEntropyWithLogitsGrad",
+    _sparse_xent_grad,
+    cpu=_FLOAT | _INDEX,
+    gpu=_FLOAT | _INDEX,
+)
+register("BiasAdd", _bias_add, cpu=_NUM, gpu=_NUM)
+register("BiasAddGrad", _bias_add_grad, cpu=_NUM, gpu=_NUM)
+register("L2Loss", _l2_loss, cpu=_FLOAT, gpu=_FLOAT)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def _op(
+    op_type: str,
+    inputs: list[Tensor],
+    dtype: Any,
+    shape: Shape | None,
+    name: str | None,
+    **attrs: Any,
+) -> Tensor:
+    graph = get_default_graph()
+    return graph.create_op(
+        op_type, inputs, dtype=dtype, shape=shape, attrs=attrs, name=name
+    ).outputs[0]
+
+
+def _floats(x: Any, where: str, what: str = "x") -> Tensor:
+    x = convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        raise TypeError(
+            f"{where}: {what} must be a floating-point tensor; {x.name!r} is {x.dtype.name}"
+        )
+    return x
+
+
+def _axis(axis: Any, dim: Any, x: Tensor, where: str, default: int = -1) -> int:
+    """``axis`` (or its old name ``dim``), checked against ``x``'s rank, made >= 0 when the
+    rank is known."""
+    if axis is not None and dim is not None and axis != dim:
+        raise ValueError(f"{where}: cannot specify both 'axis' and 'dim'")
+    axis = default if axis is None and dim is None else axis if axis is not None else dim
+    try:
+        axis = int(axis)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: axis must be an int; got {axis!r}") from None
+    if x.shape is None:
+        return axis
+    rank = len(x.shape)
+    if not -rank <= axis < rank:
+        raise ValueError(f"{where}: axis {axis} is out of range for {x.name!r} of rank {rank}")
+    return axis % rank
+
+
+def _without(shape: Shape | None, axis: int) -> Shape | None:
+    return None if shape is None else tuple(d for i, d in enumerate(shape) if i != axis)
+
+
+# -- activations ----------------------------------------------------------------------------------
+def relu(features: Any, name: str | None = None) -> Tensor:
+    """``max(features, 0)`` elementwise; its gradient is 0 where ``features <= 0``.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     r = relu(dg.constant([-2.0, 0.0, 3.0]))
+    ...     with dg.Session() as sess:
+    ...         sess.run(r).tolist()
+    [0.0, 0.0, 3.0]
+    """
+    x = convert_to_tensor(features)
+    return _op("Relu", [x], x.dtype, x.shape, name)
+
+
+def relu6(features: Any, name: str | None = None) -> Tensor:
+    """``min(max(features, 0), 6)`` elementwise."""
+    x = convert_to_tensor(features)
+    return _op("Relu6", [x], x.dtype, x.shape, name)
+
+
+def relu_grad(gradients: Tensor, features: Tensor, name: str | None = None) -> Tensor:
+    """``gradients`` where ``features > 0``, else 0: the backward pass of :func:`relu`."""
+    return _op("ReluGrad", [gradients, features], gradients.dtype, gradients.shape, name)
+
+
+def relu6_grad(gradients: Tensor, features: Tensor, name: str | None = None) -> Tensor:
+    """``gradients`` where ``0 < features < 6``, else 0: the backward pass of :func:`relu6`."""
+    return _op("Relu6Grad", [gradients, features], gradients.dtype, gradients.shape, name)
+
+
+def softmax(
+    logits: Any, axis: int | None = None, name: str | None = None, dim: int | None = None
+) -> Tensor:
+    """``exp(logits) / sum(exp(logits))`` along ``axis`` (the last by default).
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     p = softmax(dg.constant([[1000.0, 1000.0], [0.0, -1000.0]]))
+    ...     with dg.Session() as sess:
+    ...         sess.run(p).tolist()
+    [[0.5, 0.5], [1.0, 0.0]]
+    """
+    x = _floats(logits, "softmax", "logits")
+    return _op("Softmax", [x], x.dtype, x.shape, name, axis=_axis(axis, dim, x, "softmax"))
+
+
+def log_softmax(
+    logits: Any, axis: int | None = None, name: str | None = None, dim: int | None = None
+) -> Tensor:
+    """``logits - log(sum(exp(logits)))`` along ``axis`` (the last by default), computed
+    without overflow."""
+    x = _floats(logits, "log_softmax", "logits")
+    axis = _axis(axis, dim, x, "log_softmax")
+    return _op("LogSoftmax", [x], x.dtype, x.shape, name, axis=axis)
+
+
+# -- losses ---------------------------------------------------------------------------------------
+def softmax_cross_entropy_with_logits_v2(
+    *,
+    labels: Any,
+    logits: Any,
+    axis: int | None = None,
+    name: str | None = None,
+    dim: int | None = None,
+) -> Tensor:
+    """Per-example cross entropy ``-sum(labels * log_softmax(logits), axis)`` between a
+    probability distribution ``labels`` and ``logits`` of the same shape (classes along
+    ``axis``, the last by default). The gradient flows into both ``logits`` and ``labels``.
+    """
+    where = "softmax_cross_entropy_with_logits_v2"
+    return _cross_entropy(labels, logits, axis, dim, name, True, where)
+
+
+def softmax_cross_entropy_with_logits(
+    *,
+    labels: Any,
+    logits: Any,
+    dim: int = -1,
+    name: str | None = None,
+    axis: int | None = None,
+) -> Tensor:
+    """As :func:`softmax_cross_entropy_with_logits_v2`, but, as in TensorFlow 1, no gradient
+    flows into ``labels`` (they are data).
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     softmax_cross_entropy_with_logits(labels=[[1.0, 0.0]], logits=[[1.0, 2.0, 3.0]])
+    Traceback (most recent call last):
+    ...
+    ValueError: softmax_cross_entropy_with_logits: labels and logits must have the same \
+shape; 'Const_1:0' is (1, 2) and 'Const:0' is (1, 3)
+    """
+    dim = None if axis is not None and dim == -1 else dim
+    where = "softmax_cross_entropy_with_logits"
+    return _cross_entropy(labels, logits, axis, dim, name, False, where)
+
+
+def _cross_entropy(
+    labels: Any,
+    logits: Any,
+    axis: Any,
+    dim: Any,
+    name: str | None,
+    labels_gradient: bool,
+    where: str,
+) -> Tensor:
+    if labels is None or logits is None:
+        raise ValueError(f"{where}: both labels= and logits= must be given")
+    logits, labels = _as_pair(logits, labels, where)
+    logits, labels = _floats(logits, where, "logits"), _floats(labels, where, "labels")
+    if (
+        labels.shape is not None
+        and logits.shape is not None
+        and (
+            len(labels.shape) != len(logits.shape)
+            or any(
+                a != b
+                for a, b in zip(labels.shape, logits.shape, strict=True)
+                if None not in (a, b)
+            )
+        )
+    ):
+        raise ValueError(
+            f"{where}: labels and logits must have the same shape; {labels.name!r} is "
+            f"{labels.shape} and {logits.name!r} is {logits.shape}"
+        )
+    axis = _axis(axis, dim, logits, where)
+    return _op(
+        "SoftmaxCrossEntropyWithLogits",
+        [logits, labels],
+        logits.dtype,
+        _without(logits.shape, axis),
+        name,
+        axis=axis,
+        labels_gradient=labels_gradient,
+    )
+
+
+def softmax_cross_entropy_grad(
+    grad: Tensor, logits: Tensor, labels: Tensor, axis: int, wrt: str, name: str | None = None
+) -> Tensor:
+    """The gradient of the cross entropy (of per-example gradient ``grad``) with respect to
+    ``logits`` (``wrt="logits"``: ``(softmax(logits) - labels) * grad``) or ``labels``
+    (``-log_softmax(logits) * grad``)."""
+    return _op(
+        "SoftmaxCrossEntropyWithLogitsGrad",
+        [grad, logits, labels],
+        logits.dtype,
+        logits.shape,
+        name,
+        axis=axis,
+        wrt=wrt,
+    )
+
+
+def sparse_softmax_cross_entropy_with_logits(
+    *, labels: Any, logits: Any, name: str | None = None
+) -> Tensor:
+    """Per-example cross entropy between integer class ``labels`` (shape ``logits.shape[:-1]``,
+    values in ``[0, classes)``) and ``logits`` (classes on the last axis). No gradient flows
+    into ``labels``; a label out of range fails the run with ``InvalidArgumentError``.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     loss = sparse_softmax_cross_entropy_with_logits(
+    ...         labels=[0, 1], logits=dg.constant([[2.0, 0.0], [0.0, 1000.0]], dg.float64))
+    ...     with dg.Session() as sess:
+    ...         sess.run(loss).round(4).tolist()
+    [0.1269, 0.0]
+    """
+    where = "sparse_softmax_cross_entropy_with_logits"
+    if labels is None or logits is None:
+        raise ValueError(f"{where}: both labels= and logits= must be given")
+    logits = _floats(logits, where, "logits")
+    labels = convert_to_tensor(labels)
+    if labels.dtype not in _INDEX:
+        raise TypeError(
+            f"{where}: labels must be int32 or int64 class indices; {labels.name!r} is "
+            f"{labels.dtype.name} (for one-hot or probability labels use "
+            "softmax_cross_entropy_with_logits)"
+        )
+    if logits.shape is not None and not logits.shape:
+        raise ValueError(f"{where}: logits must have rank >= 1; {logits.name!r} is a scalar")
+    expected = None if logits.shape is None else logits.shape[:-1]
+    if (
+        labels.shape is not None
+        and expected is not None
+        and (
+            len(labels.shape) != len(expected)
+            or any(
+                a != b for a, b in zip(labels.shape, expected, strict=True) if None not in (a, b)
+            )
+        )
+    ):
+        raise ValueError(
+            f"{where}: labels must have the shape of logits without its last axis; "
+            f"{labels.name!r} is {labels.shape} and {logits.name!r} is {logits.shape}"
+        )
+    return _op(
+        "SparseSoftmaxCrossEntropyWithLogits", [logits, labels], logits.dtype, expected, name
+    )
+
+
+def sparse_softmax_cross_entropy_grad(
+    grad: Tensor, logits: Tensor, labels: Tensor, name: str | None = None
+) -> Tensor:
+    """The gradient of the sparse cross entropy with respect to ``logits``:
+    ``(softmax(logits) - one_hot(labels)) * grad``."""
+    return _op(
+        "SparseSoftmaxCrossEntropyWithLogitsGrad",
+        [grad, logits, labels],
+        logits.dtype,
+        logits.shape,
+        name,
+    )
+
+
+# -- bias and weight decay ------------------------------------------------------------------------
+def _data_format(data_format: Any, where: str) -> str:
+    data_format = "NHWC" if data_format is None else data_format
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError(f"{where}: data_format must be 'NHWC' or 'NCHW'; got {data_format!r}")
+    return data_format
+
+
+def bias_add(
+    value: Any, bias: Any, data_format: str | None = None, name: str | None = None
+) -> Tensor:
+    """``value + bias`` with the vector ``bias`` added along the channels axis: the last
+    (``NHWC``, the default) or axis 1 (``NCHW``).
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     bias_add(dg.constant([[1.0, 2.0]]), dg.constant([1.0, 2.0, 3.0]))
+    Traceback (most recent call last):
+    ...
+    ValueError: bias_add: bias 'Const_1:0' has 3 elements but value 'Const:0' has 2 channels \
+(shape (1, 2), data_format NHWC)
+    """
+    data_format = _data_format(data_format, "bias_add")
+    value, bias = _as_pair(value, bias, "bias_add")
+    if bias.shape is not None and len(bias.shape) != 1:
+        raise ValueError(f"bias_add: bias must be a vector; {bias.name!r} has shape {bias.shape}")
+    if value.shape is not None:
+        if len(value.shape) < 2:
+            raise ValueError(
+                f"bias_add: value must have rank >= 2; {value.name!r} has shape {value.shape}"
+            )
+        channels = value.shape[_channels_axis(len(value.shape), data_format)]
+        size = None if bias.shape is None else bias.shape[0]
+        if None not in (channels, size) and channels != size:
+            raise ValueError(
+                f"bias_add: bias {bias.name!r} has {size} elements but value {value.name!r} "
+                f"has {channels} channels (shape {value.shape}, data_format {data_format})"
+            )
+    return _op("BiasAdd", [value, bias], value.dtype, value.shape, name, data_format=data_format)
+
+
+def bias_add_grad(
+    out_backprop: Tensor, data_format: str | None = None, name: str | None = None
+) -> Tensor:
+    """``out_backprop`` summed over every axis but the channels: the gradient of
+    :func:`bias_add` with respect to ``bias``."""
+    data_format = _data_format(data_format, "bias_add_grad")
+    shape = out_backprop.shape
+    channels = None
+    if shape is not None:
+        channels = (shape[_channels_axis(len(shape), data_format)],)
+    return _op(
+        "BiasAddGrad", [out_backprop], out_backprop.dtype, channels, name, data_format=data_format
+    )
+
+
+def l2_loss(t: Any, name: str | None = None) -> Tensor:
+    """``sum(t ** 2) / 2``, a scalar (weight decay).
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     loss = l2_loss(dg.constant([[1.0, 2.0], [3.0, 4.0]]))
+    ...     with dg.Session() as sess:
+    ...         float(sess.run(loss))
+    15.0
+    """
+    x = _floats(t, "l2_loss", "t")
+    return _op("L2Loss", [x], x.dtype, (), name)
+
+
+# -- gradients ------------------------------------------------------------------------------------
+@register_gradient("Relu")
+def _relu_grad_fn(op: Operation, grad: Tensor) -> list[Tensor]:
+    return [relu_grad(grad, op.outputs[0])]
+
+
+@register_gradient("Relu6")
+def _relu6_grad_fn(op: Operation, grad: Tensor) -> list[Tensor]:
+    return [relu6_grad(grad, op.outputs[0])]
+
+
+@register_gradient("Softmax")
+def _softmax_grad(op: Operation, grad: Tensor) -> list[Tensor]:
+    """(grad - sum(grad * y)) * y along the softmax axis."""
+    y = op.outputs[0]
+    return [(grad - reduce_sum(grad * y, axis=op.attrs["axis"], keepdims=True)) * y]
+
+
+@register_gradient("LogSoftmax")
+def _log_softmax_grad(op: Operation, grad: Tensor) -> list[Tensor]:
+    """grad - sum(grad) * softmax along the axis (softmax = exp(y))."""
+    y = op.outputs[0]
+    return [grad - reduce_sum(grad, axis=op.attrs["axis"], keepdims=True) * exp(y)]
+
+
+@register_gradient("SoftmaxCrossEntropyWithLogits")
+def _xent_grad_fn(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    logits, labels = op.inputs
+    axis = op.attrs["axis"]
+    d_logits = softmax_cross_entropy_grad(grad, logits, labels, axis, "logits")
+    if not op.attrs["labels_gradient"]:
+        return [d_logits, None]
+    return [d_logits, softmax_cross_entropy_grad(grad, logits, labels, axis, "labels")]
+
+
+@register_gradient("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_xent_grad_fn(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    logits, labels = op.inputs
+    return [sparse_softmax_cross_entropy_grad(grad, logits, labels), None]
+
+
+@register_gradient("BiasAdd")
+def _bias_add_grad_fn(op: Operation, grad: Tensor) -> list[Tensor]:
+    return [grad, bias_add_grad(grad, op.attrs["data_format"])]
+
+
+@register_gradient("L2Loss")
+def _l2_loss_grad(op: Operation, grad: Tensor) -> list[Tensor]:
+    return [op.inputs[0] * grad]

@@ -1,0 +1,201 @@
+"""Reductions beyond sums, means and maxima: ``reduce_min``, ``reduce_prod``, ``argmax`` and
+``argmin``.
+
+``reduce_min`` and ``reduce_prod`` take ``axis``/``keepdims`` as the reductions of
+:mod:`daskgraph.ops.math` do; ``argmax``/``argmin`` return the ``int64`` (or ``output_type``)
+index of the extremum along one axis, with TensorFlow 1's signature.
+
+>>> import daskgraph as dg
+>>> with dg.Graph().as_default():
+...     x = dg.constant([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+...     i = argmax(x, axis=1)
+...     m = reduce_min(x, axis=0, keepdims=True)
+>>> i.dtype, i.shape, m.shape
+(int64, (2,), (1, 3))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from daskgraph import dtypes
+from daskgraph.gradients import no_gradient, register_gradient
+from daskgraph.graph import Operation, Tensor, get_default_graph
+from daskgraph.ops import backprop
+from daskgraph.ops.array import convert_to_tensor
+from daskgraph.ops.math import _reduce
+from daskgraph.ops.registry import register
+
+__all__ = ["argmax", "argmin", "reduce_min", "reduce_prod"]
+
+_NUM = dtypes.NUMERIC
+
+
+# -- kernels --------------------------------------------------------------------------------------
+def _min(xp, x, *, axis, keepdims, dtype):
+    return xp.asarray(xp.min(x, axis=axis, keepdims=keepdims))
+
+
+def _prod(xp, x, *, axis, keepdims, dtype):
+    return xp.asarray(xp.prod(x, axis=axis, keepdims=keepdims, dtype=dtype))
+
+
+def _argmax(xp, x, *, axis, output_type):
+    return xp.asarray(xp.argmax(x, axis=axis)).astype(output_type)
+
+
+def _argmin(xp, x, *, axis, output_type):
+    return xp.asarray(xp.argmin(x, axis=axis)).astype(output_type)
+
+
+def _prod_grad(xp, x, grad, *, axis, keepdims):
+    """``grad`` times the product of the *other* elements of each reduced slice (exclusive
+    products from both ends, so zeros in ``x`` are no problem)."""
+    rank = x.ndim
+    axes = tuple(range(rank)) if axis is None else tuple(a % rank for a in axis)
+    kept = tuple(i for i in range(rank) if i not in axes)
+    kept_shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+    grad = xp.asarray(grad).reshape(kept_shape)
+    if x.size == 0:
+        return xp.zeros_like(x)
+    t = xp.transpose(x, kept + axes)
+    lead = t.shape[: len(kept)]
+    t = t.reshape((*lead, -1))
+    ones = xp.ones((*lead, 1), dtype=x.dtype)
+    left = xp.cumprod(xp.concatenate([ones, t[..., :-1]], axis=-1), axis=-1)
+    flipped = xp.flip(t, axis=-1)[..., :-1]
+    right = xp.flip(xp.cumprod(xp.concatenate([ones, flipped], axis=-1), axis=-1), axis=-1)
+    others = (left * right).reshape(tuple(x.shape[i] for i in kept + axes))
+    return xp.transpose(others, tuple(_inverse(kept + axes))) * grad
+
+
+def _inverse(perm: tuple[int, ...]) -> list[int]:
+    """The inverse of the permutation ``perm``: ``_inverse((2, 0, 1)) == [1, 2, 0]``."""
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return inverse
+
+
+register("Min", _min, cpu=_NUM, gpu=_NUM)
+register("Prod", _prod, cpu=_NUM, gpu=_NUM)
+register("ProdGrad", _prod_grad, cpu=dtypes.FLOATING, gpu=dtypes.FLOATING)
+register("ArgMax", _argmax, cpu=_NUM, gpu=_NUM)
+register("ArgMin", _argmin, cpu=_NUM, gpu=_NUM)
+
+
+# -- builders -------------------------------------------------------------------------------------
+def reduce_min(x: Any, axis: Any = None, keepdims: bool = False, name: str | None = None) -> Tensor:
+    """Minimum of the elements along ``axis`` (all by default)."""
+    return _reduce("Min", x, axis, keepdims, name)
+
+
+def reduce_prod(
+    x: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
+) -> Tensor:
+    """Product of the elements along ``axis`` (all by default), in the input's dtype.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     p = reduce_prod(dg.constant([[1.0, 2.0], [3.0, 4.0]]), axis=1)
+    ...     with dg.Session() as sess:
+    ...         sess.run(p).tolist()
+    [2.0, 12.0]
+    """
+    return _reduce("Prod", x, axis, keepdims, name)
+
+
+def argmax(
+    input: Any,
+    axis: Any = None,
+    name: str | None = None,
+    dimension: Any = None,
+    output_type: Any = dtypes.int64,
+) -> Tensor:
+    """The index of the largest element along ``axis`` (0 by default), as ``tf.argmax``;
+    ties give the first. Not differentiable.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     i = argmax(dg.constant([[1, 9, 9], [7, 2, 3]]), axis=1, output_type=dg.int32)
+    ...     with dg.Session() as sess:
+    ...         sess.run(i).tolist(), i.dtype
+    ([1, 0], int32)
+    """
+    return _arg("ArgMax", input, axis, dimension, output_type, name, "argmax")
+
+
+def argmin(
+    input: Any,
+    axis: Any = None,
+    name: str | None = None,
+    dimension: Any = None,
+    output_type: Any = dtypes.int64,
+) -> Tensor:
+    """The index of the smallest element along ``axis`` (0 by default), as ``tf.argmin``;
+    ties give the first. Not differentiable."""
+    return _arg("ArgMin", input, axis, dimension, output_type, name, "argmin")
+
+
+def _arg(
+    op_type: str,
+    x: Any,
+    axis: Any,
+    dimension: Any,
+    output_type: Any,
+    name: str | None,
+    where: str,
+) -> Tensor:
+    if axis is not None and dimension is not None:
+        raise ValueError(f"{where}: cannot specify both 'axis' and 'dimension'")
+    axis = dimension if axis is None else axis
+    axis = 0 if axis is None else axis
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{where}: axis must be one int; got {axis!r}")
+    out = dtypes.as_dtype(output_type)
+    if out not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{where}: output_type must be int32 or int64; got {out.name}")
+    x = convert_to_tensor(x)
+    if not x.dtype.is_numeric:
+        raise TypeError(f"{where}: expects a numeric tensor; {x.name!r} is {x.dtype.name}")
+    shape = None
+    axis = int(axis)
+    if x.shape is not None:
+        rank = len(x.shape)
+        if not -rank <= axis < rank:
+            raise ValueError(f"{where}: axis {axis} is out of range for {x.name!r} of rank {rank}")
+        axis %= rank
+        shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
+    attrs = {"axis": axis, "output_type": out.numpy}
+    op = get_default_graph().create_op(op_type, [x], dtype=out, shape=shape, attrs=attrs, name=name)
+    return op.outputs[0]
+
+
+# -- gradients ------------------------------------------------------------------------------------
+@register_gradient("Min")
+def _min_grad(op: Operation, grad: Tensor) -> list[Tensor]:
+    """As ``reduce_max``'s: shared equally among the elements equal to the minimum."""
+    x, y = op.inputs[0], op.outputs[0]
+    return [backprop.extremum_reduce_grad(x, y, grad, op.attrs["axis"], op.attrs["keepdims"])]
+
+
+@register_gradient("Prod")
+def _prod_grad_fn(op: Operation, grad: Tensor) -> list[Tensor]:
+    x = op.inputs[0]
+    attrs = {"axis": op.attrs["axis"], "keepdims": op.attrs["keepdims"]}
+    graph = get_default_graph()
+    return [
+        graph.create_op(
+            "ProdGrad", [x, grad], dtype=x.dtype, shape=x.shape, attrs=attrs, name="ProdGrad"
+        ).outputs[0]
+    ]
+
+
+no_gradient("ArgMax")
+no_gradient("ArgMin")
