@@ -61,6 +61,8 @@ class Graph:
         self._names_in_use: dict[str, int] = {}
         self._collections: defaultdict[str, list[Any]] = defaultdict(list)
         self._finalized = False
+        #: the graph-level random seed (``set_random_seed``); None: not set
+        self.seed: int | None = None
 
     # -- building ---------------------------------------------------------------------------
     @property

@@ -76,6 +76,7 @@ class VariableStore:
         self._updating = threading.RLock()
         self._step = -1  # the run whose stateful ops are remembered in _applied
         self._applied: dict[str, Any] = {}
+        self._generators: dict[Any, Any] = {}  # random ops' generators, by op and seeds
 
     def apply_once(self, step: int, op_name: str, apply: Callable[[], Any]) -> Any:
         """``apply()`` (a stateful op's kernel), unless op ``op_name`` already ran in run
@@ -95,6 +96,21 @@ class VariableStore:
                 if step == self._step:
                     self._applied[op_name] = result
             return result
+
+    def random_generator(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The generator of a random op (``key``: its name and seeds), made by ``make()`` on
+        first use and kept for the session's later runs, which draw on from where the last
+        one stopped (TensorFlow keeps one per op kernel).
+
+        >>> store = VariableStore()
+        >>> store.random_generator("r", list) is store.random_generator("r", list)
+        True
+        """
+        with self._lock:
+            generator = self._generators.get(key)
+            if generator is None:
+                generator = self._generators[key] = make()
+        return generator
 
     def read(self, name: str) -> Any:
         """The value of variable ``name``; FailedPreconditionError if it was never assigned."""

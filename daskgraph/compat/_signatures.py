@@ -86,3 +86,18 @@ def global_variables(scope: str | None = None) -> list[ops.Variable]:
     if scope is None:
         return variables
     return [v for v in variables if v.op.name.startswith(scope)]
+
+
+def gather(
+    params: Any,
+    indices: Any,
+    validate_indices: Any = None,
+    name: str | None = None,
+    axis: Any = None,
+    batch_dims: int = 0,
+) -> Tensor:
+    """``tf.gather(params, indices, validate_indices, name, axis, batch_dims)`` (TF1's order;
+    ``batch_dims`` must be 0)."""
+    if batch_dims:
+        raise ValueError(f"tf.gather: batch_dims must be 0 here; got {batch_dims}")
+    return ops.gather(params, indices, axis=0 if axis is None else axis, name=name)

@@ -41,7 +41,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
         (
             "graph",
             "default_session nodes scopes graph ops ops.registry ops.array ops.math ops.state "
-            "ops.backprop gradients ops.logic ops.elementwise ops.reduction ops.nn ops.conv nn",
+            "ops.backprop gradients ops.logic ops.elementwise ops.reduction ops.nn ops.conv nn "
+            "ops.slicing ops.shape_ops ops.fill_ops ops.random",
         ),
         ("placement", "placement"),
         ("program", "program"),
@@ -55,7 +56,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
         # the scheduler's record of placements and runs, and its dashboard page
         ("dashboard", "board dashboard"),
         ("session", "connection dispatch inprocess inspection reporting drawing fetches session"),
-        ("api", "__init__ compat compat._signatures compat.train compat.v1 cli testing gradient_check"),
+        ("api", "__init__ compat compat._signatures compat.train compat.random compat.v1 cli testing gradient_check"),
     )
 )
 
