@@ -32,7 +32,7 @@ tying them together. Read the modules in that order; none imports a later one
   (submitting a run's tasks).
 """
 
-from daskgraph import dtypes, errors, nn
+from daskgraph import dtypes, errors, initializers, nn, optimizers, saver, train
 from daskgraph.config import GPUOptions, SessionConfig
 from daskgraph.device import DeviceSpec
 from daskgraph.drawing import visualize
@@ -53,17 +53,36 @@ from daskgraph.dtypes import (
 from daskgraph.gradients import RegisterGradient, gradients, no_gradient, register_gradient
 from daskgraph.graph import (
     Graph,
+    GraphKeys,
     Operation,
     Tensor,
     get_default_graph,
     name_scope,
     reset_default_graph,
 )
+from daskgraph.initializers import (
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
+)
 from daskgraph.ops import *  # noqa: F403 - the op constructors are the public API
 from daskgraph.ops import __all__ as _ops_all
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.server import ClusterSpec, Server
 from daskgraph.session import RunMetadata, RunOptions, Session, get_default_session
+from daskgraph.variable_scope import (
+    AUTO_REUSE,
+    VariableScope,
+    get_variable,
+    get_variable_scope,
+    variable_scope,
+)
 
 __version__ = "0.1.0"
 
@@ -106,5 +125,24 @@ __all__ = [
     "register_gradient",
     "RegisterGradient",
     "no_gradient",
+    "AUTO_REUSE",
+    "GraphKeys",
+    "VariableScope",
+    "constant_initializer",
+    "get_variable",
+    "get_variable_scope",
+    "glorot_normal_initializer",
+    "glorot_uniform_initializer",
+    "initializers",
+    "ones_initializer",
+    "optimizers",
+    "random_normal_initializer",
+    "random_uniform_initializer",
+    "saver",
+    "train",
+    "truncated_normal_initializer",
+    "variable_scope",
+    "variance_scaling_initializer",
+    "zeros_initializer",
     *_ops_all,
 ]

@@ -33,6 +33,7 @@ from daskgraph.nodes import Operation, Shape, Tensor, as_operation
 
 __all__ = [
     "Graph",
+    "GraphKeys",
     "Operation",
     "Shape",
     "Tensor",
@@ -43,6 +44,19 @@ __all__ = [
 ]
 
 GLOBAL_VARIABLES = "variables"
+TRAINABLE_VARIABLES = "trainable_variables"
+GLOBAL_STEP = "global_step"
+TRAIN_OP = "train_op"
+
+
+class GraphKeys:
+    """The names of TensorFlow 1's standard graph collections (``tf.GraphKeys``)."""
+
+    GLOBAL_VARIABLES = GLOBAL_VARIABLES
+    TRAINABLE_VARIABLES = TRAINABLE_VARIABLES
+    GLOBAL_STEP = GLOBAL_STEP
+    TRAIN_OP = TRAIN_OP
+
 
 _name_stack: ContextVar[tuple[Graph, str] | None] = ContextVar("daskgraph_name", default=None)
 

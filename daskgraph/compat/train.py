@@ -1,5 +1,39 @@
-"""``tf.train``'s cluster names: ``ClusterSpec`` and ``Server``, from :mod:`daskgraph.server`."""
+"""``tf.train``'s names: ``ClusterSpec`` and ``Server`` (from :mod:`daskgraph.server`), and the
+training names of :mod:`daskgraph.train` (optimizers, ``Saver``, the global step)."""
 
 from daskgraph.server import ClusterSpec, Server
+from daskgraph.train import (
+    AdamOptimizer,
+    CheckpointState,
+    GradientDescentOptimizer,
+    MomentumOptimizer,
+    Optimizer,
+    Saver,
+    checkpoint_exists,
+    create_global_step,
+    get_checkpoint_state,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+    latest_checkpoint,
+    update_checkpoint_state,
+)
 
-__all__ = ["ClusterSpec", "Server"]
+__all__ = [
+    "AdamOptimizer",
+    "CheckpointState",
+    "ClusterSpec",
+    "GradientDescentOptimizer",
+    "MomentumOptimizer",
+    "Optimizer",
+    "Saver",
+    "Server",
+    "checkpoint_exists",
+    "create_global_step",
+    "get_checkpoint_state",
+    "get_global_step",
+    "get_or_create_global_step",
+    "global_step",
+    "latest_checkpoint",
+    "update_checkpoint_state",
+]

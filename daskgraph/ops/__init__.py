@@ -100,6 +100,7 @@ from daskgraph.ops.state import (
     assign_add,
     global_variables,
     global_variables_initializer,
+    trainable_variables,
     variables_initializer,
 )
 
@@ -189,6 +190,7 @@ __all__ = [
     "subtract",
     "tanh",
     "tile",
+    "trainable_variables",
     "transpose",
     "truncated_normal",
     "unstack",

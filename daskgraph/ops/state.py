@@ -22,7 +22,15 @@ from typing import Any
 from daskgraph import dtypes
 from daskgraph.default_session import run_in_default
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.graph import GLOBAL_VARIABLES, Graph, Operation, Shape, Tensor, get_default_graph
+from daskgraph.graph import (
+    GLOBAL_VARIABLES,
+    TRAINABLE_VARIABLES,
+    Graph,
+    Operation,
+    Shape,
+    Tensor,
+    get_default_graph,
+)
 from daskgraph.graph import _name_scope as graph_name_scope
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.registry import register
@@ -34,6 +42,7 @@ __all__ = [
     "assign_add",
     "global_variables",
     "global_variables_initializer",
+    "trainable_variables",
     "variables_initializer",
 ]
 
@@ -96,7 +105,9 @@ class Variable:
     dtype
         Converts ``initial_value`` to this dtype when given.
     trainable
-        Recorded for training code.
+        Whether optimizers train it: it joins the ``TRAINABLE_VARIABLES`` collection too.
+    collections
+        The graph collections it joins (default ``[GLOBAL_VARIABLES]``), as in TensorFlow.
     """
 
     def __init__(
@@ -106,6 +117,7 @@ class Variable:
         name: str | None = None,
         dtype: Any = None,
         validate_shape: bool = True,
+        collections: Any = None,
     ) -> None:
         graph = get_default_graph()
         base = graph.unique_name(name or "Variable")
@@ -128,7 +140,11 @@ class Variable:
                 name="read",
                 colocate_with=self._variable_op,
             ).outputs[0]
-        graph.add_to_collection(GLOBAL_VARIABLES, self)
+        collections = [GLOBAL_VARIABLES] if collections is None else list(collections)
+        if trainable and TRAINABLE_VARIABLES not in collections:
+            collections.append(TRAINABLE_VARIABLES)
+        for key in dict.fromkeys(collections):
+            graph.add_to_collection(key, self)
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -260,6 +276,19 @@ def assign_add(var: Variable, delta: Any, name: str | None = None) -> Tensor:
 def global_variables(graph: Any = None) -> list[Variable]:
     """The variables of ``graph`` (default graph by default), in creation order."""
     return (graph or get_default_graph()).get_collection(GLOBAL_VARIABLES)
+
+
+def trainable_variables(graph: Any = None) -> list[Variable]:
+    """The variables of ``graph`` (default graph by default) made with ``trainable=True``.
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     w = Variable(1.0, name="w")
+    ...     step = Variable(0, name="step", trainable=False)
+    ...     [v.op.name for v in trainable_variables()], len(global_variables())
+    (['w'], 2)
+    """
+    return (graph or get_default_graph()).get_collection(TRAINABLE_VARIABLES)
 
 
 def variables_initializer(var_list: list[Variable], name: str = "init") -> Operation:

@@ -42,7 +42,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "graph",
             "default_session nodes scopes graph ops ops.registry ops.array ops.math ops.state "
             "ops.backprop gradients ops.logic ops.elementwise ops.reduction ops.nn ops.conv nn "
-            "ops.slicing ops.shape_ops ops.fill_ops ops.random",
+            "ops.slicing ops.shape_ops ops.fill_ops ops.random "
+            "ops.training variable_scope initializers global_step optimizers",
         ),
         ("placement", "placement"),
         ("program", "program"),
@@ -56,7 +57,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
         # the scheduler's record of placements and runs, and its dashboard page
         ("dashboard", "board dashboard"),
         ("session", "connection dispatch inprocess inspection reporting drawing fetches session"),
-        ("api", "__init__ compat compat._signatures compat.train compat.random compat.v1 cli testing gradient_check"),
+        ("api", "__init__ saver train compat compat._signatures compat.train compat.random compat.v1 cli testing gradient_check"),
     )
 )
 

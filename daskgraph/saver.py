@@ -1,0 +1,421 @@
+"""Checkpoints: ``tf.train.Saver`` writes variables' values to disk and restores them.
+
+``Saver.save(sess, "dir/model", global_step=n)`` fetches the variables with ``sess.run`` and
+writes them, by variable name, to ``dir/model-n.npz`` (NumPy's format), then records it in
+``dir/checkpoint`` (TensorFlow's CheckpointState text: ``model_checkpoint_path: "model-n"``
+and one ``all_model_checkpoint_paths`` line per kept checkpoint) and deletes the oldest beyond
+``max_to_keep``. Both files are written atomically (a temporary file in the same directory,
+flushed and ``fsync``-ed, then ``os.replace``-d into place), so a crash mid-save leaves the
+previous checkpoint and state intact. ``restore`` reads the file back and assigns every
+variable, in a fresh process and graph too, whatever devices the variables are on now.
+
+>>> import tempfile, os
+>>> import daskgraph as dg
+>>> directory = tempfile.mkdtemp()
+>>> with dg.Graph().as_default():
+...     w = dg.Variable([1.0, 2.0], name="w")
+...     saver = Saver()
+...     with dg.Session() as sess:
+...         sess.run(w.initializer)
+...         path = saver.save(sess, os.path.join(directory, "model"), global_step=7)
+>>> os.path.basename(path), os.path.basename(latest_checkpoint(directory))
+('model-7', 'model-7')
+>>> with dg.Graph().as_default():
+...     w = dg.Variable([0.0, 0.0], name="w")
+...     with dg.Session() as sess:
+...         Saver().restore(sess, latest_checkpoint(directory))
+...         sess.run(w).tolist()
+[1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+
+from daskgraph import scopes
+from daskgraph.errors import InvalidArgumentError, NotFoundError
+from daskgraph.graph import Operation, Tensor, get_default_graph
+from daskgraph.ops.array import group, placeholder
+from daskgraph.ops.state import Variable, assign, global_variables
+
+__all__ = [
+    "CheckpointState",
+    "Saver",
+    "checkpoint_exists",
+    "get_checkpoint_state",
+    "latest_checkpoint",
+    "update_checkpoint_state",
+]
+
+SUFFIX = ".npz"
+STATE_FILE = "checkpoint"
+
+
+@dataclass
+class CheckpointState:
+    """The ``checkpoint`` state file: the latest checkpoint and every one kept (paths as
+    written: relative to the state file's directory when they are in it)."""
+
+    model_checkpoint_path: str
+    all_model_checkpoint_paths: list[str] = field(default_factory=list)
+
+    def to_text(self) -> str:
+        """TensorFlow's text format of a ``CheckpointState`` proto.
+
+        >>> print(CheckpointState("m-2", ["m-1", "m-2"]).to_text(), end="")
+        model_checkpoint_path: "m-2"
+        all_model_checkpoint_paths: "m-1"
+        all_model_checkpoint_paths: "m-2"
+        """
+        lines = [f"model_checkpoint_path: {_quote(self.model_checkpoint_path)}"]
+        lines += [
+            f"all_model_checkpoint_paths: {_quote(p)}" for p in self.all_model_checkpoint_paths
+        ]
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_text(cls, text: str) -> CheckpointState:
+        """Parse :meth:`to_text`'s format; ValueError when it is not that."""
+        latest, kept = None, []
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            match = _LINE.fullmatch(line.strip())
+            if match is None:
+                raise ValueError(f"Not a checkpoint state line: {line!r}")
+            value = _unquote(match.group(2))
+            if match.group(1) == "model_checkpoint_path":
+                latest = value
+            else:
+                kept.append(value)
+        if latest is None:
+            raise ValueError("The checkpoint state names no model_checkpoint_path")
+        return cls(latest, kept)
+
+
+_LINE = re.compile(r'(model_checkpoint_path|all_model_checkpoint_paths):\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _quote(path: str) -> str:
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _unquote(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+# -- atomic files ----------------------------------------------------------------------------------
+@contextmanager
+def _atomic_file(path: str) -> Iterator[IO[bytes]]:
+    """A file that appears at ``path`` whole or not at all: written as a hidden temporary file
+    in the same directory, flushed and fsync-ed, then renamed over ``path``; removed if the
+    block raises."""
+    directory = os.path.dirname(path) or "."
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(handle, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename durable (where the platform lets a directory be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_arrays(out: IO[bytes], arrays: dict[str, np.ndarray]) -> None:
+    np.savez(out, **arrays)
+
+
+# -- the state file --------------------------------------------------------------------------------
+def _state_path(directory: str, latest_filename: str | None) -> str:
+    return os.path.join(directory, latest_filename or STATE_FILE)
+
+
+def get_checkpoint_state(
+    checkpoint_dir: str, latest_filename: str | None = None
+) -> CheckpointState | None:
+    """The state file of ``checkpoint_dir``, its relative paths made relative to the current
+    directory (joined to ``checkpoint_dir``), or None when there is none."""
+    path = _state_path(checkpoint_dir, latest_filename)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    state = CheckpointState.from_text(text)
+    return CheckpointState(
+        _resolve(checkpoint_dir, state.model_checkpoint_path),
+        [_resolve(checkpoint_dir, p) for p in state.all_model_checkpoint_paths],
+    )
+
+
+def _resolve(directory: str, path: str) -> str:
+    return path if os.path.isabs(path) else os.path.join(directory, path)
+
+
+def update_checkpoint_state(
+    save_dir: str,
+    model_checkpoint_path: str,
+    all_model_checkpoint_paths: list[str] | None = None,
+    latest_filename: str | None = None,
+) -> None:
+    """Write ``save_dir``'s state file atomically; paths inside ``save_dir`` are written
+    relative to it (so the directory can be moved)."""
+    kept = list(all_model_checkpoint_paths or [])
+    if not kept or kept[-1] != model_checkpoint_path:
+        kept = [p for p in kept if p != model_checkpoint_path] + [model_checkpoint_path]
+    state = CheckpointState(
+        _relative(save_dir, model_checkpoint_path), [_relative(save_dir, p) for p in kept]
+    )
+    with _atomic_file(_state_path(save_dir, latest_filename)) as out:
+        out.write(state.to_text().encode("utf-8"))
+
+
+def _relative(directory: str, path: str) -> str:
+    if os.path.dirname(os.path.abspath(path)) == os.path.abspath(directory):
+        return os.path.basename(path)
+    return path
+
+
+def checkpoint_exists(checkpoint_prefix: str) -> bool:
+    """Whether a checkpoint was written at ``checkpoint_prefix`` (``dir/model-7``)."""
+    return os.path.isfile(_data_path(checkpoint_prefix))
+
+
+def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
+    """The path of the latest checkpoint recorded in ``checkpoint_dir``, or None when none
+    was saved there (or its file is gone)."""
+    state = get_checkpoint_state(checkpoint_dir, latest_filename)
+    if state is None or not checkpoint_exists(state.model_checkpoint_path):
+        return None
+    return state.model_checkpoint_path
+
+
+def _data_path(prefix: str) -> str:
+    return prefix if prefix.endswith(SUFFIX) else prefix + SUFFIX
+
+
+# -- the saver -------------------------------------------------------------------------------------
+class Saver:
+    """Saves and restores variables.
+
+    Parameters
+    ----------
+    var_list
+        The variables: a list (each saved under its name, ``var.op.name``) or a dict from
+        checkpoint name to variable. Default: every global variable of the default graph when
+        the Saver is made.
+    max_to_keep
+        How many recent checkpoints to keep (older files are deleted); None or 0 keeps all.
+    """
+
+    def __init__(
+        self,
+        var_list: Any = None,
+        reshape: bool = False,
+        sharded: bool = False,
+        max_to_keep: int | None = 5,
+        keep_checkpoint_every_n_hours: float = 10000.0,
+        name: str | None = None,
+        restore_sequentially: bool = False,
+        saver_def: Any = None,
+        builder: Any = None,
+        defer_build: bool = False,
+        allow_empty: bool = False,
+        write_version: Any = None,
+        pad_step_number: bool = False,
+        save_relative_paths: bool = False,
+        filename: str | None = None,
+    ) -> None:
+        self._variables = _named_variables(var_list)
+        if not self._variables and not allow_empty:
+            raise ValueError("No variables to save")
+        self._max_to_keep = max_to_keep
+        self._pad_step_number = pad_step_number
+        self._last_checkpoints: list[str] = []
+        self._name = name or "save"
+        self._restore_op: Operation | None = None
+        self._restore_feeds: dict[str, Tensor] = {}
+
+    @property
+    def last_checkpoints(self) -> list[str]:
+        """The checkpoints this Saver keeps, oldest first."""
+        return list(self._last_checkpoints)
+
+    def set_last_checkpoints(self, last_checkpoints: list[str]) -> None:
+        """Take over ``last_checkpoints`` (e.g. from :func:`get_checkpoint_state`), so that
+        ``max_to_keep`` also deletes checkpoints of an earlier process."""
+        self._last_checkpoints = list(last_checkpoints)
+
+    recover_last_checkpoints = set_last_checkpoints
+
+    def save(
+        self,
+        sess: Any,
+        save_path: str,
+        global_step: Any = None,
+        latest_filename: str | None = None,
+        write_state: bool = True,
+    ) -> str:
+        """Write the variables' values to ``save_path-<global_step>`` (or ``save_path``);
+        returns that path (the checkpoint's prefix, without the ``.npz`` suffix)."""
+        names = list(self._variables)
+        values = sess.run([self._variables[n] for n in names]) if names else []
+        prefix = save_path
+        if global_step is not None:
+            step = (
+                global_step if isinstance(global_step, (int, np.integer)) else sess.run(global_step)
+            )
+            prefix = (
+                f"{save_path}-{int(step):08d}"
+                if self._pad_step_number
+                else (f"{save_path}-{int(step)}")
+            )
+        directory = os.path.dirname(prefix) or "."
+        if not os.path.isdir(directory):
+            raise NotFoundError(
+                f"Parent directory of {save_path} doesn't exist, can't save.", op=None
+            )
+        arrays = {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
+        with _atomic_file(_data_path(prefix)) as out:
+            _write_arrays(out, arrays)
+        if prefix in self._last_checkpoints:
+            self._last_checkpoints.remove(prefix)
+        self._last_checkpoints.append(prefix)
+        if write_state:
+            update_checkpoint_state(directory, prefix, self._last_checkpoints, latest_filename)
+        self._delete_old()
+        return prefix
+
+    def _delete_old(self) -> None:
+        if not self._max_to_keep:
+            return
+        while len(self._last_checkpoints) > self._max_to_keep:
+            oldest = self._last_checkpoints.pop(0)
+            try:
+                os.unlink(_data_path(oldest))
+            except FileNotFoundError:
+                pass
+
+    def restore(self, sess: Any, save_path: str) -> None:
+        """Assign every variable its value in the checkpoint ``save_path``.
+
+        Raises
+        ------
+        NotFoundError
+            When the checkpoint does not exist or lacks a variable.
+        InvalidArgumentError
+            When a saved value's shape differs from its variable's.
+        """
+        if save_path is None:
+            raise ValueError("Can't load save_path when it is None.")
+        arrays = _read(save_path)
+        feeds = self._restore_ops()
+        feed_dict = {}
+        for name, variable in self._variables.items():
+            if name not in arrays:
+                raise NotFoundError(
+                    f"Key {name} not found in checkpoint {save_path}: the variable "
+                    f"{variable.op.name!r} was not saved there (it has: "
+                    f"{', '.join(sorted(arrays)) or 'nothing'})",
+                    op=variable.op.name,
+                    variable=name,
+                )
+            feed_dict[feeds[name]] = _checked(arrays[name], name, variable, save_path)
+        if feed_dict:
+            sess.run(self._restore_op, feed_dict)
+
+    def _restore_ops(self) -> dict[str, Tensor]:
+        """The placeholders fed on restore, and the one op assigning them; made once (on the
+        first restore, in the variables' graph), each next to its variable."""
+        if self._restore_op is None:
+            graph = next(iter(self._variables.values())).graph
+            assigns = []
+            with graph.as_default(), graph.name_scope(self._name):
+                for name, variable in self._variables.items():
+                    with scopes.colocate_with(variable):
+                        value = placeholder(variable.dtype, variable.shape, name="restore_value")
+                        assigns.append(assign(variable, value))
+                    self._restore_feeds[name] = value
+                self._restore_op = group(*assigns, name="restore_all")
+        return self._restore_feeds
+
+    def as_saver_def(self) -> None:
+        """Not supported: daskgraph has no protocol buffers."""
+        raise NotImplementedError("Saver.as_saver_def: daskgraph has no SaverDef protos")
+
+
+def _named_variables(var_list: Any) -> dict[str, Variable]:
+    if var_list is None:
+        var_list = global_variables(get_default_graph())
+    if isinstance(var_list, dict):
+        named = dict(var_list)
+    else:
+        named = {}
+        for var in var_list:
+            if not isinstance(var, Variable):
+                raise TypeError(f"Saver: var_list must hold Variables; got {var!r}")
+            name = var.op.name
+            if name in named and named[name] is not var:
+                raise ValueError(f"At least two variables have the same name: {name}")
+            named[name] = var
+    for name, var in named.items():
+        if not isinstance(var, Variable):
+            raise TypeError(f"Saver: variable {name!r} is not a Variable: {var!r}")
+    return named
+
+
+def _read(save_path: str) -> dict[str, np.ndarray]:
+    path = _data_path(save_path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"Unsuccessful TensorSliceReader constructor: Failed to find any matching files "
+            f"for {save_path} (no file {path})",
+            op=None,
+            path=path,
+        ) from None
+
+
+def _checked(value: np.ndarray, name: str, variable: Variable, save_path: str) -> np.ndarray:
+    shape = variable.shape
+    if shape is not None and (
+        len(shape) != value.ndim
+        or any(d is not None and d != s for d, s in zip(shape, value.shape, strict=True))
+    ):
+        raise InvalidArgumentError(
+            f"tensor_name = {name}; shape in shape_and_slice spec {list(shape)} does not match "
+            f"the shape stored in checkpoint {save_path}: {list(value.shape)}",
+            op=variable.op.name,
+            variable=name,
+        )
+    return value.astype(variable.dtype.numpy, copy=False)

@@ -1,0 +1,48 @@
+"""Training names in one namespace, as ``tf.train``: optimizers, ``Saver`` and the global step.
+
+``dg.train.AdamOptimizer`` is :class:`daskgraph.optimizers.AdamOptimizer`, and so on; this
+module only gathers the names of :mod:`daskgraph.optimizers`, :mod:`daskgraph.saver` and
+:mod:`daskgraph.global_step`.
+
+>>> import daskgraph as dg
+>>> dg.train.Saver is dg.saver.Saver and dg.train.Optimizer is dg.optimizers.Optimizer
+True
+"""
+
+from daskgraph.global_step import (
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+)
+from daskgraph.optimizers import (
+    AdamOptimizer,
+    GradientDescentOptimizer,
+    MomentumOptimizer,
+    Optimizer,
+)
+from daskgraph.saver import (
+    CheckpointState,
+    Saver,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+    update_checkpoint_state,
+)
+
+__all__ = [
+    "AdamOptimizer",
+    "CheckpointState",
+    "GradientDescentOptimizer",
+    "MomentumOptimizer",
+    "Optimizer",
+    "Saver",
+    "checkpoint_exists",
+    "create_global_step",
+    "get_checkpoint_state",
+    "get_global_step",
+    "get_or_create_global_step",
+    "global_step",
+    "latest_checkpoint",
+    "update_checkpoint_state",
+]
