@@ -53,6 +53,7 @@ DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2**31 - 1
 _INDEX = frozenset({dtypes.int32, dtypes.int64})
 _FLOAT_OPS = dtypes.FLOATING | _INDEX  # the output, and an optional shape tensor
+_BELOW_ONE_FLOAT16 = float(np.nextafter(np.float16(1.0), np.float16(0.0)))
 
 
 # -- seeds ----------------------------------------------------------------------------------------
@@ -124,7 +125,10 @@ def _normal_kernel(xp, store, *inputs, shape, dtype, seed, seed2, key):
 
 
 def _uniform_kernel(xp, store, *inputs, shape, dtype, seed, seed2, key):
-    return _draw(xp, store, inputs, shape, dtype, seed, seed2, key, _uniform)
+    values = _draw(xp, store, inputs, shape, dtype, seed, seed2, key, _uniform)
+    if dtype == np.float16:  # in [0, 1) also after rounding: a float32 near 1 rounds up
+        values = xp.minimum(values, _BELOW_ONE_FLOAT16).astype(dtype)
+    return values
 
 
 def _truncated_kernel(xp, store, *inputs, shape, dtype, seed, seed2, key):
