@@ -47,6 +47,7 @@ GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
 GLOBAL_STEP = "global_step"
 TRAIN_OP = "train_op"
+REGULARIZATION_LOSSES = "regularization_losses"
 
 
 class GraphKeys:
@@ -56,6 +57,7 @@ class GraphKeys:
     TRAINABLE_VARIABLES = TRAINABLE_VARIABLES
     GLOBAL_STEP = GLOBAL_STEP
     TRAIN_OP = TRAIN_OP
+    REGULARIZATION_LOSSES = REGULARIZATION_LOSSES
 
 
 _name_stack: ContextVar[tuple[Graph, str] | None] = ContextVar("daskgraph_name", default=None)

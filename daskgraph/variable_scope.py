@@ -34,7 +34,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from daskgraph import dtypes, scopes
-from daskgraph.graph import Graph, Tensor, get_default_graph
+from daskgraph.graph import REGULARIZATION_LOSSES, Graph, Tensor, get_default_graph
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.state import Variable
 
@@ -278,6 +278,7 @@ def get_variable(
     dtype: Any = None,
     initializer: Any = None,
     *,
+    regularizer: Any = None,
     trainable: bool | None = None,
     collections: Any = None,
     validate_shape: bool = True,
@@ -297,6 +298,9 @@ def get_variable(
         A function ``init(shape, dtype=..., partition_info=None)`` (see
         :mod:`daskgraph.initializers`), or a value or tensor to start from. Default: the
         scope's, else Glorot uniform for floats and zeros for integers and bools.
+    regularizer
+        A function of a new variable; the tensor it returns (if any) joins the
+        ``REGULARIZATION_LOSSES`` collection.
     trainable
         Whether optimizers train it (default True).
     collections
@@ -354,6 +358,11 @@ def get_variable(
     )
     store.variables[full] = variable
     store.origins[full] = _where_defined()
+    if regularizer is not None:
+        with get_default_graph().name_scope(f"{full}/Regularizer/"):
+            loss = regularizer(variable)
+        if loss is not None:
+            get_default_graph().add_to_collection(REGULARIZATION_LOSSES, loss)
     return variable
 
 

@@ -8,10 +8,12 @@ and hand it to the native function; they hold no other logic.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from daskgraph import ops
 from daskgraph.graph import Tensor, get_default_graph
+from daskgraph.variable_scope import get_variable as native_get_variable
 
 
 class Variable(ops.Variable):
@@ -38,6 +40,7 @@ class Variable(ops.Variable):
             name=name,
             dtype=dtype,
             validate_shape=validate_shape,
+            collections=collections,
         )
 
 
@@ -86,6 +89,67 @@ def global_variables(scope: str | None = None) -> list[ops.Variable]:
     if scope is None:
         return variables
     return [v for v in variables if v.op.name.startswith(scope)]
+
+
+def trainable_variables(scope: str | None = None) -> list[ops.Variable]:
+    """``tf.trainable_variables(scope)``: the default graph's trainable variables under a name
+    scope."""
+    variables = ops.trainable_variables(get_default_graph())
+    if scope is None:
+        return variables
+    return [v for v in variables if v.op.name.startswith(scope)]
+
+
+def get_collection(key: str, scope: str | None = None) -> list[Any]:
+    """``tf.get_collection(key, scope)``: the default graph's collection ``key``, its items
+    whose name matches the regular expression ``scope`` when one is given."""
+    items = get_default_graph().get_collection(key)
+    if scope is None:
+        return items
+    return [i for i in items if re.match(scope, str(getattr(i, "name", "")))]
+
+
+def add_to_collection(name: str, value: Any) -> None:
+    """``tf.add_to_collection(name, value)`` on the default graph."""
+    get_default_graph().add_to_collection(name, value)
+
+
+def get_variable(
+    name: str,
+    shape: Any = None,
+    dtype: Any = None,
+    initializer: Any = None,
+    regularizer: Any = None,
+    trainable: bool | None = None,
+    collections: Any = None,
+    caching_device: Any = None,
+    partitioner: Any = None,
+    validate_shape: bool = True,
+    use_resource: Any = None,
+    custom_getter: Any = None,
+    constraint: Any = None,
+    synchronization: Any = None,
+    aggregation: Any = None,
+) -> ops.Variable:
+    """``tf.get_variable`` with TF1's positional order; partitioned variables, custom getters
+    and constraints are not supported (ValueError)."""
+    for what, value in (
+        ("partitioner", partitioner),
+        ("custom_getter", custom_getter),
+        ("constraint", constraint),
+    ):
+        if value is not None:
+            raise ValueError(f"tf.get_variable: {what} is not supported by daskgraph")
+    return native_get_variable(
+        name,
+        shape,
+        dtype,
+        initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+        collections=collections,
+        validate_shape=validate_shape,
+    )
 
 
 def gather(

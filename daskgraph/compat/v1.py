@@ -26,16 +26,20 @@ True
 """
 
 from daskgraph import dtypes, errors
-from daskgraph.compat import random, train
+from daskgraph.compat import initializers, random, train
 from daskgraph.compat._signatures import (
     Variable,
+    add_to_collection,
     assign,
     assign_add,
     gather,
+    get_collection,
+    get_variable,
     global_variables,
     reduce_max,
     reduce_mean,
     reduce_sum,
+    trainable_variables,
 )
 from daskgraph.config import GPUOptions
 from daskgraph.config import SessionConfig as ConfigProto
@@ -56,11 +60,23 @@ from daskgraph.dtypes import (
 from daskgraph.dtypes import bool_ as bool  # TensorFlow's name: tf.bool
 from daskgraph.graph import (
     Graph,
+    GraphKeys,
     Operation,
     Tensor,
     get_default_graph,
     name_scope,
     reset_default_graph,
+)
+from daskgraph.initializers import (
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
 )
 from daskgraph.ops import (
     abs,
@@ -112,22 +128,32 @@ from daskgraph.ops import (
 )
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.session import RunMetadata, RunOptions, Session, get_default_session
+from daskgraph.variable_scope import (
+    AUTO_REUSE,
+    VariableScope,
+    get_variable_scope,
+    variable_scope,
+)
 
 __all__ = [
+    "AUTO_REUSE",
     "ConfigProto",
     "DType",
     "DeviceSpec",
     "GPUOptions",
     "Graph",
+    "GraphKeys",
     "Operation",
     "RunMetadata",
     "RunOptions",
     "Session",
     "Tensor",
     "Variable",
+    "VariableScope",
     "abs",
     "add",
     "add_n",
+    "add_to_collection",
     "as_dtype",
     "assign",
     "assign_add",
@@ -136,6 +162,7 @@ __all__ = [
     "colocate_with",
     "concat",
     "constant",
+    "constant_initializer",
     "control_dependencies",
     "convert_to_tensor",
     "device",
@@ -149,12 +176,18 @@ __all__ = [
     "float32",
     "float64",
     "gather",
+    "get_collection",
     "get_default_graph",
     "get_default_session",
+    "get_variable",
+    "get_variable_scope",
     "global_variables",
     "global_variables_initializer",
+    "glorot_normal_initializer",
+    "glorot_uniform_initializer",
     "group",
     "identity",
+    "initializers",
     "int8",
     "int16",
     "int32",
@@ -167,11 +200,14 @@ __all__ = [
     "no_op",
     "one_hot",
     "ones",
+    "ones_initializer",
     "ones_like",
     "placeholder",
     "random",
     "random_normal",
+    "random_normal_initializer",
     "random_uniform",
+    "random_uniform_initializer",
     "reduce_max",
     "reduce_mean",
     "reduce_sum",
@@ -193,11 +229,16 @@ __all__ = [
     "tanh",
     "tile",
     "train",
+    "trainable_variables",
     "transpose",
     "truncated_normal",
+    "truncated_normal_initializer",
     "uint8",
     "unstack",
+    "variable_scope",
     "variables_initializer",
+    "variance_scaling_initializer",
     "zeros",
+    "zeros_initializer",
     "zeros_like",
 ]

@@ -341,3 +341,38 @@ def test_initializers_have_their_config():
         "dtype": "float32",
     }
     assert "GlorotUniform(seed=None" in repr(init.glorot_uniform_initializer())
+
+
+# -- TensorFlow 1's names --------------------------------------------------------------------------
+def test_a_tf1_training_program_runs_with_the_compat_names():
+    import daskgraph.compat.v1 as tf
+
+    with tf.Graph().as_default():
+        x = tf.constant([[1.0, 2.0]])
+        with tf.variable_scope("net", initializer=tf.initializers.constant(0.5)):
+            # TF1's positional order: name, shape, dtype, initializer, regularizer, trainable
+            w = tf.get_variable("w", [2, 1], tf.float32, None, lambda v: tf.reduce_sum(v * v))
+            b = tf.get_variable("b", [1], tf.float32, tf.zeros_initializer())
+        with tf.variable_scope("net", reuse=True):
+            assert tf.get_variable("w") is w
+        frozen = tf.get_variable("frozen", [], initializer=tf.ones_initializer(), trainable=False)
+        loss = tf.reduce_sum(tf.matmul(x, w) + b) + tf.add_n(
+            tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
+        )
+        step = tf.train.get_or_create_global_step()
+        train = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss, global_step=step)
+        assert tf.trainable_variables("net") == [w, b] and tf.trainable_variables("x") == []
+        slot = "net/w/Momentum:0"
+        assert [v.name for v in tf.get_collection(tf.GraphKeys.GLOBAL_VARIABLES, "net/w")] == [
+            "net/w:0",
+            slot,
+        ]
+        assert frozen not in tf.trainable_variables()
+        with pytest.raises(ValueError, match="partitioner is not supported"):
+            tf.get_variable("p", [4], partitioner=lambda shape, dtype: [2])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(train)
+            assert tf.train.global_step(sess, step) == 1
+            # d loss / d w = x^T + 2 w = [[1 + 1], [2 + 1]]; one step of lr 0.1 from 0.5
+            np.testing.assert_allclose(sess.run(w), [[0.3], [0.2]], rtol=1e-6)

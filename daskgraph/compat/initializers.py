@@ -1,0 +1,37 @@
+"""``tf.initializers``'s names (TensorFlow 1.x) for :mod:`daskgraph.initializers`.
+
+>>> import daskgraph.compat.v1 as tf
+>>> tf.initializers.glorot_uniform is tf.glorot_uniform_initializer
+True
+"""
+
+from daskgraph.initializers import Constant as constant
+from daskgraph.initializers import GlorotNormal as glorot_normal
+from daskgraph.initializers import GlorotUniform as glorot_uniform
+from daskgraph.initializers import Ones as ones
+from daskgraph.initializers import RandomNormal as random_normal
+from daskgraph.initializers import RandomUniform as random_uniform
+from daskgraph.initializers import TruncatedNormal as truncated_normal
+from daskgraph.initializers import VarianceScaling as variance_scaling
+from daskgraph.initializers import Zeros as zeros
+from daskgraph.initializers import he_normal, he_uniform, lecun_normal, lecun_uniform
+from daskgraph.ops.state import global_variables_initializer as global_variables
+from daskgraph.ops.state import variables_initializer as variables
+
+__all__ = [
+    "constant",
+    "global_variables",
+    "glorot_normal",
+    "glorot_uniform",
+    "he_normal",
+    "he_uniform",
+    "lecun_normal",
+    "lecun_uniform",
+    "ones",
+    "random_normal",
+    "random_uniform",
+    "truncated_normal",
+    "variables",
+    "variance_scaling",
+    "zeros",
+]
