@@ -4,7 +4,9 @@
 :mod:`~daskgraph.ops.math` and :mod:`~daskgraph.ops.state` define the ops and their builders.
 :mod:`~daskgraph.ops.elementwise`, :mod:`~daskgraph.ops.logic`, :mod:`~daskgraph.ops.reduction`,
 :mod:`~daskgraph.ops.nn` and :mod:`~daskgraph.ops.conv` add the math and neural-network ops
-(each registered with its gradient).
+(each registered with its gradient); :mod:`~daskgraph.ops.slicing`,
+:mod:`~daskgraph.ops.shape_ops` and :mod:`~daskgraph.ops.fill_ops` the array-manipulation ops,
+and :mod:`~daskgraph.ops.random` the random ops with TensorFlow 1's seeds.
 """
 
 from daskgraph.ops.array import (

@@ -141,7 +141,7 @@ def _axis(axis: Any, where: str, rank: int | None, extra: int = 0) -> int:
     if rank is None:
         return value
     bound = rank + extra
-    if not -bound <= value < max(bound, 1):
+    if not -bound <= value < bound:
         raise ValueError(f"{where}: axis {value} is out of range [{-bound}, {bound})")
     return value % bound
 

@@ -254,6 +254,8 @@ def test_stack_unstack_errors_and_unknown_dims():
         dg.stack([p, dg.placeholder(dg.float32, [None, 4])])
     with pytest.raises(ValueError, match="rank of"):
         dg.unstack(dg.placeholder(dg.float32))
+    with pytest.raises(ValueError, match=r"axis 0 is out of range \[0, 0\)"):
+        dg.unstack(dg.constant(1.0))
     rows = dg.unstack(p, num=2)
     got = run(rows, {p: np.ones((2, 3), np.float32)})
     np.testing.assert_array_equal(got[1], np.ones(3))
@@ -431,3 +433,28 @@ def test_tf_random_namespace():
     assert tf.random.uniform is dg.random_uniform
     assert tf.random.truncated_normal is dg.truncated_normal
     assert tf.random.set_random_seed is dg.set_random_seed
+
+
+# -- on a (virtual) GPU ---------------------------------------------------------------------------
+def _every_op(c):
+    outs = [c[1:, ::-1, None, ..., 0], dg.slice(c, [1, 0, 1], [2, -1, 2]), *dg.split(c, 3, 2)]
+    outs += [dg.concat([c, c], -1), dg.stack([c, c], 1), *dg.unstack(c[:2]), dg.tile(c, [1, 2, 1])]
+    outs += [dg.squeeze(dg.expand_dims(c, 0)), dg.gather(c, [3, 0, 3], axis=1)]
+    (grad,) = dg.gradients(dg.add_n([dg.reduce_sum(o * o) for o in outs]), [c])
+    more = [dg.shape(c), dg.size(c), dg.one_hot([0, 2, -1], 3), dg.zeros(dg.shape(c))]
+    return [*outs, grad, *more, dg.ones_like(c, dtype=dg.int32), dg.stop_gradient(c)]
+
+
+@pytest.mark.virtual_gpus(1)
+def test_every_op_and_gradient_has_a_gpu_kernel(dg_session):
+    x = np.random.default_rng(0).standard_normal((4, 6, 3))
+    with dg.device("/cpu:0"):
+        on_cpu = _every_op(dg.constant(x))
+    with dg.device("/gpu:0"):
+        on_gpu = _every_op(dg.constant(x))
+    plan = dg_session.placement(on_gpu)
+    assert all("GPU:0" in op.assigned for op in plan.ops), [
+        op.name for op in plan.ops if "GPU:0" not in op.assigned
+    ]
+    for tensor, cpu, gpu in zip(on_gpu, *dg_session.run([on_cpu, on_gpu]), strict=True):
+        np.testing.assert_allclose(gpu, cpu, err_msg=tensor.name)
