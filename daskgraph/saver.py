@@ -287,42 +287,43 @@ class Saver:
         """Write the variables' values to ``save_path-<global_step>`` (or ``save_path``);
         returns that path (the checkpoint's prefix, without the ``.npz`` suffix)."""
         names = list(self._variables)
-        values = sess.run([self._variables[n] for n in names]) if names else []
-        prefix = save_path
-        if global_step is not None:
-            step = (
-                global_step if isinstance(global_step, (int, np.integer)) else sess.run(global_step)
-            )
-            prefix = (
-                f"{save_path}-{int(step):08d}"
-                if self._pad_step_number
-                else (f"{save_path}-{int(step)}")
-            )
+        fetches = [self._variables[n] for n in names]
+        step = global_step
+        if global_step is not None and not isinstance(global_step, (int, np.integer)):
+            fetches.append(global_step)  # in the same run as the values: they match
+        values = sess.run(fetches) if fetches else []
+        if len(values) > len(names):
+            step = values.pop()
+        prefix = save_path if step is None else self._with_step(save_path, int(step))
         directory = os.path.dirname(prefix) or "."
         if not os.path.isdir(directory):
-            raise NotFoundError(
-                f"Parent directory of {save_path} doesn't exist, can't save.", op=None
-            )
+            raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         arrays = {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
         with _atomic_file(_data_path(prefix)) as out:
             _write_arrays(out, arrays)
+        old = self._record(prefix)
+        if write_state:
+            update_checkpoint_state(directory, prefix, self._last_checkpoints, latest_filename)
+        for path in old:  # once the state no longer names them
+            try:
+                os.unlink(_data_path(path))
+            except FileNotFoundError:
+                pass
+        return prefix
+
+    def _with_step(self, save_path: str, step: int) -> str:
+        return f"{save_path}-{step:08d}" if self._pad_step_number else f"{save_path}-{step}"
+
+    def _record(self, prefix: str) -> list[str]:
+        """Add ``prefix`` as the latest checkpoint; returns those beyond ``max_to_keep``."""
         if prefix in self._last_checkpoints:
             self._last_checkpoints.remove(prefix)
         self._last_checkpoints.append(prefix)
-        if write_state:
-            update_checkpoint_state(directory, prefix, self._last_checkpoints, latest_filename)
-        self._delete_old()
-        return prefix
-
-    def _delete_old(self) -> None:
-        if not self._max_to_keep:
-            return
-        while len(self._last_checkpoints) > self._max_to_keep:
-            oldest = self._last_checkpoints.pop(0)
-            try:
-                os.unlink(_data_path(oldest))
-            except FileNotFoundError:
-                pass
+        if not self._max_to_keep or len(self._last_checkpoints) <= self._max_to_keep:
+            return []
+        old = self._last_checkpoints[: -self._max_to_keep]
+        del self._last_checkpoints[: -self._max_to_keep]
+        return old
 
     def restore(self, sess: Any, save_path: str) -> None:
         """Assign every variable its value in the checkpoint ``save_path``.
