@@ -239,37 +239,66 @@ def variable_scope(
             raise ValueError("variable_scope: reuse=True cannot be used without a name_or_scope")
         name_or_scope = store.unique_scope(old.name, default_name)
     with ExitStack() as stack:
+        defaults = (reuse, initializer, dtype)
         if isinstance(name_or_scope, VariableScope):
-            new_name = name_or_scope.name
-            short = new_name.rsplit("/", 1)[-1]
-            opened = stack.enter_context(graph.name_scope(short)) if auxiliary_name_scope else ""
-            new = VariableScope(
-                reuse or name_or_scope.reuse,
-                new_name,
-                initializer if initializer is not None else name_or_scope.initializer,
-                name_or_scope.original_name_scope,
-                dtype if dtype is not None else name_or_scope.dtype,
-            )
-            store.open_scope(new_name)
-            saved = dict(store.scope_counts)
-            stack.callback(lambda: setattr(store, "scope_counts", saved))
+            new = _reenter(stack, graph, store, name_or_scope, defaults, auxiliary_name_scope)
         else:
-            new_name = f"{old.name}/{name_or_scope}" if old.name else name_or_scope
-            opened = (
-                stack.enter_context(graph.name_scope(name_or_scope)) if auxiliary_name_scope else ""
-            )
-            new = VariableScope(
-                reuse or old.reuse,
-                new_name,
-                initializer if initializer is not None else old.initializer,
-                opened,
-                dtype if dtype is not None else old.dtype,
-            )
-            store.open_scope(new_name)
-            stack.callback(store.close_subscopes, new_name)
+            new = _extend(stack, graph, store, old, name_or_scope, defaults, auxiliary_name_scope)
         token = _current.set((graph, new))
         stack.callback(_current.reset, token)
         yield new
+
+
+def _reenter(
+    stack: ExitStack,
+    graph: Graph,
+    store: _VariableStore,
+    scope: VariableScope,
+    defaults: tuple[Any, Any, Any],
+    auxiliary_name_scope: bool,
+) -> VariableScope:
+    """Enter ``scope`` again: its name, and a new name scope named after its last part; the
+    sub-scope counts are restored on leaving (as TensorFlow's)."""
+    reuse, initializer, dtype = defaults
+    if auxiliary_name_scope:
+        stack.enter_context(graph.name_scope(scope.name.rsplit("/", 1)[-1]))
+    new = VariableScope(
+        reuse or scope.reuse,
+        scope.name,
+        initializer if initializer is not None else scope.initializer,
+        scope.original_name_scope,
+        dtype if dtype is not None else scope.dtype,
+    )
+    store.open_scope(scope.name)
+    saved = dict(store.scope_counts)
+    stack.callback(setattr, store, "scope_counts", saved)
+    return new
+
+
+def _extend(
+    stack: ExitStack,
+    graph: Graph,
+    store: _VariableStore,
+    old: VariableScope,
+    name: str,
+    defaults: tuple[Any, Any, Any],
+    auxiliary_name_scope: bool,
+) -> VariableScope:
+    """Enter the scope ``<old>/<name>``, inheriting ``old``'s reuse mode and defaults; the
+    counts of its sub-scopes restart when it is left."""
+    reuse, initializer, dtype = defaults
+    new_name = f"{old.name}/{name}" if old.name else name
+    opened = stack.enter_context(graph.name_scope(name)) if auxiliary_name_scope else ""
+    new = VariableScope(
+        reuse or old.reuse,
+        new_name,
+        initializer if initializer is not None else old.initializer,
+        opened,
+        dtype if dtype is not None else old.dtype,
+    )
+    store.open_scope(new_name)
+    stack.callback(store.close_subscopes, new_name)
+    return new
 
 
 def get_variable(

@@ -2,7 +2,8 @@
 
 Its one job is to map names: every attribute is the native daskgraph object itself, except
 for the few whose TF1 call signatures differ (``Variable``, ``assign``, ``assign_add``,
-``global_variables``, ``reduce_*``), which come from :mod:`daskgraph.compat._signatures` and
+``global_variables``, ``trainable_variables``, ``get_variable``, ``get_collection``,
+``reduce_*``), which come from :mod:`daskgraph.compat._signatures` and
 only translate arguments. So ``import daskgraph.compat.v1 as tf`` lets a TensorFlow 1
 device-placement program run unchanged::
 
