@@ -6,9 +6,10 @@ half before). Their gradients are ops of their own, as in TensorFlow:
 ``Conv2DBackpropInput``, ``Conv2DBackpropFilter`` and ``MaxPoolGrad``.
 
 The kernels are im2col over the array API: the (padded) input is viewed as windows with
-``as_strided`` (no copy), one ``tensordot`` multiplies them with the filter, and the backward
-passes scatter window gradients back with one strided add per filter tap. So they run on
-NumPy and CuPy alike. The backward ops themselves have no gradients (no second derivatives).
+``as_strided`` (no copy until the one reshape to im2col rows) and one ``matmul`` multiplies
+them with the filter; the backward passes add window gradients back with one strided add per
+filter tap. So they run on NumPy and CuPy alike. The backward ops themselves have no
+gradients (no second derivatives).
 
 >>> import daskgraph as dg
 >>> with dg.Graph().as_default():
@@ -75,19 +76,17 @@ def _windows(xp, x, kh, kw, sh, sw, padding, fill):
     return view, (top, left)
 
 
-def _scatter_windows(xp, cols, shape, sh, sw, offsets):
-    """The adjoint of :func:`_windows`: window values (N, OH, OW, KH, KW, C) added back into
-    an array of the input's ``shape`` (entries of the padding dropped)."""
-    n, oh, ow, kh, kw, c = cols.shape
-    top, left = offsets
+def _scatter_windows(xp, tap, shape, out_hw, window, strides, offsets, dtype):
+    """The adjoint of :func:`_windows`: ``tap(i, j)``, the values (N, OH, OW, C) that window
+    position ``(i, j)`` saw, added back where they came from, in an array of the input's
+    ``shape`` (what fell on the padding dropped). One strided add per filter tap."""
+    (oh, ow), (kh, kw), (sh, sw), (top, left) = out_hw, window, strides, offsets
     height = max(shape[1] + top, (oh - 1) * sh + kh)
     width = max(shape[2] + left, (ow - 1) * sw + kw)
-    out = xp.zeros((n, height, width, c), dtype=cols.dtype)
+    out = xp.zeros((shape[0], height, width, shape[3]), dtype=dtype)
     for i in range(kh):
         for j in range(kw):
-            out[:, i : i + (oh - 1) * sh + 1 : sh, j : j + (ow - 1) * sw + 1 : sw] += cols[
-                :, :, :, i, j
-            ]
+            out[:, i : i + (oh - 1) * sh + 1 : sh, j : j + (ow - 1) * sw + 1 : sw] += tap(i, j)
     return out[:, top : top + shape[1], left : left + shape[2]]
 
 
@@ -103,7 +102,9 @@ def _check_channels(x_channels, filter_channels):
 def _conv2d(xp, x, w, *, strides, padding):
     _check_channels(x.shape[3], w.shape[2])
     view, _ = _windows(xp, x, w.shape[0], w.shape[1], strides[0], strides[1], padding, 0)
-    return xp.tensordot(view, w, axes=([3, 4, 5], [0, 1, 2]))
+    n, oh, ow, kh, kw, c = view.shape
+    cols = view.reshape(n * oh * ow, kh * kw * c)  # im2col: the one copy
+    return xp.matmul(cols, w.reshape(kh * kw * c, -1)).reshape(n, oh, ow, -1)
 
 
 def _conv2d_backprop_input(xp, input_sizes, w, grad, *, strides, padding):
@@ -111,17 +112,25 @@ def _conv2d_backprop_input(xp, input_sizes, w, grad, *, strides, padding):
     if shape[0] < 0:  # a batch size left open: the gradient's
         shape[0] = grad.shape[0]
     _check_channels(shape[3], w.shape[2])
-    h, wd = shape[1], shape[2]
-    top = output_size(h, w.shape[0], strides[0], padding)[1]
-    left = output_size(wd, w.shape[1], strides[1], padding)[1]
-    cols = xp.tensordot(grad, w, axes=([3], [3]))  # (N, OH, OW, KH, KW, C)
-    return _scatter_windows(xp, cols, shape, strides[0], strides[1], (top, left))
+    kh, kw, c, o = w.shape
+    n, oh, ow, _ = grad.shape
+    top = output_size(shape[1], kh, strides[0], padding)[1]
+    left = output_size(shape[2], kw, strides[1], padding)[1]
+    rows = grad.reshape(n * oh * ow, o)
+
+    def tap(i, j):  # one matmul per tap, added at once: no (N, OH, OW, KH, KW, C) temporary
+        return xp.matmul(rows, w[i, j].T).reshape(n, oh, ow, c)
+
+    return _scatter_windows(xp, tap, shape, (oh, ow), (kh, kw), strides, (top, left), grad.dtype)
 
 
 def _conv2d_backprop_filter(xp, x, filter_sizes, grad, *, strides, padding):
     kh, kw = (int(s) for s in filter_sizes.tolist()[:2])
     view, _ = _windows(xp, x, kh, kw, strides[0], strides[1], padding, 0)
-    return xp.tensordot(view, grad, axes=([0, 1, 2], [0, 1, 2]))
+    n, oh, ow, _, _, c = view.shape
+    cols = view.reshape(n * oh * ow, kh * kw * c)
+    out = xp.matmul(cols.T, grad.reshape(n * oh * ow, -1))
+    return out.reshape(kh, kw, c, -1)
 
 
 def _max_pool(xp, x, *, ksize, strides, padding):
@@ -137,7 +146,11 @@ def _max_pool_grad(xp, x, y, grad, *, ksize, strides, padding):
     first = view.reshape(n, oh, ow, kh * kw, c).argmax(axis=3)
     hit = xp.arange(kh * kw).reshape(1, 1, 1, kh * kw, 1) == first[:, :, :, None, :]
     cols = (hit * grad[:, :, :, None, :]).reshape(n, oh, ow, kh, kw, c)
-    return _scatter_windows(xp, cols, x.shape, strides[0], strides[1], offsets)
+
+    def tap(i, j):
+        return cols[:, :, :, i, j]
+
+    return _scatter_windows(xp, tap, x.shape, (oh, ow), (kh, kw), strides, offsets, grad.dtype)
 
 
 register("Conv2D", _conv2d, cpu=_FLOAT, gpu=_FLOAT)

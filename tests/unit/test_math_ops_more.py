@@ -160,11 +160,22 @@ def test_logical_ops_and_operators():
     with dg.Graph().as_default():
         x, y = dg.constant(a), dg.constant(b)
         ops = [
-            dg.logical_and(x, y), dg.logical_or(x, y), dg.logical_xor(x, y), dg.logical_not(x),
-            x & y, x | y, x ^ y, ~x, True & x,
-        ]  # fmt: skip
-        assert [t.op.type for t in ops[4:8]] == ["LogicalAnd", "LogicalOr", "LogicalXor",
-                                                 "LogicalNot"]  # fmt: skip
+            dg.logical_and(x, y),
+            dg.logical_or(x, y),
+            dg.logical_xor(x, y),
+            dg.logical_not(x),
+            x & y,
+            x | y,
+            x ^ y,
+            ~x,
+            True & x,
+        ]
+        assert [t.op.type for t in ops[4:8]] == [
+            "LogicalAnd",
+            "LogicalOr",
+            "LogicalXor",
+            "LogicalNot",
+        ]
         with dg.Session() as sess:
             values = sess.run(ops)
     expected = [a & b, a | b, a ^ b, ~a, a & b, a | b, a ^ b, ~a, a]
@@ -231,8 +242,13 @@ def test_argmax_and_argmin():
     x = np.array([[3.0, 7.0, 7.0], [9.0, 1.0, 1.0]])
     with dg.Graph().as_default():
         t = dg.constant(x)
-        outs = [dg.argmax(t, axis=1), dg.argmin(t, 1), dg.argmax(t), dg.argmin(t, dimension=-1),
-                dg.argmax(t, axis=0, output_type=dg.int32)]  # fmt: skip
+        outs = [
+            dg.argmax(t, axis=1),
+            dg.argmin(t, 1),
+            dg.argmax(t),
+            dg.argmin(t, dimension=-1),
+            dg.argmax(t, axis=0, output_type=dg.int32),
+        ]
         assert [o.dtype for o in outs] == [dg.int64] * 4 + [dg.int32]
         assert outs[0].shape == (2,) and outs[2].shape == (3,)
         with dg.Session() as sess:
@@ -285,8 +301,9 @@ def test_unary_gradients(fn):
     check_gradients(fn, [x])
 
 
-@pytest.mark.parametrize("shapes", [((2, 3), (2, 3), (2, 3)), ((1, 3), (2, 3), (2, 1)),
-                                    ((2,), (2, 3), ())], ids=str)  # fmt: skip
+@pytest.mark.parametrize(
+    "shapes", [((2, 3), (2, 3), (2, 3)), ((1, 3), (2, 3), (2, 1)), ((2,), (2, 3), ())], ids=str
+)
 def test_where_gradient_flows_to_the_chosen_side(shapes):
     c = RNG.uniform(size=shapes[0]) > 0.5
     check_gradients(lambda x, y: dg.where(dg.constant(c), x, y), [_r(*shapes[1]), _r(*shapes[2])])
