@@ -133,13 +133,12 @@ def gradients(
     6.0
     """
     ys, xs = _tensors(ys, "ys"), _tensors(xs, "xs")
-    seeds = _seeds(ys, grad_ys)
     stops = {id(t) for t in _tensors(stop_gradients or [], "stop_gradients")}
     between = _ops_between(ys, xs, stops)
     partials: dict[int, list[Tensor]] = {}
-    for y, seed in zip(ys, seeds, strict=True):
-        partials.setdefault(id(y), []).append(seed)
     with name_scope(name):
+        for y, seed in zip(ys, _seeds(ys, grad_ys), strict=True):
+            partials.setdefault(id(y), []).append(seed)
         for op in sorted(between, key=lambda o: -o.id):
             _backprop_op(op, partials, stops, colocate_gradients_with_ops)
         return [_total(partials.get(id(x))) for x in xs]

@@ -2,7 +2,7 @@
 
 ``dg.train.AdamOptimizer`` is :class:`daskgraph.optimizers.AdamOptimizer`, and so on; this
 module only gathers the names of :mod:`daskgraph.optimizers`, :mod:`daskgraph.saver` and
-:mod:`daskgraph.global_step`.
+:mod:`daskgraph.global_step`, and data-parallel towers from :mod:`daskgraph.replicate`.
 
 >>> import daskgraph as dg
 >>> dg.train.Saver is dg.saver.Saver and dg.train.Optimizer is dg.optimizers.Optimizer
@@ -21,6 +21,7 @@ from daskgraph.optimizers import (
     MomentumOptimizer,
     Optimizer,
 )
+from daskgraph.replicate import Replicas, average_gradients, replica_device_setter, replicate
 from daskgraph.saver import (
     CheckpointState,
     Saver,
@@ -36,7 +37,9 @@ __all__ = [
     "GradientDescentOptimizer",
     "MomentumOptimizer",
     "Optimizer",
+    "Replicas",
     "Saver",
+    "average_gradients",
     "checkpoint_exists",
     "create_global_step",
     "get_checkpoint_state",
@@ -44,5 +47,7 @@ __all__ = [
     "get_or_create_global_step",
     "global_step",
     "latest_checkpoint",
+    "replica_device_setter",
+    "replicate",
     "update_checkpoint_state",
 ]

@@ -16,6 +16,8 @@ from daskgraph.train import (
     get_or_create_global_step,
     global_step,
     latest_checkpoint,
+    replica_device_setter,
+    replicate,
     update_checkpoint_state,
 )
 
@@ -35,5 +37,7 @@ __all__ = [
     "get_or_create_global_step",
     "global_step",
     "latest_checkpoint",
+    "replica_device_setter",
+    "replicate",
     "update_checkpoint_state",
 ]

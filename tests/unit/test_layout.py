@@ -43,7 +43,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "default_session nodes scopes graph ops ops.registry ops.array ops.math ops.state "
             "ops.backprop gradients ops.logic ops.elementwise ops.reduction ops.nn ops.conv nn "
             "ops.slicing ops.shape_ops ops.fill_ops ops.random "
-            "ops.training variable_scope initializers global_step optimizers",
+            "ops.training variable_scope initializers global_step optimizers replicate",
         ),
         ("placement", "placement"),
         ("program", "program"),
