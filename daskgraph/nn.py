@@ -14,6 +14,7 @@ from daskgraph.ops.elementwise import sigmoid
 from daskgraph.ops.math import tanh
 from daskgraph.ops.nn import (
     bias_add,
+    dropout,
     l2_loss,
     log_softmax,
     relu,
@@ -29,6 +30,7 @@ __all__ = [
     "conv2d",
     "conv2d_backprop_filter",
     "conv2d_backprop_input",
+    "dropout",
     "l2_loss",
     "log_softmax",
     "max_pool",

@@ -69,6 +69,8 @@ def _reduction(native):
 reduce_sum = _reduction(ops.reduce_sum)
 reduce_mean = _reduction(ops.reduce_mean)
 reduce_max = _reduction(ops.reduce_max)
+reduce_min = _reduction(ops.reduce_min)
+reduce_prod = _reduction(ops.reduce_prod)
 
 
 def assign(

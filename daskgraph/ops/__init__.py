@@ -72,6 +72,7 @@ from daskgraph.ops.math import (
 )
 from daskgraph.ops.nn import (
     bias_add,
+    dropout,
     l2_loss,
     log_softmax,
     relu,
@@ -124,6 +125,7 @@ __all__ = [
     "conv2d_backprop_input",
     "convert_to_tensor",
     "divide",
+    "dropout",
     "equal",
     "exp",
     "expand_dims",

@@ -30,6 +30,7 @@ import numpy as np
 from daskgraph import dtypes
 from daskgraph.gradients import register_gradient
 from daskgraph.graph import Operation, Shape, Tensor, get_default_graph
+from daskgraph.ops import shape_ops
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.registry import register
 
@@ -258,7 +259,7 @@ def _sizes(sizes: Any, length: int, what: str, where: str) -> tuple[Tensor, Shap
             raise ValueError(f"{where}: {what} must be {length} ints; got {sizes!r}")
         sizes = convert_to_tensor(values.astype(np.int32))
     sizes = convert_to_tensor(sizes)
-    if sizes.dtype not in _SIZES or (sizes.shape is not None and sizes.shape != (length,)):
+    if sizes.dtype not in _SIZES or sizes.shape not in (None, (None,), (length,)):
         raise ValueError(
             f"{where}: {what} must be a vector of {length} int32; {sizes.name!r} is "
             f"{sizes.dtype.name} of shape {sizes.shape}"
@@ -445,16 +446,13 @@ def max_pool_grad(
 
 
 # -- gradients ------------------------------------------------------------------------------------
-def _static_sizes(t: Tensor, what: str, batch_open: bool) -> list[int]:
-    """``t``'s static shape as sizes for a backward op; -1 for an unknown batch size."""
-    shape = t.shape if t.shape is not None else (None,) * 4
-    sizes = [-1 if d is None else int(d) for d in shape]
-    if -1 in sizes[1 if batch_open else 0 :]:
-        raise ValueError(
-            f"the gradient of conv2d needs the {what} shape known when the graph is built "
-            f"(only a batch size may be None); {t.name!r} has shape {t.shape}"
-        )
-    return sizes
+def _sizes_of(t: Tensor, batch_open: bool) -> Any:
+    """``t``'s shape for a backward op: its static shape (with a batch size unknown until the
+    graph runs as -1, when ``batch_open``), or else its runtime shape (a ``Shape`` op)."""
+    dims = t.shape if t.shape is not None else (None,) * 4
+    if None in dims[1 if batch_open else 0 :]:
+        return shape_ops.shape(t)
+    return [-1 if d is None else int(d) for d in dims]
 
 
 @register_gradient("Conv2D")
@@ -463,8 +461,8 @@ def _conv2d_grad(op: Operation, grad: Tensor) -> list[Tensor]:
     strides = [1, *op.attrs["strides"], 1]
     padding = op.attrs["padding"]
     return [
-        conv2d_backprop_input(_static_sizes(x, "input", True), w, grad, strides, padding),
-        conv2d_backprop_filter(x, _static_sizes(w, "filter", False), grad, strides, padding),
+        conv2d_backprop_input(_sizes_of(x, True), w, grad, strides, padding),
+        conv2d_backprop_filter(x, _sizes_of(w, False), grad, strides, padding),
     ]
 
 

@@ -1,4 +1,5 @@
-"""Neural-network ops: activations, softmax, cross-entropy losses, ``bias_add`` and ``l2_loss``.
+"""Neural-network ops: activations, softmax, cross-entropy losses, ``bias_add``, ``l2_loss`` and
+``dropout``.
 
 They are TensorFlow 1's ``tf.nn`` ops with its op types and signatures (the namespace
 :mod:`daskgraph.nn` gathers them with the convolutions), each one kernel over the array API.
@@ -21,13 +22,17 @@ from typing import Any
 
 from daskgraph import dtypes
 from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, get_default_graph
-from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.math import _as_pair, exp, reduce_sum
+from daskgraph.graph import Operation, Shape, Tensor, get_default_graph, name_scope
+from daskgraph.ops import shape_ops
+from daskgraph.ops.array import cast, convert_to_tensor
+from daskgraph.ops.logic import greater_equal
+from daskgraph.ops.math import _as_pair, divide, exp, multiply, reduce_sum
+from daskgraph.ops.random import random_uniform
 from daskgraph.ops.registry import register
 
 __all__ = [
     "bias_add",
+    "dropout",
     "l2_loss",
     "log_softmax",
     "relu",
@@ -488,6 +493,64 @@ def l2_loss(t: Any, name: str | None = None) -> Tensor:
     """
     x = _floats(t, "l2_loss", "t")
     return _op("L2Loss", [x], x.dtype, (), name)
+
+
+# -- dropout --------------------------------------------------------------------------------------
+def dropout(
+    x: Any,
+    keep_prob: Any = None,
+    noise_shape: Any = None,
+    seed: int | None = None,
+    name: str | None = None,
+    rate: Any = None,
+) -> Tensor:
+    """``x / keep_prob`` where a uniform draw keeps the element (with probability
+    ``keep_prob``, or ``1 - rate``), else 0, as TF1's ``tf.nn.dropout``. ``keep_prob`` may be a
+    tensor (a placeholder fed 1.0 to evaluate); a Python ``keep_prob`` of 1 returns ``x``.
+    ``noise_shape`` (default: ``x``'s shape) broadcasts against ``x``, e.g. ``[n, 1]`` keeps or
+    drops whole rows. The gradient is the same mask divided by ``keep_prob``.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     y = dropout(dg.ones([2, 1000]), keep_prob=0.5, seed=1)
+    ...     with dg.Session() as sess:
+    ...         values = sess.run(y)
+    >>> sorted(set(values.ravel().tolist())), bool(0.4 < (values > 0).mean() < 0.6)
+    ([0.0, 2.0], True)
+    """
+    if (keep_prob is None) == (rate is None):
+        raise ValueError("dropout: give exactly one of keep_prob and rate")
+    x = _floats(x, "dropout", "x")
+    given = keep_prob if rate is None else rate
+    if not isinstance(given, Tensor) and not hasattr(given, "_as_tensor"):
+        if _static_keep(keep_prob, rate) == 1.0:
+            return x
+    with name_scope(name or "dropout"):
+        if rate is None:
+            keep = convert_to_tensor(keep_prob, dtype=x.dtype, name="keep_prob")
+        else:
+            keep = 1.0 - convert_to_tensor(rate, dtype=x.dtype, name="rate")
+        if noise_shape is None:
+            static = x.shape is not None and None not in x.shape
+            noise_shape = list(x.shape) if static else shape_ops.shape(x)
+        draw = random_uniform(noise_shape, dtype=x.dtype, seed=seed)
+        kept = cast(greater_equal(draw, 1.0 - keep), x.dtype)
+        return multiply(divide(x, keep), kept)
+
+
+def _static_keep(keep_prob: Any, rate: Any) -> float:
+    what, value = ("keep_prob", keep_prob) if rate is None else ("rate", rate)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"dropout: {what} must be a number or a tensor; got {value!r}") from None
+    keep = number if rate is None else 1.0 - number
+    if not 0.0 < keep <= 1.0:
+        bounds = "(0, 1]" if rate is None else "[0, 1)"
+        raise ValueError(f"dropout: {what} must be in {bounds}; got {number}")
+    return keep
 
 
 # -- gradients ------------------------------------------------------------------------------------

@@ -332,3 +332,50 @@ def test_sign_floordiv_and_comparisons_pass_no_gradient():
         (g,) = dg.gradients(y, [x])
         with dg.Session() as sess:
             np.testing.assert_allclose(sess.run(g), [1.0, 0.0])
+
+
+# -- TensorFlow 1 names ---------------------------------------------------------------------------
+TF1_NAMES = [
+    "argmax",
+    "argmin",
+    "equal",
+    "floordiv",
+    "floormod",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "minimum",
+    "mod",
+    "not_equal",
+    "pow",
+    "reciprocal",
+    "sigmoid",
+    "sign",
+    "where",
+]
+
+
+@pytest.mark.parametrize("name", TF1_NAMES)
+def test_tf1_names_are_the_native_ops(name):
+    import daskgraph.compat.v1 as tf
+
+    assert getattr(tf, name) is getattr(dg, name) and name in tf.__all__
+
+
+def test_tf1_reduce_min_and_prod_take_tf1_arguments():
+    import daskgraph.compat.v1 as tf
+
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    with tf.Graph().as_default():
+        t = tf.constant(x)
+        outs = [tf.reduce_min(t, reduction_indices=[1], keep_dims=True), tf.reduce_prod(t, 0)]
+        with tf.Session() as sess:
+            lo, prod = sess.run(outs)
+    np.testing.assert_array_equal(lo, [[1.0], [3.0]])
+    np.testing.assert_array_equal(prod, [3.0, 8.0])

@@ -330,7 +330,7 @@ def test_conv_kernels_are_fast_for_digits_batches():
     for name, call in calls.items():
         call()
         runs = []
-        for _ in range(9):
+        for _ in range(15):
             start = time.perf_counter()
             call()
             runs.append(time.perf_counter() - start)
@@ -419,10 +419,96 @@ def test_conv2d_gradient_with_an_unknown_batch_size():
     np.testing.assert_allclose(dx, np.broadcast_to(np.tile(w.sum(axis=3), (2, 2, 1)), x.shape))
 
 
+def test_conv2d_gradient_with_unknown_spatial_sizes():
+    x, w = _r(2, 5, 4, 2), _r(3, 2, 2, 3)
+    with dg.Graph().as_default():
+        images = dg.placeholder(dg.float64, [None, None, None, 2], name="images")
+        filt = dg.constant(w)
+        y = dg.nn.conv2d(images, filt, [1, 2, 2, 1], "SAME")
+        dx, dw = dg.gradients(dg.reduce_sum(y * y), [images, filt])
+        with dg.Session() as sess:
+            dx, dw = sess.run([dx, dw], {images: x})
+    with dg.Graph().as_default():  # the same with every size known
+        tx, tw = dg.constant(x), dg.constant(w)
+        y = dg.nn.conv2d(tx, tw, [1, 2, 2, 1], "SAME")
+        with dg.Session() as sess:
+            want = sess.run(dg.gradients(dg.reduce_sum(y * y), [tx, tw]))
+    np.testing.assert_allclose(dx, want[0])
+    np.testing.assert_allclose(dw, want[1])
+
+
 @pytest.mark.parametrize(("xs", "ksize", "strides", "padding"), POOL_CASES, ids=str)
 def test_max_pool_gradient(xs, ksize, strides, padding):
     x = RNG.permutation(int(np.prod(xs))).reshape(xs) / 10.0  # distinct: no ties
     check_gradients(lambda t: dg.nn.max_pool(t, [1, *ksize, 1], [1, *strides, 1], padding), [x])
+
+
+# -- dropout --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("keep", [0.25, 0.5, 0.9])
+def test_dropout_keeps_with_probability_keep_prob_and_scales(keep):
+    x = _r(200, 100, low=0.5, high=1.5).astype(np.float32)
+    with dg.Graph().as_default():
+        t = dg.placeholder(dg.float32, [None, 100], name="x")
+        y = dg.nn.dropout(t, keep_prob=keep, seed=3)
+        (g,) = dg.gradients(dg.reduce_sum(y), [t])
+        assert y.shape == (None, 100) and y.dtype == dg.float32
+        with dg.Session() as sess:
+            y1, g1 = sess.run([y, g], {t: x})
+            y2 = sess.run(y, {t: x})
+    kept = y1 != 0
+    assert abs(kept.mean() - keep) < 0.02
+    np.testing.assert_allclose(y1[kept], x[kept] / keep, rtol=1e-6)
+    np.testing.assert_allclose(g1, kept / np.float32(keep), rtol=1e-6)  # the same mask
+    assert not np.array_equal(y1 != 0, y2 != 0)  # a new mask every run
+
+
+def test_dropout_rate_tensor_keep_prob_and_noise_shape():
+    x = np.ones((400, 50), np.float32)
+    with dg.Graph().as_default():
+        keep_prob = dg.placeholder(dg.float32, [], name="keep_prob")
+        by_rows = dg.nn.dropout(dg.constant(x), keep_prob=keep_prob, noise_shape=[400, 1])
+        by_rate = dg.nn.dropout(dg.constant(x), rate=0.75)
+        with dg.Session() as sess:
+            rows, evaluated = sess.run([by_rows, by_rows], {keep_prob: 0.5})
+            assert np.array_equal(rows, evaluated)  # one fetch, one draw
+            full = sess.run(by_rows, {keep_prob: 1.0})
+            rated = sess.run(by_rate)
+    assert np.all((rows == 0) | (rows == 2)) and np.all(rows == rows[:, :1])  # whole rows
+    assert 0.4 < (rows[:, 0] > 0).mean() < 0.6
+    np.testing.assert_array_equal(full, x)
+    assert abs((rated > 0).mean() - 0.25) < 0.02 and np.allclose(rated[rated > 0], 4.0)
+    with dg.Graph().as_default():
+        t = dg.constant(x)
+        assert dg.nn.dropout(t, keep_prob=1.0) is t
+        with pytest.raises(ValueError, match=r"keep_prob must be in \(0, 1\]; got 0.0"):
+            dg.nn.dropout(t, keep_prob=0.0)
+        with pytest.raises(ValueError, match=r"rate must be in \[0, 1\); got 1.0"):
+            dg.nn.dropout(t, rate=1.0)
+        with pytest.raises(ValueError, match="exactly one of keep_prob and rate"):
+            dg.nn.dropout(t, keep_prob=0.5, rate=0.5)
+
+
+# -- TensorFlow 1 names ---------------------------------------------------------------------------
+def test_tf_nn_is_the_nn_namespace_of_native_ops():
+    import daskgraph.compat.v1 as tf
+
+    assert tf.nn is dg.nn
+    for name in dg.nn.__all__:
+        assert getattr(tf.nn, name) is getattr(dg, name), name
+    assert tf.nn.softmax_cross_entropy_with_logits is dg.softmax_cross_entropy_with_logits
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 8, 8, 1])
+        w = tf.Variable(tf.truncated_normal([3, 3, 1, 4], stddev=0.1))
+        h = tf.nn.relu(tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME"))
+        p = tf.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="SAME")
+        logits = tf.reshape(p, [-1, 64])
+        labels = tf.placeholder(tf.int64, [None])
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        )
+        accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), labels), tf.float32))
+        (gw,) = dg.gradients(loss, [w])
+        assert gw.shape == (3, 3, 1, 4) and accuracy.shape == ()
 
 
 # -- on a (virtual) GPU ---------------------------------------------------------------------------
