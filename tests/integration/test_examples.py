@@ -142,3 +142,22 @@ def test_matpow_prints_its_wall_time() -> None:
     assert "A^3 + B^3 for 50x50 float32 matrices" in proc.stdout, output
     assert "session.run wall time: " in proc.stdout, output
     assert placed("MatMul_3", "MatMul", GPU1) in proc.stderr.splitlines(), output
+
+
+def test_train_digits_trains_both_modes_saves_restores_and_plots(tmp_path) -> None:
+    """A short run of the training example: both modes learn (a lower bar than the full
+    run's 95%, for fewer steps), every checkpoint restores to the same model, the plot is
+    written."""
+    plot = tmp_path / "curves.png"
+    proc = run_example(
+        "train_digits.py", "--steps", "40", "--min-accuracy", "0.85", "--plot", str(plot)
+    )
+    output = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    assert proc.returncode == 0, output
+    assert "OK: every mode reached 85% test accuracy" in proc.stdout, output
+    for mode, step in (("sync", 40), ("async", 160)):  # async: 4 towers x 40 steps
+        line = next(line for line in proc.stdout.splitlines() if line.startswith(f"{mode}:"))
+        assert f"global step {step}, test accuracy" in line, line
+        assert "restored in a fresh session" in line and f"global step {step}" in line, line
+    assert plot.stat().st_size > 10_000
+    assert "step/s" in proc.stderr  # the progress bar
