@@ -140,16 +140,21 @@ def _max_pool(xp, x, *, ksize, strides, padding):
 
 
 def _max_pool_grad(xp, x, y, grad, *, ksize, strides, padding):
-    """Each window's gradient goes to its first maximum, as TensorFlow's CPU kernel does."""
+    """Each window's gradient goes to its first element equal to the window's maximum ``y``
+    (the forward output), as TensorFlow's CPU kernel routes it to the first maximum."""
     kh, kw = ksize
     view, offsets = _windows(xp, x, kh, kw, strides[0], strides[1], padding, -xp.inf)
     n, oh, ow, _, _, c = view.shape
-    first = view.reshape(n, oh, ow, kh * kw, c).argmax(axis=3)
-    hit = xp.arange(kh * kw).reshape(1, 1, 1, kh * kw, 1) == first[:, :, :, None, :]
-    cols = (hit * grad[:, :, :, None, :]).reshape(n, oh, ow, kh, kw, c)
+    free = xp.ones((n, oh, ow, c), dtype=bool)  # windows whose maximum is not found yet
+    hits = []
+    for i in range(kh):
+        for j in range(kw):
+            hit = (view[:, :, :, i, j] == y) & free
+            free &= ~hit
+            hits.append(hit)
 
     def tap(i, j):
-        return cols[:, :, :, i, j]
+        return grad * hits[i * kw + j]
 
     return _scatter_windows(xp, tap, x.shape, (oh, ow), (kh, kw), strides, offsets, grad.dtype)
 
@@ -431,7 +436,7 @@ def max_pool_grad(
     name: str | None = None,
 ) -> Tensor:
     """The gradient of :func:`max_pool` with respect to its input: each window's gradient
-    goes to the window's (first) maximum."""
+    goes to the window's first element equal to its maximum ``orig_output``."""
     where = "max_pool_grad"
     _check_nhwc(data_format, None, where)
     padding = _padding(padding, where)

@@ -319,12 +319,13 @@ def test_conv_kernels_are_fast_for_digits_batches():
     g = RNG.uniform(size=(256, 8, 8, 16)).astype(np.float32)
     attrs = {"strides": (1, 1), "padding": "SAME"}
     pool = {"ksize": (2, 2), "strides": (2, 2), "padding": "SAME"}
+    pooled = conv._max_pool(np, g, **pool)
     calls = {
         "conv2d": lambda: conv._conv2d(np, x, w, **attrs),
         "input grad": lambda: conv._conv2d_backprop_input(np, np.array(x.shape), w, g, **attrs),
         "filter grad": lambda: conv._conv2d_backprop_filter(np, x, np.array(w.shape), g, **attrs),
         "max pool": lambda: conv._max_pool(np, g, **pool),
-        "max pool grad": lambda: conv._max_pool_grad(np, g, None, g[:, :4, :4], **pool),
+        "max pool grad": lambda: conv._max_pool_grad(np, g, pooled, g[:, :4, :4], **pool),
     }
     times = {}
     for name, call in calls.items():
