@@ -137,7 +137,11 @@ class Session:
         self._graph = graph if graph is not None else get_default_graph()
         self._config = (config or SessionConfig()).validate()
         self._id = uuid.uuid4().hex[:12]
-        self._runs = 0
+        # numbers of runs (attempts) and steps (calls): next() of a count is atomic, so runs
+        # from several threads (async towers) never share a number (keys, RunStep ids)
+        self._run_numbers = itertools.count(1)
+        self._step_numbers = itertools.count(1)
+        self._runs = 0  # the latest numbers given out
         self._steps = 0
         self._closed = True  # until connected
         self._placement: Placement | None = None
@@ -211,8 +215,8 @@ class Session:
         items, rebuild = flatten_fetches(fetches, self._graph)
         feeds, values = check_feeds(feed_dict, self._graph)
         trace = bool(options is not None and options.trace_level and run_metadata is not None)
-        self._steps += 1
-        step = RunStep(self._id, self._steps)  # one per call: a repeat applies no assign twice
+        self._steps = number = next(self._step_numbers)
+        step = RunStep(self._id, number)  # one per call: a repeat applies no assign twice
         if self._conn.changed:
             self._follow_cluster()
         timeout_ms = (options and options.timeout_in_ms) or self._config.operation_timeout_in_ms
@@ -409,8 +413,8 @@ class Session:
     def _execute(
         self, compiled: CompiledRun, step: RunStep, values: list[Any], trace: bool
     ) -> dict:
-        self._runs += 1  # per attempt: a repeated run's tasks get fresh keys
-        prefix = f"dg-{self._id}-{self._runs}"
+        self._runs = number = next(self._run_numbers)  # per attempt: a retry gets fresh keys
+        prefix = f"dg-{self._id}-{number}"
         started, path = time.perf_counter(), "scheduler"
         try:
             results, path = self._dispatch(compiled, prefix, step, values, trace)

@@ -109,3 +109,22 @@ def test_the_device_setter_sends_variables_to_the_parameter_device():
     assert v.device == "/job:ps/task:0/device:CPU:0"
     assert y.device == "/job:worker/device:GPU:0"
     assert z.device == "/job:worker/device:CPU:0"
+
+
+@pytest.mark.virtual_gpus(2)
+def test_concurrent_multi_device_runs_lose_no_update(dg_session):
+    """Runs from several threads through the scheduler (as async towers make them) each get
+    their own run number and step: none is taken for another, no assign is dropped."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with dg.device("/cpu:0"):
+        counter = dg.Variable(0.0, name="counter")
+    with dg.device("/gpu:0"):
+        a = dg.constant(1.0) * 1.0
+    with dg.device("/gpu:1"):
+        b = dg.constant(0.0) * 1.0
+    bump = counter.assign_add(a + b)
+    dg_session.run(counter.initializer)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: dg_session.run(bump), range(80)))
+    assert dg_session.run(counter) == 80.0
