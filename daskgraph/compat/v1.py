@@ -62,6 +62,8 @@ from daskgraph.dtypes import (
     uint8,
 )
 from daskgraph.dtypes import bool_ as bool  # TensorFlow's name: tf.bool
+from daskgraph.gradients import RegisterGradient, gradients
+from daskgraph.gradients import no_gradient as NotDifferentiable
 from daskgraph.graph import (
     Graph,
     GraphKeys,
@@ -169,7 +171,9 @@ __all__ = [
     "GPUOptions",
     "Graph",
     "GraphKeys",
+    "NotDifferentiable",
     "Operation",
+    "RegisterGradient",
     "RunMetadata",
     "RunOptions",
     "Session",
@@ -216,6 +220,7 @@ __all__ = [
     "global_variables_initializer",
     "glorot_normal_initializer",
     "glorot_uniform_initializer",
+    "gradients",
     "greater",
     "greater_equal",
     "group",
