@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from daskgraph import dtypes
+from daskgraph.gradients import no_gradient
 from daskgraph.graph import Tensor, get_default_graph
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.registry import register
@@ -80,6 +81,8 @@ register(
 )
 register("ApplyMomentum", _apply_momentum, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1))
 register("ApplyAdam", _apply_adam, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1, 2))
+for _op_type in ("ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"):
+    no_gradient(_op_type)  # updates, as Assign: nothing to differentiate
 
 
 # -- builders -------------------------------------------------------------------------------------
