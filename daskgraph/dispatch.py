@@ -23,6 +23,8 @@ span devices keep the scheduler's path, which moves data between workers.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import functools
 import logging
 import uuid
@@ -434,16 +436,39 @@ def _result_watching_workers(
     tick: float,
     started: dict[Any, str | None] | None = None,
 ) -> Any:
+    """The result of ``future``, checking every ``tick`` that the plan's workers are there.
+
+    The result is gathered in the background (:func:`_gathering`) and polled, not asked for
+    with ``Future.result(timeout=tick)``: the client batches the gathers of all threads into
+    one request, and a waiter that times out while attached to it cancels it for every thread
+    (another tower's run then fails with an ``UnboundLocalError`` out of Dask's ``sync``).
+    """
+    pending = _gathering(future)
     while True:
         try:
-            return future.result(timeout=wait_time(tick))
-        except TimeoutError:
+            return pending.result(timeout=wait_time(tick))
+        except concurrent.futures.CancelledError:
+            if not pending.cancelled():
+                raise  # the future itself was cancelled (FutureCancelledError)
+            pending = _gathering(future)  # another thread's waiter cancelled the batched gather
+        except (TimeoutError, concurrent.futures.TimeoutError):
             try:
                 raise_if_past("the partitions of the run")
             except DeadlineExceededError:
                 future.client.cancel(futures)
                 raise
             _raise_if_devices_left(watch, plan, futures, started=started)
+
+
+def _gathering(future: Any) -> Any:
+    """A ``concurrent.futures.Future`` of ``future``'s value, gathered on the client's event
+    loop; waiting on it with a timeout cancels nothing. Anything other than a Dask future (a
+    stand-in in tests) is returned as it is: it has the same ``result(timeout)``."""
+    if not isinstance(future, Future):
+        return future
+    client = future.client
+    gather = client.gather(future, asynchronous=True)  # the coroutine, run on the loop below
+    return asyncio.run_coroutine_threadsafe(gather, client.loop.asyncio_loop)
 
 
 def _workers_now(watch: ClusterWatch, plan: Plan) -> dict[Any, str | None]:

@@ -303,6 +303,7 @@ def _run(
                         step.number,
                         ins.op_name,
                         lambda: ins.kernel(xp, store, *args, **ins.attrs),  # noqa: B023 (now)
+                        step.oldest,
                     )
                 else:
                     result = ins.kernel(xp, *args, **ins.attrs)

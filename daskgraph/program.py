@@ -97,11 +97,15 @@ def _unpickle_program(
 class RunStep:
     """Which run a partition belongs to: the session, and the number of its ``Session.run``
     call. A run repeated after a worker loss keeps its number, so that a stateful op (an
-    assign) that already ran on a surviving worker is not applied a second time. (A dataclass,
-    not a tuple: inside a Dask task a tuple would be read as a task or a list of arguments.)"""
+    assign) that already ran on a surviving worker is not applied a second time. ``oldest``
+    is the number of the session's oldest run still under way when this one started (runs
+    from several threads overlap; ``None``: this one): what older runs applied need not be
+    remembered. (A dataclass, not a tuple: inside a Dask task a tuple would be read as a task
+    or a list of arguments.)"""
 
     session: str
     number: int
+    oldest: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

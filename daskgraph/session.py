@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import logging
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -143,6 +144,7 @@ class Session:
         self._step_numbers = itertools.count(1)
         self._runs = 0  # the latest numbers given out
         self._steps = 0
+        self._under_way = _RunsUnderWay()
         self._closed = True  # until connected
         self._placement: Placement | None = None
         self._plans: dict[tuple, CompiledRun] = {}
@@ -216,12 +218,16 @@ class Session:
         feeds, values = check_feeds(feed_dict, self._graph)
         trace = bool(options is not None and options.trace_level and run_metadata is not None)
         self._steps = number = next(self._step_numbers)
-        step = RunStep(self._id, number)  # one per call: a repeat applies no assign twice
-        if self._conn.changed:
-            self._follow_cluster()
-        timeout_ms = (options and options.timeout_in_ms) or self._config.operation_timeout_in_ms
-        with run_deadline(timeout_ms):
-            plan, results = self._run_attempts(items, feeds, step, values, trace)
+        # one per call: a repeat applies no assign twice, although other threads ran since
+        step = RunStep(self._id, number, self._under_way.start(number))
+        try:
+            if self._conn.changed:
+                self._follow_cluster()
+            timeout_ms = (options and options.timeout_in_ms) or self._config.operation_timeout_in_ms
+            with run_deadline(timeout_ms):
+                plan, results = self._run_attempts(items, feeds, step, values, trace)
+        finally:
+            self._under_way.end(number)
         if trace:
             run_metadata.step_stats = StepStats([results[i][-1] for i in sorted(results)])
         by_item = []
@@ -491,6 +497,35 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._conn.devices)} devices"
         return f"<daskgraph.Session {self._id} {state}>"
+
+
+class _RunsUnderWay:
+    """The numbers of a session's runs under way (several threads may run at once). The
+    oldest goes with each run (``RunStep.oldest``): workers forget what older runs applied,
+    which are done and will not be repeated.
+
+    >>> runs = _RunsUnderWay()
+    >>> runs.start(1), runs.start(2)
+    (1, 1)
+    >>> runs.end(1)
+    >>> runs.start(3)
+    2
+    """
+
+    def __init__(self) -> None:
+        self._numbers: set[int] = set()
+        self._lock = threading.Lock()
+
+    def start(self, number: int) -> int:
+        """Note run ``number`` as under way; returns the oldest run under way."""
+        with self._lock:
+            self._numbers.add(number)
+            return min(self._numbers)
+
+    def end(self, number: int) -> None:
+        """Run ``number`` returned or raised: it will not be repeated."""
+        with self._lock:
+            self._numbers.discard(number)
 
 
 def _check_run_arguments(options: Any, run_metadata: Any) -> None:

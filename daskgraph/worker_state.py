@@ -74,28 +74,52 @@ class VariableStore:
         self._values: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._updating = threading.RLock()
-        self._step = -1  # the run whose stateful ops are remembered in _applied
-        self._applied: dict[str, Any] = {}
+        self._oldest = -1  # runs older than this are done: what they applied is forgotten
+        self._applied: dict[int, set[str]] = {}  # run -> its stateful ops that were applied
+        self._results: dict[str, tuple[int, Any]] = {}  # op -> (newest run, latest result)
         self._generators: dict[Any, Any] = {}  # random ops' generators, by op and seeds
 
-    def apply_once(self, step: int, op_name: str, apply: Callable[[], Any]) -> Any:
+    def apply_once(
+        self, step: int, op_name: str, apply: Callable[[], Any], oldest: int | None = None
+    ) -> Any:
         """``apply()`` (a stateful op's kernel), unless op ``op_name`` already ran in run
-        ``step``: then its result of that time. Stateful ops of the store apply one at a time
-        (runs from several threads, or a run's tasks in parallel, lose no update). Only the
-        latest run is remembered (runs of a session are numbered in order; an older one,
-        running concurrently, is not deduplicated).
+        ``step``: then its latest result (the variable it updated, as TensorFlow's ref output;
+        that of a newer run when the op ran again since). Stateful ops of the store apply one at
+        a time (runs from several threads, or a run's tasks in parallel, lose no update).
+
+        ``oldest`` is the session's oldest run still under way when run ``step`` started
+        (``step`` itself by default): older runs will not be repeated, so what they applied is
+        forgotten; what newer ones applied is remembered, so that a run repeated after a lost
+        worker applies nothing twice although other threads' runs came since.
+
+        >>> store = VariableStore()
+        >>> store.apply_once(5, "a", lambda: "5a"), store.apply_once(6, "b", lambda: "6b", 5)
+        ('5a', '6b')
+        >>> store.apply_once(5, "a", lambda: "again"), store.apply_once(7, "a", lambda: "7a", 7)
+        ('5a', '7a')
+        >>> store.apply_once(5, "a", lambda: "run 5 is done: forgotten")
+        'run 5 is done: forgotten'
         """
         with self._updating:  # one stateful op at a time: a read-modify-write loses nothing
-            with self._lock:
-                if step > self._step:
-                    self._step, self._applied = step, {}
-                elif step == self._step and op_name in self._applied:
-                    return self._applied[op_name]
+            self._forget_before(step if oldest is None else min(oldest, step))
+            if op_name in self._applied.get(step, ()):
+                return self._results[op_name][1]
             result = apply()
-            with self._lock:
-                if step == self._step:
-                    self._applied[op_name] = result
+            if step >= self._oldest:
+                self._applied.setdefault(step, set()).add(op_name)
+                newest = max(step, self._results.get(op_name, (step, None))[0])
+                self._results[op_name] = (newest, result)
             return result
+
+    def _forget_before(self, oldest: int) -> None:
+        """Forget what runs older than ``oldest`` applied (called under ``_updating``)."""
+        if oldest <= self._oldest:
+            return
+        self._oldest = oldest
+        for step in [s for s in self._applied if s < oldest]:
+            for op_name in self._applied.pop(step):
+                if self._results.get(op_name, (oldest,))[0] < oldest:
+                    del self._results[op_name]
 
     def random_generator(self, key: Any, make: Callable[[], Any]) -> Any:
         """The generator of a random op (``key``: its name and seeds), made by ``make()`` on

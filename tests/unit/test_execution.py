@@ -122,3 +122,27 @@ def test_a_repeated_run_applies_an_assign_once() -> None:
         assert stale[0] == 3.0  # is not deduplicated against the newer one's record
     finally:
         current_state().close_session(session)
+
+
+def test_a_run_repeated_after_newer_runs_applies_its_assign_once() -> None:
+    """Async towers: while one tower's run (2) waits out a lost worker, the other tower's runs
+    (3, 4: newer numbers, started while run 2 was under way) update the same variable. The
+    repeat of run 2 still finds its assign applied; once run 2 is done (the oldest run under
+    way is 5), what it applied is forgotten."""
+    with dg.Graph().as_default() as g:
+        v = dg.Variable(np.float32(0.0), name="counter")
+        mine, theirs = v.assign_add(1.0), v.assign_add(10.0)
+    session = "towers"
+    try:
+        execute_partition(one_partition(g, [v.initializer], []), RunStep(session, 1), (), False)
+        tower_0, tower_1 = one_partition(g, [mine], []), one_partition(g, [theirs], [])
+        assert execute_partition(tower_0, RunStep(session, 2, 2), (), False)[0] == 1.0
+        assert execute_partition(tower_1, RunStep(session, 3, 2), (), False)[0] == 11.0
+        assert execute_partition(tower_1, RunStep(session, 4, 2), (), False)[0] == 21.0
+        again = execute_partition(tower_0, RunStep(session, 2, 2), (), True)  # the repeat
+        assert again[0] == 1.0  # its result of that time, not applied again
+        assert execute_partition(tower_1, RunStep(session, 5, 5), (), False)[0] == 31.0
+        forgotten = execute_partition(tower_0, RunStep(session, 2, 2), (), False)
+        assert forgotten[0] == 32.0  # (a session never repeats a run that is done)
+    finally:
+        current_state().close_session(session)
