@@ -197,7 +197,10 @@ def replicate(
     parameter_device
         Where the variables, their updates and the averaging live.
     inputs
-        Batch tensors, split evenly along their first axis into one shard per tower.
+        Batch tensors, split evenly along their first axis into one shard per tower (on the
+        parameter device). Make fed placeholders there too (``with dg.device("/cpu:0")``):
+        an op with no device request goes to the first GPU, and every tower would then wait
+        for its shard from that GPU.
     optimizer
         An optimizer (``compute_gradients``/``apply_gradients``), e.g.
         ``dg.train.GradientDescentOptimizer(0.1)``.
