@@ -22,19 +22,65 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ABORTED",
+    "ALREADY_EXISTS",
+    "CANCELLED",
+    "DATA_LOSS",
+    "DEADLINE_EXCEEDED",
+    "FAILED_PRECONDITION",
+    "INTERNAL",
+    "INVALID_ARGUMENT",
+    "NOT_FOUND",
+    "OK",
+    "OUT_OF_RANGE",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "UNAUTHENTICATED",
+    "UNAVAILABLE",
+    "UNIMPLEMENTED",
+    "UNKNOWN",
+    "AbortedError",
+    "AlreadyExistsError",
     "CancelledError",
     "DaskgraphError",
+    "DataLossError",
     "DeadlineExceededError",
     "FailedPreconditionError",
     "InternalError",
     "InvalidArgumentError",
     "NotFoundError",
     "OpError",
+    "OutOfRangeError",
+    "PermissionDeniedError",
     "ResourceExhaustedError",
+    "UnauthenticatedError",
     "UnavailableError",
+    "UnimplementedError",
+    "UnknownError",
     "UnreachableError",
+    "error_code_from_exception_type",
+    "exception_type_from_error_code",
     "quote",
 ]
+
+# TensorFlow's canonical error codes (``tf.errors.OK``, ...), the values of ``error_code``
+OK = 0
+CANCELLED = 1
+UNKNOWN = 2
+INVALID_ARGUMENT = 3
+DEADLINE_EXCEEDED = 4
+NOT_FOUND = 5
+ALREADY_EXISTS = 6
+PERMISSION_DENIED = 7
+RESOURCE_EXHAUSTED = 8
+FAILED_PRECONDITION = 9
+ABORTED = 10
+OUT_OF_RANGE = 11
+UNIMPLEMENTED = 12
+INTERNAL = 13
+UNAVAILABLE = 14
+DATA_LOSS = 15
+UNAUTHENTICATED = 16
 
 
 class DaskgraphError(Exception):
@@ -50,15 +96,33 @@ class OpError(DaskgraphError):
         The full, human readable message.
     op
         Name of the operation the error is about, if any.
+    *tf_args
+        TensorFlow's own order is accepted too, ``OpError(node_def, op, message)`` (and
+        ``error_code`` fourth for ``OpError`` itself), as TF1 programs raise these errors.
     **fields
         Structured details (``requested``, ``available``, ``device``, ``nbytes``, ...),
         exposed as attributes.
+
+    >>> err = OutOfRangeError(None, None, "End of sequence")
+    >>> str(err), err.error_code == OUT_OF_RANGE, err.node_def
+    ('End of sequence', True, None)
+    >>> OpError(None, None, "lost", ABORTED).error_code
+    10
     """
 
-    def __init__(self, message: str, op: str | None = None, **fields: Any) -> None:
+    error_code = UNKNOWN  #: TensorFlow's error code (``tf.errors.UNKNOWN``, ...)
+
+    def __init__(self, message: Any, op: Any = None, *tf_args: Any, **fields: Any) -> None:
+        node_def = None
+        if tf_args:  # TensorFlow's order: (node_def, op, message[, error_code])
+            node_def, message = message, tf_args[0]
+            op = getattr(op, "name", op)
+            if len(tf_args) > 1 and type(self) is OpError:
+                self.error_code = int(tf_args[1])
         super().__init__(message)
         self.message = message
         self.op = op
+        self.node_def = node_def
         self.fields = fields
         for key, value in fields.items():
             setattr(self, key, value)
@@ -77,13 +141,19 @@ def _rebuild(cls: type[OpError], message: str, op: str | None, fields: dict) -> 
 class InvalidArgumentError(OpError, ValueError):
     """An argument is invalid: a device that cannot be satisfied, a bad feed, a bad fetch."""
 
+    error_code = INVALID_ARGUMENT
+
 
 class FailedPreconditionError(OpError):
     """The system is not in a state to run the op: e.g. reading an uninitialized Variable."""
 
+    error_code = FAILED_PRECONDITION
+
 
 class NotFoundError(OpError, KeyError):
     """Something named (a device, a worker, a variable) does not exist."""
+
+    error_code = NOT_FOUND
 
     __str__ = OpError.__str__  # KeyError would quote the message
 
@@ -91,9 +161,13 @@ class NotFoundError(OpError, KeyError):
 class ResourceExhaustedError(OpError, MemoryError):
     """A resource ran out, e.g. GPU memory beyond ``per_process_gpu_memory_fraction``."""
 
+    error_code = RESOURCE_EXHAUSTED
+
 
 class UnavailableError(OpError):
     """The cluster cannot serve the request now (a device's worker is gone)."""
+
+    error_code = UNAVAILABLE
 
 
 class UnreachableError(UnavailableError, ConnectionError):
@@ -106,13 +180,108 @@ class DeadlineExceededError(OpError, TimeoutError):
     """A deadline passed before the operation finished: e.g. a session waiting for the tasks of
     its cluster to join (fields ``missing``, the tasks that did not, and ``target``)."""
 
+    error_code = DEADLINE_EXCEEDED
+
 
 class CancelledError(OpError):
     """The run was cancelled, e.g. because the session was closed."""
 
+    error_code = CANCELLED
+
 
 class InternalError(OpError):
     """daskgraph broke one of its own invariants: please report it."""
+
+    error_code = INTERNAL
+
+
+class UnknownError(OpError):
+    """An error of no other kind (TensorFlow's ``UNKNOWN``)."""
+
+    error_code = UNKNOWN
+
+
+class AlreadyExistsError(OpError):
+    """Something to be created already exists."""
+
+    error_code = ALREADY_EXISTS
+
+
+class PermissionDeniedError(OpError):
+    """The caller may not do what it asked."""
+
+    error_code = PERMISSION_DENIED
+
+
+class UnauthenticatedError(OpError):
+    """The request has no valid credentials."""
+
+    error_code = UNAUTHENTICATED
+
+
+class AbortedError(OpError):
+    """The operation was aborted, e.g. by a concurrent action."""
+
+    error_code = ABORTED
+
+
+class OutOfRangeError(OpError):
+    """An operation went past the valid range, e.g. an input read past its end."""
+
+    error_code = OUT_OF_RANGE
+
+
+class UnimplementedError(OpError, NotImplementedError):
+    """The operation is not implemented or not supported."""
+
+    error_code = UNIMPLEMENTED
+
+
+class DataLossError(OpError):
+    """Unrecoverable data loss or corruption."""
+
+    error_code = DATA_LOSS
+
+
+_BY_CODE: dict[int, type[OpError]] = {
+    cls.error_code: cls
+    for cls in (
+        CancelledError,
+        UnknownError,
+        InvalidArgumentError,
+        DeadlineExceededError,
+        NotFoundError,
+        AlreadyExistsError,
+        PermissionDeniedError,
+        ResourceExhaustedError,
+        FailedPreconditionError,
+        AbortedError,
+        OutOfRangeError,
+        UnimplementedError,
+        InternalError,
+        UnavailableError,
+        DataLossError,
+        UnauthenticatedError,
+    )
+}
+
+
+def exception_type_from_error_code(error_code: int) -> type[OpError]:
+    """The error class of a TensorFlow error code (``tf.errors.exception_type_from_error_code``).
+
+    >>> exception_type_from_error_code(NOT_FOUND).__name__
+    'NotFoundError'
+    """
+    return _BY_CODE[error_code]
+
+
+def error_code_from_exception_type(cls: type[OpError]) -> int:
+    """The TensorFlow error code of an error class (``UNKNOWN`` for classes of no code).
+
+    >>> error_code_from_exception_type(OutOfRangeError) == OUT_OF_RANGE
+    True
+    """
+    return getattr(cls, "error_code", UNKNOWN)
 
 
 def quote(value: object, limit: int = 80) -> str:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from daskgraph import ops
+from daskgraph import dtypes, ops
+from daskgraph.graph import GraphKeys as NativeGraphKeys
 from daskgraph.graph import Tensor, get_default_graph
 from daskgraph.variable_scope import get_variable as native_get_variable
 
@@ -43,6 +44,36 @@ class Variable(ops.Variable):
             collections=collections,
         )
 
+    def assign(
+        self,
+        value: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> Tensor:
+        """``Variable.assign(value, use_locking, name, read_value)``."""
+        return ops.assign(self, value, name=name)
+
+    def assign_add(
+        self,
+        delta: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> Tensor:
+        """``Variable.assign_add(delta, use_locking, name, read_value)``."""
+        return ops.assign_add(self, delta, name=name)
+
+    def assign_sub(
+        self,
+        delta: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> Tensor:
+        """``Variable.assign_sub(delta, use_locking, name, read_value)``."""
+        return ops.assign_sub(self, delta, name=name)
+
 
 def _reduction(native):
     def reduce(
@@ -71,6 +102,9 @@ reduce_mean = _reduction(ops.reduce_mean)
 reduce_max = _reduction(ops.reduce_max)
 reduce_min = _reduction(ops.reduce_min)
 reduce_prod = _reduction(ops.reduce_prod)
+reduce_any = _reduction(ops.reduce_any)
+reduce_all = _reduction(ops.reduce_all)
+reduce_logsumexp = _reduction(ops.reduce_logsumexp)
 
 
 def assign(
@@ -83,6 +117,11 @@ def assign(
 def assign_add(ref: Any, value: Any, use_locking: Any = None, name: Any = None) -> Tensor:
     """``tf.assign_add(ref, value, use_locking, name)``."""
     return ops.assign_add(ref, value, name=name)
+
+
+def assign_sub(ref: Any, value: Any, use_locking: Any = None, name: Any = None) -> Tensor:
+    """``tf.assign_sub(ref, value, use_locking, name)``."""
+    return ops.assign_sub(ref, value, name=name)
 
 
 def global_variables(scope: str | None = None) -> list[ops.Variable]:
@@ -167,3 +206,84 @@ def gather(
     if batch_dims:
         raise ValueError(f"tf.gather: batch_dims must be 0 here; got {batch_dims}")
     return ops.gather(params, indices, axis=0 if axis is None else axis, name=name)
+
+
+def _to(function: str, dtype: dtypes.DType, default_name: str):
+    def convert(x: Any, name: str = default_name) -> Tensor:
+        return ops.cast(x, dtype, name=name)
+
+    convert.__name__ = convert.__qualname__ = function
+    convert.__doc__ = f"``tf.{function}(x, name={default_name!r})``: ``cast(x, {dtype.name})``."
+    return convert
+
+
+to_float = _to("to_float", dtypes.float32, "ToFloat")
+to_double = _to("to_double", dtypes.float64, "ToDouble")
+to_int32 = _to("to_int32", dtypes.int32, "ToInt32")
+to_int64 = _to("to_int64", dtypes.int64, "ToInt64")
+
+
+def matmul(
+    a: Any,
+    b: Any,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    adjoint_a: bool = False,
+    adjoint_b: bool = False,
+    a_is_sparse: bool = False,
+    b_is_sparse: bool = False,
+    output_type: Any = None,
+    grad_a: bool = False,
+    grad_b: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """``tf.matmul`` with TF1's arguments: ``adjoint_*`` is ``transpose_*`` for real tensors;
+    the sparsity hints and ``grad_*`` are accepted and ignored; ``output_type`` must be
+    ``None``."""
+    if (transpose_a and adjoint_a) or (transpose_b and adjoint_b):
+        raise ValueError("tf.matmul: give transpose_x or adjoint_x, not both")
+    if output_type is not None:
+        raise ValueError("tf.matmul: output_type is not supported by daskgraph")
+    return ops.matmul(
+        a, b, transpose_a=transpose_a or adjoint_a, transpose_b=transpose_b or adjoint_b, name=name
+    )
+
+
+def identity(input: Any, name: str | None = None) -> Tensor:
+    """``tf.identity(input, name)``."""
+    return ops.identity(input, name=name)
+
+
+def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
+    """``tf.reshape(tensor, shape, name)``."""
+    return ops.reshape(tensor, shape, name=name)
+
+
+def transpose(a: Any, perm: Any = None, name: str = "transpose", conjugate: bool = False) -> Tensor:
+    """``tf.transpose(a, perm, name, conjugate)`` (``conjugate`` changes nothing for real
+    tensors)."""
+    return ops.transpose(a, perm, name=name)
+
+
+def local_variables(scope: str | None = None) -> list[ops.Variable]:
+    """``tf.local_variables(scope)``."""
+    return ops.local_variables(scope)
+
+
+class GraphKeys(NativeGraphKeys):
+    """``tf.GraphKeys``: daskgraph's collection names and the other standard ones of TF1."""
+
+    LOCAL_VARIABLES = ops.LOCAL_VARIABLES
+    MODEL_VARIABLES = "model_variables"
+    UPDATE_OPS = "update_ops"
+    LOSSES = "losses"
+    SUMMARIES = "summaries"
+    ACTIVATIONS = "activations"
+    INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SAVERS = "savers"
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    QUEUE_RUNNERS = "queue_runners"

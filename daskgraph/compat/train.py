@@ -1,6 +1,7 @@
 """``tf.train``'s names: ``ClusterSpec`` and ``Server`` (from :mod:`daskgraph.server`), and the
 training names of :mod:`daskgraph.train` (optimizers, ``Saver``, the global step)."""
 
+from daskgraph.device_setter import replica_device_setter
 from daskgraph.server import ClusterSpec, Server
 from daskgraph.train import (
     AdamOptimizer,
@@ -16,7 +17,6 @@ from daskgraph.train import (
     get_or_create_global_step,
     global_step,
     latest_checkpoint,
-    replica_device_setter,
     replicate,
     update_checkpoint_state,
 )

@@ -22,6 +22,7 @@ from typing import Any
 from daskgraph import dtypes
 from daskgraph.default_session import run_in_default
 from daskgraph.errors import InvalidArgumentError
+from daskgraph.gradients import no_gradient
 from daskgraph.graph import (
     GLOBAL_VARIABLES,
     TRAINABLE_VARIABLES,
@@ -40,6 +41,7 @@ __all__ = [
     "VariableRef",
     "assign",
     "assign_add",
+    "assign_sub",
     "global_variables",
     "global_variables_initializer",
     "trainable_variables",
@@ -87,10 +89,18 @@ def _assign_add_kernel(xp, store, ref, delta):
     return value
 
 
+def _assign_sub_kernel(xp, store, ref, delta):
+    value = xp.subtract(store.read(ref.name), delta)
+    store.assign(ref.name, value)
+    return value
+
+
 _VAR_DTYPES = {"cpu": dtypes.ALL - {dtypes.string}, "gpu": _GPU_VARIABLE_DTYPES}
 register("VariableV2", _variable_kernel, stateful=True, produces_ref=True, **_VAR_DTYPES)
 register("Assign", _assign_kernel, stateful=True, ref_inputs=(0,), **_VAR_DTYPES)
 register("AssignAdd", _assign_add_kernel, stateful=True, ref_inputs=(0,), **_VAR_DTYPES)
+register("AssignSub", _assign_sub_kernel, stateful=True, ref_inputs=(0,), **_VAR_DTYPES)
+no_gradient("AssignSub")  # an update, as Assign and AssignAdd
 
 
 class Variable:
@@ -167,6 +177,10 @@ class Variable:
         """The static shape of the variable's value."""
         return self._snapshot.shape
 
+    def get_shape(self) -> Any:
+        """The static shape as TensorFlow 1's ``TensorShape`` (see ``Tensor.get_shape``)."""
+        return self._snapshot.get_shape()
+
     @property
     def device(self) -> str:
         """The device requested for the variable (not where it was placed)."""
@@ -207,6 +221,10 @@ class Variable:
     def assign_add(self, delta: Any, name: str | None = None) -> Tensor:
         """An op that adds ``delta`` to the variable and outputs the new value."""
         return assign_add(self, delta, name=name)
+
+    def assign_sub(self, delta: Any, name: str | None = None) -> Tensor:
+        """An op that subtracts ``delta`` from the variable and outputs the new value."""
+        return assign_sub(self, delta, name=name)
 
     def eval(self, session: Any = None) -> Any:
         """The variable's value, run in ``session`` (default: the default session)."""
@@ -259,11 +277,30 @@ def assign(var: Variable, value: Any, name: str | None = None) -> Tensor:
 
 def assign_add(var: Variable, delta: Any, name: str | None = None) -> Tensor:
     """Add ``delta`` to ``var``; the op outputs the new value."""
-    var = _as_variable(var, "assign_add")
+    return _update("AssignAdd", var, delta, name, "assign_add")
+
+
+def assign_sub(var: Variable, delta: Any, name: str | None = None) -> Tensor:
+    """Subtract ``delta`` from ``var``; the op outputs the new value.
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     v = Variable(10.0)
+    ...     down = v.assign_sub(2.5)
+    ...     with dg.Session() as sess:
+    ...         _ = sess.run(v.initializer)
+    ...         sess.run(down), sess.run(down)
+    (np.float32(7.5), np.float32(5.0))
+    """
+    return _update("AssignSub", var, delta, name, "assign_sub")
+
+
+def _update(op_type: str, var: Variable, delta: Any, name: str | None, where: str) -> Tensor:
+    var = _as_variable(var, where)
     delta = convert_to_tensor(delta, dtype=var.dtype)
     ref = var._ref()
     op = ref.graph.create_op(
-        "AssignAdd",
+        op_type,
         [ref, delta],
         dtype=ref.dtype,
         shape=ref.shape,

@@ -16,16 +16,12 @@ ALIASES = {
     # tensors and ops
     "constant": ops.constant,
     "placeholder": ops.placeholder,
-    "matmul": ops.matmul,
     "add": ops.add,
     "subtract": ops.subtract,
     "multiply": ops.multiply,
     "divide": ops.divide,
     "add_n": ops.add_n,
-    "transpose": ops.transpose,
-    "reshape": ops.reshape,
     "cast": ops.cast,
-    "identity": ops.identity,
     "group": ops.group,
     "no_op": ops.no_op,
     # variables
@@ -61,7 +57,22 @@ ALIASES = {
 }
 
 # TF1 names whose call signature differs from the native one: thin argument adapters
-ADAPTED = ["Variable", "assign", "assign_add", "global_variables", "reduce_sum", "reduce_mean"]
+ADAPTED = [
+    "Variable",
+    "assign",
+    "assign_add",
+    "assign_sub",
+    "global_variables",
+    "reduce_sum",
+    "reduce_mean",
+    "reduce_any",
+    "reduce_logsumexp",
+    "matmul",  # adjoint_a/adjoint_b and TF1's other keywords
+    "transpose",  # a=, name="transpose", conjugate=
+    "reshape",  # tensor=
+    "identity",  # input=
+    "GraphKeys",  # LOCAL_VARIABLES, UPDATE_OPS, ... besides the native keys
+]
 
 
 @pytest.mark.parametrize("name", ADAPTED, ids=ADAPTED)

@@ -36,14 +36,16 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "daskgraph"
 STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
     (name, frozenset("daskgraph" if m == "__init__" else f"daskgraph.{m}" for m in modules.split()))
     for name, modules in (
-        ("foundation", "errors dtypes config tls footprint deadline greeting"),
+        ("foundation", "errors dtypes config tls footprint deadline greeting tensor_shape"),
         ("device", "device gpus cuda_specs topology"),
         (
             "graph",
             "default_session nodes scopes graph ops ops.registry ops.array ops.math ops.state "
             "ops.backprop gradients ops.logic ops.elementwise ops.reduction ops.nn ops.conv nn "
             "ops.slicing ops.shape_ops ops.fill_ops ops.random "
-            "ops.training variable_scope initializers global_step optimizers replicate",
+            "ops.training variable_scope initializers global_step optimizers replicate "
+            "ops.padding ops.ranges ops.elementwise_more ops.reduction_more ops.variable_status "
+            "ops.control_flow device_setter",
         ),
         ("placement", "placement"),
         ("program", "program"),
