@@ -1,0 +1,301 @@
+"""docs/compat.md from the code: which of TensorFlow 1's names ``daskgraph.compat.v1`` has.
+
+Its one job is to write that table. For every name of the snapshot of ``tf.compat.v1``
+(``tf1_api.json`` next to this module, written by ``docs/tools/tf1_names.py`` where TensorFlow
+is installed) it looks the name up in :mod:`daskgraph.compat.v1` and its namespaces
+(``tf.nn.relu`` is ``v1.nn.relu``) and says:
+
+* **supported**: daskgraph has it;
+* **partial**: it has it, with a known difference (:data:`DIFFERENCES`); a namespace that
+  lacks some of its names is partial too;
+* **missing**: it has not.
+
+A last section lists the compatibility suite (tests/compat_suite: public TF1 programs run with
+only their import changed) from the programs' own headers. Regenerate the page with::
+
+    python -m daskgraph.compat.table > docs/compat.md
+
+>>> status("", "Session")[0], status("", "while_loop")[0]
+('partial', 'missing')
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pathlib
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "DIFFERENCES",
+    "Entry",
+    "SuiteProgram",
+    "entries",
+    "render",
+    "resolve",
+    "status",
+    "suite_programs",
+]
+
+SNAPSHOT = pathlib.Path(__file__).with_name("tf1_api.json")
+SUITE = pathlib.Path(__file__).resolve().parents[2] / "tests" / "compat_suite"
+STATUSES = ("supported", "partial", "missing")
+_MISSING = object()
+
+#: What a name daskgraph has does differently from TensorFlow 1 (key: ``name`` at the top
+#: level, ``namespace.name`` elsewhere).
+DIFFERENCES: dict[str, str] = {
+    "Session": "no `partial_run`/`make_callable`; the target is a Dask scheduler address or a "
+    "`Server`'s target",
+    "ConfigProto": "`log_device_placement`, `allow_soft_placement`, `gpu_options`, "
+    "`device_count`, `operation_timeout_in_ms` only (no thread pools, graph options, ...)",
+    "GPUOptions": "`allow_growth`, `per_process_gpu_memory_fraction`, `visible_device_list`, "
+    "`virtual_devices` only",
+    "RunOptions": "`trace_level` and `timeout_in_ms` only",
+    "RunMetadata": "`step_stats` says each partition's device and worker; no timings",
+    "device": "device strings are parsed strictly (TensorFlow reads `'cpu/:0'` as `/device:CPU:*`)",
+    "DeviceSpec": "parsing is strict (TensorFlow accepts `'cpu/:0'`)",
+    "Variable": "reference variables only; `caching_device`, `variable_def`, `expected_shape`, "
+    "`import_scope` are ignored",
+    "get_variable": "`partitioner`, `custom_getter` and `constraint` are refused",
+    "assign": "`validate_shape` and `use_locking` are ignored",
+    "matmul": "no `adjoint_*`, `a_is_sparse`/`b_is_sparse`",
+    "gradients": "no `gate_gradients`, `aggregation_method`",
+    "cond": "builds and runs both branches (the taken one's result is selected): a branch may "
+    "not update variables, and an op failing in the branch not taken fails the run",
+    "Print": "prints to stderr where it runs; in both branches of a `cond`, both print",
+    "string": "string tensors run on the CPU only (no GPU kernels, as in TensorFlow)",
+    "random_normal": "TF1's seed rules, NumPy's generators: other values than TensorFlow's",
+    "random_uniform": "TF1's seed rules, NumPy's generators: other values than TensorFlow's",
+    "truncated_normal": "TF1's seed rules, NumPy's generators: other values than TensorFlow's",
+    "set_random_seed": "same seed rules as TF1, other random values",
+    "nn.conv2d": "NHWC only, no dilations",
+    "nn.max_pool": "NHWC only",
+    "nn.dropout": "TF1's seed rules, NumPy's generators: other masks than TensorFlow's",
+    "random.normal": "other values than TensorFlow's for the same seed",
+    "random.uniform": "other values than TensorFlow's for the same seed",
+    "random.truncated_normal": "other values than TensorFlow's for the same seed",
+    "train.Saver": "checkpoints are NumPy `.npz` files (the `checkpoint` state file is TF's "
+    "text format): TensorFlow's checkpoints cannot be read",
+    "train.Server": "one Dask scheduler for the cluster (at the first task) with a worker per "
+    "device of each task",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One TF1 name: its namespace (``""`` = top level), kind, status and note."""
+
+    namespace: str
+    name: str
+    kind: str
+    status: str
+    note: str = ""
+
+    @property
+    def qualified(self) -> str:
+        """``tf.name`` or ``tf.namespace.name``."""
+        return ".".join(["tf", self.namespace, self.name] if self.namespace else ["tf", self.name])
+
+
+def snapshot() -> dict[str, Any]:
+    """The stored snapshot of ``tf.compat.v1``'s public names."""
+    return json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+
+
+def resolve(namespace: str, name: str) -> Any:
+    """The object ``tf.namespace.name`` is in :mod:`daskgraph.compat.v1`, or a sentinel.
+
+    >>> import daskgraph.compat.v1 as tf
+    >>> resolve("nn", "relu") is tf.nn.relu
+    True
+    """
+    owner: Any = importlib.import_module("daskgraph.compat.v1")
+    for part in (namespace.split(".") if namespace else []) + [name]:
+        owner = getattr(owner, part, _MISSING)
+        if owner is _MISSING:
+            return _MISSING
+    return owner
+
+
+def found(namespace: str, name: str) -> bool:
+    """Whether :mod:`daskgraph.compat.v1` has ``tf.namespace.name``."""
+    return resolve(namespace, name) is not _MISSING
+
+
+def status(namespace: str, name: str, listed: dict[str, dict[str, str]] | None = None):
+    """``(status, note)`` of one TF1 name; ``listed`` is the snapshot's namespaces."""
+    if not found(namespace, name):
+        return "missing", ""
+    key = f"{namespace}.{name}" if namespace else name
+    if key in DIFFERENCES:
+        return "partial", DIFFERENCES[key]
+    names = (listed or {}).get(name) if not namespace else None
+    if names:
+        lacking = sum(not found(name, inner) for inner in names)
+        if lacking:
+            return "partial", f"{len(names) - lacking} of {len(names)} names (see `tf.{name}`)"
+    return "supported", ""
+
+
+def entries(namespaces: dict[str, dict[str, str]] | None = None) -> list[Entry]:
+    """Every name of the snapshot with its status, namespace by namespace."""
+    namespaces = namespaces if namespaces is not None else snapshot()["namespaces"]
+    result = []
+    for namespace, names in namespaces.items():
+        for name, kind in names.items():
+            state, note = status(namespace, name, namespaces)
+            result.append(Entry(namespace, name, kind, state, note))
+    return result
+
+
+@dataclass(frozen=True)
+class SuiteProgram:
+    """A program of the compatibility suite, described by its ``# Field: value`` header."""
+
+    path: pathlib.Path
+    fields: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The program's file name without ``.py``."""
+        return self.path.stem
+
+    @property
+    def virtual_gpus(self) -> int:
+        """The virtual GPUs it runs with (``# Virtual GPUs: N``)."""
+        return int(self.fields.get("Virtual GPUs", "0"))
+
+    @property
+    def run_with(self) -> str:
+        """The programs it runs together with, as subprocesses (``# Run: with ...``)."""
+        return self.fields.get("Run", "")
+
+    @property
+    def needs(self) -> str:
+        """What daskgraph lacks for it (``# Needs: ...``); empty where it passes."""
+        return self.fields.get("Needs", "")
+
+
+def header_fields(source: str) -> dict[str, str]:
+    """The ``# Field: value`` lines of a program's leading comment (``#   `` continues one).
+
+    >>> header_fields("# Source: a\\n#   b\\n# Needs: tf.x\\nimport os\\n# Run: no")
+    {'Source': 'a b', 'Needs': 'tf.x'}
+    """
+    fields: dict[str, str] = {}
+    last = None
+    for line in source.splitlines():
+        if not line.startswith("#"):
+            break
+        match = re.match(r"# ([A-Z][\w ]*): (.*)$", line)
+        if match:
+            last = match.group(1)
+            fields[last] = match.group(2).strip()
+        elif last and line.startswith("#   "):
+            fields[last] += " " + line[1:].strip()
+    return fields
+
+
+def suite_programs(folder: pathlib.Path = SUITE) -> list[SuiteProgram]:
+    """The suite's programs in ``folder``, by name (none where the folder is absent)."""
+    paths = sorted(p for p in folder.glob("*.py") if p.name != "conftest.py")
+    return [SuiteProgram(p, header_fields(p.read_text(encoding="utf-8"))) for p in paths]
+
+
+def _names(items: Iterable[Entry | SuiteProgram]) -> str:
+    return ", ".join(f"`{e.name}`" for e in items)
+
+
+def _counts_table(groups: dict[str, list[Entry]]) -> list[str]:
+    lines = ["| namespace | supported | partial | missing | names |", "|---|--:|--:|--:|--:|"]
+    for namespace, items in groups.items():
+        counts = Counter(e.status for e in items)
+        row = " | ".join(str(counts[s]) for s in STATUSES)
+        lines.append(f"| `{'.'.join(['tf', namespace]).rstrip('.')}` | {row} | {len(items)} |")
+    return lines
+
+
+def _namespace_section(namespace: str, items: list[Entry]) -> list[str]:
+    title = ".".join(["tf", namespace]).rstrip(".")
+    by_status = {s: [e for e in items if e.status == s] for s in STATUSES}
+    lines = [f"## `{title}`", ""]
+    if by_status["supported"]:
+        lines += [
+            f"**Supported ({len(by_status['supported'])}):** {_names(by_status['supported'])}",
+            "",
+        ]
+    if by_status["partial"]:
+        lines += [f"**Partial ({len(by_status['partial'])}):**", ""]
+        lines += [f"- `{e.name}`: {e.note}" for e in by_status["partial"]] + [""]
+    if by_status["missing"]:
+        lines += [f"**Missing ({len(by_status['missing'])}):** {_names(by_status['missing'])}", ""]
+    return lines
+
+
+def _suite_section(programs: list[SuiteProgram]) -> list[str]:
+    passing = sum(not p.needs for p in programs)
+    lines = [
+        "## Compatibility suite",
+        "",
+        f"{len(programs)} public TF1 programs in `tests/compat_suite/`, run with only their "
+        "import changed by `tests/integration/test_compat_suite.py`, which compares what each "
+        "prints with what TensorFlow printed (`tests/compat_suite/expected/`). "
+        f"{passing} pass; the others are expected failures until daskgraph has what they need.",
+        "",
+        "| program | part of its source | virtual GPUs | status | changed |",
+        "|---|---|--:|---|---|",
+    ]
+    for p in programs:
+        state = f"xfail, needs {p.needs}" if p.needs else "passes"
+        section, changed = p.fields.get("Section", ""), p.fields.get("Changed", "")
+        lines.append(f"| `{p.name}` | {section} | {p.virtual_gpus} | {state} | {changed} |")
+    lines += ["", "Sources:", ""]
+    sources: dict[str, list[SuiteProgram]] = {}
+    for p in programs:
+        sources.setdefault(p.fields.get("Source", "?"), []).append(p)
+    for source, group in sources.items():
+        license_ = group[0].fields.get("License", "")
+        lines.append(f"- {source}: {_names(group)}. License: {license_}")
+    return [*lines, ""]
+
+
+def render(items: list[Entry], programs: list[SuiteProgram], source: str = "") -> str:
+    """The whole page as Markdown."""
+    groups: dict[str, list[Entry]] = {}
+    for e in items:
+        groups.setdefault(e.namespace, []).append(e)
+    counts = Counter(e.status for e in items)
+    lines = [
+        "# TensorFlow 1 compatibility",
+        "",
+        "Generated by `python -m daskgraph.compat.table > docs/compat.md` (do not edit): every "
+        f"public name of `tf.compat.v1` ({source}; top level and the namespaces TF1 programs use "
+        "most) looked up in `daskgraph.compat.v1`. **supported**: daskgraph has it; **partial**: "
+        "it has it, with the difference noted; **missing**: using it raises `AttributeError`.",
+        "",
+        f"**In all: {counts['supported']} supported, {counts['partial']} partial, "
+        f"{counts['missing']} missing of {len(items)} names.**",
+        "",
+        *_counts_table(groups),
+        "",
+    ]
+    for namespace, group in groups.items():
+        lines += _namespace_section(namespace, group)
+    lines += _suite_section(programs)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Write docs/compat.md's text to stdout."""
+    data = snapshot()
+    sys.stdout.write(render(entries(data["namespaces"]), suite_programs(), data["source"]))
+
+
+if __name__ == "__main__":
+    main()
