@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from daskgraph import dtypes
+from daskgraph.errors import InvalidArgumentError
 from daskgraph.gradients import no_gradient
 from daskgraph.graph import Tensor, get_default_graph
 from daskgraph.graph import _name_scope as graph_name_scope
@@ -37,9 +38,21 @@ _RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
 
 # -- kernels --------------------------------------------------------------------------------------
 def _range_kernel(xp, start, limit, delta, *, dtype):
-    if delta == 0:
-        raise ValueError("range: delta must not be 0")
+    problem = _bounds_problem(float(start), float(limit), float(delta))
+    if problem:
+        raise InvalidArgumentError(f"range: {problem}", op="Range")
     return xp.arange(start, limit, delta, dtype=dtype)
+
+
+def _bounds_problem(start: float, limit: float, delta: float) -> str | None:
+    """What TensorFlow refuses in a range's bounds (None: nothing)."""
+    if delta == 0:
+        return "delta must not be 0"
+    if delta > 0 and start > limit:
+        return f"requires start <= limit when delta > 0: {start:g}/{limit:g}"
+    if delta < 0 and start < limit:
+        return f"requires start >= limit when delta < 0: {start:g}/{limit:g}"
+    return None
 
 
 def _rank_kernel(xp, x):
@@ -121,9 +134,10 @@ def _static_length(values: list[Any]) -> int | None:
             v = v.op.attrs["value"]
         numbers.append(float(np.asarray(v)))
     start, limit, delta = numbers
-    if delta == 0:
-        raise ValueError("range: delta must not be 0")
-    return builtins.max(0, math.ceil((limit - start) / delta))
+    problem = _bounds_problem(start, limit, delta)
+    if problem:
+        raise ValueError(f"range: {problem}")
+    return math.ceil((limit - start) / delta)
 
 
 def rank(input: Any, name: str | None = None) -> Tensor:

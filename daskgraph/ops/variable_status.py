@@ -11,7 +11,7 @@ that do not), with TF1's local-variable names and the deprecated initializer ali
 ...     with dg.Session() as sess:
 ...         _ = sess.run(w.initializer)
 ...         sess.run(missing).tolist(), sess.run(is_variable_initialized(w))
-(['b'], np.True_)
+([b'b'], np.True_)
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _is_initialized_kernel(xp, store, ref):
 
 
 def _report_kernel(xp, *flags, names):
-    missing = [n for n, ok in zip(names, flags, strict=True) if not bool(ok)]
+    missing = [n.encode() for n, ok in zip(names, flags, strict=True) if not bool(ok)]
     return np.array(missing, dtype=object).reshape(len(missing))
 
 
@@ -90,7 +90,7 @@ def report_uninitialized_variables(
 ) -> Tensor:
     """A 1-D ``string`` tensor of the names (``var.op.name``) of the variables of ``var_list``
     that hold no value yet, in ``var_list``'s order (``tf.report_uninitialized_variables``;
-    the names are ``str``, as daskgraph's strings are). By default the global and local
+    fetched as ``bytes``, as TensorFlow's strings are). By default the global and local
     variables of the default graph; an empty list gives an empty tensor.
     """
     if var_list is None:
