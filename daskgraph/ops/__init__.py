@@ -7,6 +7,11 @@
 (each registered with its gradient); :mod:`~daskgraph.ops.slicing`,
 :mod:`~daskgraph.ops.shape_ops` and :mod:`~daskgraph.ops.fill_ops` the array-manipulation ops,
 and :mod:`~daskgraph.ops.random` the random ops with TensorFlow 1's seeds.
+:mod:`~daskgraph.ops.elementwise_more`, :mod:`~daskgraph.ops.reduction_more`,
+:mod:`~daskgraph.ops.padding`, :mod:`~daskgraph.ops.ranges`,
+:mod:`~daskgraph.ops.variable_status` and :mod:`~daskgraph.ops.control_flow` add the rest of
+the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uninitialized_variables``,
+``cond``, ``Print``, ...).
 """
 
 from daskgraph.ops.array import (
