@@ -25,6 +25,9 @@ ADDRESS = re.compile(r"(?:(?P<proto>[a-z]+)://)?(?P<host>[^:/]+|\[[^\]]+\]):(?P<
 class ClusterSpec:
     """The tasks of each job, by address: ``{"job": ["host:port", ...]}`` or ``{job: {i: addr}}``.
 
+    Any string is an address, as in TensorFlow: the :class:`~daskgraph.server.Server` that
+    starts a task checks its own (``InvalidArgumentError``).
+
     Raises
     ------
     TypeError, ValueError
@@ -58,10 +61,10 @@ class ClusterSpec:
                     index = int(index)
                 if isinstance(index, bool) or not isinstance(index, int) or index < 0:
                     raise ValueError(f"ClusterSpec: task index {index!r} of job {job!r} invalid")
-                if not isinstance(address, str) or not ADDRESS.match(address):
+                if not isinstance(address, str):  # any string, as TensorFlow: a Server checks it
                     raise ValueError(
                         f"ClusterSpec: address {address!r} of /job:{job}/task:{index} must be "
-                        "'host:port'"
+                        "a 'host:port' string"
                     )
                 checked[index] = address
             self._jobs[job] = dict(sorted(checked.items()))

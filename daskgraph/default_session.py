@@ -28,7 +28,15 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Runner", "as_default", "get_default_session", "pop", "push", "run_in_default"]
+__all__ = [
+    "Runner",
+    "as_default",
+    "current",
+    "get_default_session",
+    "pop",
+    "push",
+    "run_in_default",
+]
 
 
 class Runner(Protocol):
@@ -59,6 +67,12 @@ def get_default_session() -> Any:
     return session
 
 
+def current() -> Any:
+    """The default session, or None when there is none (TensorFlow's
+    ``tf.compat.v1.get_default_session``)."""
+    return _default_session.get()
+
+
 def push(session: Runner) -> Token:
     """Make ``session`` the default; the token undoes it (:func:`pop`)."""
     return _default_session.set(session)
@@ -79,9 +93,30 @@ def as_default(session: R) -> Iterator[R]:
         pop(token)
 
 
-def run_in_default(fetches: Any, feed_dict: Mapping[Any, Any] | None, session: Any) -> Any:
+_NO_SESSION = {  # TensorFlow's words, which TF1 programs' tests match on
+    "eval": "Cannot evaluate tensor using `eval()`: No default session is registered. Use "
+    "`with sess.as_default()` or pass an explicit session to `eval(session=sess)`",
+    "run": "Cannot execute operation using `run()`: No default session is registered. Use "
+    "`with sess.as_default():` or pass an explicit session to `run(session=sess)`",
+}
+
+
+def run_in_default(
+    fetches: Any, feed_dict: Mapping[Any, Any] | None, session: Any, method: str = "eval"
+) -> Any:
     """Run ``fetches`` in ``session``, or in the default session when it is ``None``.
 
-    The body of ``Tensor.eval``, ``Operation.run`` and ``Variable.eval``.
+    The body of ``Tensor.eval``, ``Operation.run`` (``method="run"``) and ``Variable.eval``;
+    without any session it raises TensorFlow's ValueError.
+
+    >>> run_in_default("x", None, None, "run")
+    Traceback (most recent call last):
+    ...
+    ValueError: Cannot execute operation using `run()`: No default session is registered. \
+Use `with sess.as_default():` or pass an explicit session to `run(session=sess)`
     """
-    return (session or get_default_session()).run(fetches, feed_dict=feed_dict)
+    if session is None:
+        session = _default_session.get()
+        if session is None:
+            raise ValueError(_NO_SESSION[method])
+    return session.run(fetches, feed_dict=feed_dict)

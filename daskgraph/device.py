@@ -318,7 +318,8 @@ def parse(spec: str | DeviceSpec | None) -> DeviceSpec:
     ----------
     spec : str, DeviceSpec or None
         ``None`` or ``""`` give the empty spec, a ``DeviceSpec`` is returned as is and a
-        string is parsed with :meth:`DeviceSpec.from_string`.
+        string is parsed with :meth:`DeviceSpec.from_string`, as is the ``to_string()`` of
+        another object that has one (TF1's mutable ``tf.DeviceSpec``).
 
     Raises
     ------
@@ -338,4 +339,7 @@ def parse(spec: str | DeviceSpec | None) -> DeviceSpec:
         return spec
     if isinstance(spec, str):
         return DeviceSpec.from_string(spec)
+    to_string = getattr(spec, "to_string", None)  # TF1's mutable DeviceSpec, and the like
+    if callable(to_string):
+        return DeviceSpec.from_string(to_string())
     raise TypeError(f"expected a device string, DeviceSpec or None, got {type(spec).__name__}")

@@ -35,6 +35,7 @@ __all__ = [
     "int32",
     "int64",
     "string",
+    "strings_as_bytes",
     "uint8",
 ]
 
@@ -170,6 +171,23 @@ def infer_dtype(value: Any) -> DType:
     if array.dtype.kind in "USO":
         return string
     return as_dtype(array.dtype)
+
+
+def strings_as_bytes(array: np.ndarray) -> np.ndarray:
+    """A ``string`` array with every ``str`` element encoded as UTF-8 ``bytes``: TensorFlow's
+    strings are bytes, and come back from a run as ``bytes`` (object arrays of ``bytes``).
+
+    >>> strings_as_bytes(np.array(["a", b"b", "é"], dtype=object))
+    array([b'a', b'b', b'\\xc3\\xa9'], dtype=object)
+    """
+    if array.dtype.kind == "U" or (
+        array.dtype.kind == "O" and any(isinstance(v, str) for v in array.flat)
+    ):
+        encoded = [v.encode() if isinstance(v, str) else v for v in array.flat]
+        out = np.empty(array.shape, dtype=object)
+        out.flat[:] = encoded
+        return out
+    return array
 
 
 def _is_int(value: Any) -> bool:

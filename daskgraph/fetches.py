@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.dtypes import cast_exactly
+from daskgraph.dtypes import cast_exactly, strings_as_bytes
 from daskgraph.errors import quote
 from daskgraph.graph import Graph, Operation, Tensor
 
@@ -40,8 +40,13 @@ def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
             return (
                 graph.get_tensor_by_name(item) if ":" in item else graph.get_operation_by_name(item)
             )
-        except (KeyError, ValueError) as exc:
-            raise ValueError(f"{what} {quote(item)} names nothing in the graph: {exc}") from None
+        except (KeyError, ValueError):
+            reason = _not_in_graph(item, graph)
+        if what == "Feed key":
+            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {reason}")
+        raise ValueError(
+            f'Argument `fetch` = {item} cannot be interpreted as a Tensor. ("{reason}")'
+        )
     to_tensor = getattr(item, "_as_tensor", None)
     if to_tensor is not None:
         item = to_tensor()
@@ -56,6 +61,31 @@ def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
             "another graph. Run it with a session of that graph, or build it in this one."
         )
     return item
+
+
+def _not_in_graph(name: str, graph: Graph) -> str:
+    """Why ``name`` names nothing in ``graph``, in TensorFlow's words.
+
+    >>> _not_in_graph("x:0", Graph())
+    "The name 'x:0' refers to a Tensor which does not exist. The operation, 'x', does not \
+exist in the graph."
+    """
+    op_name, _, index = name.rpartition(":")
+    if not op_name:
+        return f"The name {name!r} refers to an Operation not in the graph."
+    try:
+        op = graph.get_operation_by_name(op_name)
+    except KeyError:
+        return (
+            f"The name {name!r} refers to a Tensor which does not exist. The operation, "
+            f"{op_name!r}, does not exist in the graph."
+        )
+    if not index.isdigit():
+        return f"The name {name!r} looks a like a Tensor name, but is not a valid one."
+    return (
+        f"The name {name!r} refers to a Tensor which does not exist. The operation, "
+        f"{op_name!r}, exists but only has {len(op.outputs)} outputs."
+    )
 
 
 def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], Any]]:
@@ -147,6 +177,8 @@ def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
             f"values to {tensor.name!r}."
         )
     array = np.asarray(value, dtype=dtype.numpy if dtype.name == "string" else None)
+    if dtype.name == "string":
+        array = strings_as_bytes(array)
     try:
         array = cast_exactly(array, dtype)
     except ValueError as exc:
@@ -174,9 +206,16 @@ def item_key(item: Tensor | Operation) -> str:
 
 
 def as_result(value: Any) -> Any:
-    """A fetched value as the caller gets it: 0-d arrays become NumPy scalars, and read-only
-    arrays (constants and variables handed over by an in-process worker) are copied."""
+    """A fetched value as the caller gets it: 0-d arrays become NumPy scalars, read-only
+    arrays (constants and variables handed over by an in-process worker) are copied, and
+    strings are ``bytes``, as in TensorFlow.
+
+    >>> as_result(np.array("text", dtype=object)), as_result(np.array(["a"], dtype=object))
+    (b'text', array([b'a'], dtype=object))
+    """
     if isinstance(value, np.ndarray):
+        if value.dtype.kind in "OU":
+            value = strings_as_bytes(value)
         if value.ndim == 0:
             return value[()]
         if not value.flags.writeable:

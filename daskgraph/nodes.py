@@ -21,16 +21,17 @@ TypeError: example expects an Operation, a Tensor or a Variable; got 1.0
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from daskgraph import dtypes
 from daskgraph.default_session import run_in_default
 from daskgraph.device import DeviceSpec
+from daskgraph.tensor_shape import TensorShape
 
 if TYPE_CHECKING:
     from daskgraph.graph import Graph
 
-__all__ = ["Operation", "Shape", "Tensor", "as_operation"]
+__all__ = ["NodeDef", "Operation", "Shape", "Tensor", "as_operation"]
 
 Shape = tuple  # a static shape: a tuple of ints and None (unknown size), or None (unknown rank)
 
@@ -42,7 +43,7 @@ class Tensor:
     Arithmetic operators (``+ - * / @``, unary ``-``) build new operations.
     """
 
-    __slots__ = ("dtype", "index", "op", "shape")
+    __slots__ = ("_shape", "dtype", "index", "op")
     __array_priority__ = 100  # NumPy defers ``ndarray + Tensor`` to Tensor.__radd__
 
     def __init__(self, op: Operation, index: int, dtype: dtypes.DType, shape: Shape | None):
@@ -50,6 +51,18 @@ class Tensor:
         self.index = index
         self.dtype = dtype
         self.shape = shape
+
+    @property
+    def shape(self) -> TensorShape | None:
+        """The static shape: a :class:`~daskgraph.tensor_shape.TensorShape`, a tuple of ints
+        and None (unknown sizes) indexing to ints as TensorFlow 2's; None for an unknown rank
+        (:meth:`get_shape` gives TensorFlow 1's ``TensorShape(None)`` then)."""
+        return self._shape
+
+    @shape.setter
+    def shape(self, shape: Shape | None) -> None:
+        """Set the static shape (a tuple of ints and None, or None)."""
+        self._shape = None if shape is None else TensorShape(shape, v1=False)
 
     @property
     def name(self) -> str:
@@ -66,14 +79,20 @@ class Tensor:
         """The device requested for the producing operation (not where it was placed)."""
         return self.op.device
 
-    def get_shape(self) -> Shape | None:
-        """The static shape (TF1's spelling of :attr:`shape`)."""
-        return self.shape
+    def get_shape(self) -> TensorShape:
+        """The static shape as TensorFlow 1's ``TensorShape``: it indexes and iterates to
+        :class:`~daskgraph.tensor_shape.Dimension` objects (``.value``), and is
+        ``TensorShape(None)`` for an unknown rank."""
+        return TensorShape(self._shape, v1=True)
 
     def eval(self, feed_dict: Mapping[Any, Any] | None = None, session: Any = None) -> Any:
         """This tensor's value, run in ``session`` (default: the default session), as TF1's
         ``Tensor.eval``; a shorthand for ``session.run(tensor, feed_dict)``."""
         return run_in_default(self, feed_dict, session)
+
+    def consumers(self) -> list[Operation]:
+        """The operations that take this tensor as an input, in creation order."""
+        return [op for op in self.op.graph.get_operations() if any(t is self for t in op.inputs)]
 
     def __repr__(self) -> str:
         return f"<Tensor {self.name!r} shape={self.shape} dtype={self.dtype.name}>"
@@ -148,10 +167,45 @@ class Operation:
 
     def run(self, feed_dict: Mapping[Any, Any] | None = None, session: Any = None) -> None:
         """Run this operation in ``session`` (default: the default session), as TF1's ``run``."""
-        run_in_default(self, feed_dict, session)
+        run_in_default(self, feed_dict, session, "run")
+
+    def values(self) -> tuple[Tensor, ...]:
+        """The output tensors, as a tuple (TensorFlow's ``Operation.values()``)."""
+        return tuple(self.outputs)
+
+    def get_attr(self, name: str) -> Any:
+        """The attribute ``name`` (``dtype`` is the output's dtype when not an attribute);
+        ValueError in TensorFlow's words when there is none."""
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "dtype" and self.outputs:
+            return self.outputs[0].dtype
+        raise ValueError(f"Operation {self.name!r} has no attr named {name!r}.")
+
+    def colocation_groups(self) -> list[bytes]:
+        """TensorFlow's colocation groups: ``[b"loc:@<op>"]``, the op this one is colocated
+        with, or itself."""
+        return [f"loc:@{self.colocation or self.name}".encode()]
+
+    @property
+    def node_def(self) -> NodeDef:
+        """The operation as TensorFlow's ``NodeDef``: name, op type, inputs (``^name`` for
+        control inputs), requested device and attributes."""
+        inputs = [t.name for t in self.inputs] + [f"^{c.name}" for c in self.control_inputs]
+        return NodeDef(self.name, self.type, inputs, self.device, dict(self.attrs))
 
     def __repr__(self) -> str:
         return f"<Operation {self.name!r} type={self.type}>"
+
+
+class NodeDef(NamedTuple):
+    """An operation described as TensorFlow's ``NodeDef`` protocol buffer's fields."""
+
+    name: str
+    op: str
+    input: list[str]
+    device: str
+    attr: dict[str, Any]
 
 
 def as_operation(value: Any, where: str) -> Operation:

@@ -40,6 +40,7 @@ from daskgraph import master
 from daskgraph.cluster import worker_specs
 from daskgraph.cluster_spec import ADDRESS, ClusterSpec, with_protocol
 from daskgraph.config import SessionConfig, virtual_gpu_count
+from daskgraph.errors import InvalidArgumentError
 from daskgraph.footprint import scheduler_extensions, shorten_dask_logs
 from daskgraph.gpus import visible_gpus
 
@@ -90,9 +91,24 @@ def _candidate_ports() -> Iterator[int]:
 
 
 def _host_port(address: str) -> tuple[str, int]:
+    """The host and port of a task's address; TensorFlow's InvalidArgumentError when it has
+    none.
+
+    >>> _host_port("tcp://[::1]:2222")
+    ('::1', 2222)
+    >>> _host_port("localhost")
+    Traceback (most recent call last):
+    ...
+    daskgraph.errors.InvalidArgumentError: Could not parse port for local server from \
+"localhost". Expected an address like 'host:port'.
+    """
     match = ADDRESS.match(address.split("://", 1)[-1] if "://" in address else address)
     if match is None:
-        raise ValueError(f"Expected an address like 'host:port'; got {address!r}")
+        raise InvalidArgumentError(
+            f'Could not parse port for local server from "{address}". Expected an address '
+            "like 'host:port'.",
+            address=address,
+        )
     return match.group("host").strip("[]"), int(match.group("port"))
 
 
@@ -132,6 +148,7 @@ class Server:
         self.job_name = job_name
         self.task_index = task_index
         self.address = self.cluster_spec.task_address(job_name, task_index)
+        _host_port(self.address)  # a task's address is checked here, as TensorFlow's server does
         self.config = (config or SessionConfig()).validate()
         self.security = security
         protocol = "tls" if security is not None and security.require_encryption else "tcp"

@@ -28,6 +28,7 @@ workers said of themselves when asked (:func:`daskgraph.cuda_specs.cuda_worker_p
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -67,6 +68,9 @@ class Device:
         The Dask name of that worker, which tasks are restricted to: the scheduler resolves it
         to the worker's current address, so a worker restarted under the same name takes the
         device's work again. ``None`` when the worker is known by its address only.
+    memory_limit_bytes
+        The memory limit of the device's worker (Dask's ``memory_limit``; 0: none known), as
+        TensorFlow's ``list_devices`` reports one per device.
     """
 
     name: str
@@ -75,6 +79,7 @@ class Device:
     description: str = ""
     worker_name: Any = None
     unusable: str = ""
+    memory_limit_bytes: int = 0
 
     @property
     def restriction(self) -> Any:
@@ -90,6 +95,12 @@ class Device:
     def device_type(self) -> str:
         """``"GPU"`` for a (virtual) GPU, else ``"CPU"``."""
         return GPU if self.kind in ("gpu", "virtual-gpu") else CPU
+
+    @property
+    def incarnation(self) -> int:
+        """A number that changes when the device's worker is replaced (from its address), as
+        TensorFlow's device incarnation."""
+        return int.from_bytes(hashlib.sha1(self.worker.encode()).digest()[:8], "big", signed=True)
 
     @property
     def array_backend(self) -> str:
@@ -219,15 +230,19 @@ def _named_device(address: str, name: str, info: Mapping[str, Any]) -> Device:
         kind = "virtual-gpu" if resources.get(VIRTUAL_GPU_RESOURCE) else "gpu"
     else:
         kind = "cpu"
-    return Device(spec.to_string(), address, kind, _describe(kind, spec, info), info.get("name"))
+    return Device(
+        spec.to_string(), address, kind, _describe(kind, spec, info), info.get("name"),
+        memory_limit_bytes=_memory_limit(info),
+    )  # fmt: skip
 
 
 def _plain_device(address: str, info: Mapping[str, Any], device_type: str, index: int) -> Device:
     spec = DeviceSpec(DEFAULT_JOB, 0, 0, device_type, index)
     kind = "gpu" if device_type == GPU else "cpu"
     return Device(
-        spec.to_string(), address, kind, _describe(kind, spec, info), info.get("name", address)
-    )
+        spec.to_string(), address, kind, _describe(kind, spec, info), info.get("name", address),
+        memory_limit_bytes=_memory_limit(info),
+    )  # fmt: skip
 
 
 def _cuda_device(
@@ -236,7 +251,15 @@ def _cuda_device(
     """The GPU device of a dask-cuda worker, described by its GPU as far as it is known."""
     spec = DeviceSpec(DEFAULT_JOB, 0, 0, GPU, index)
     description = _describe("gpu", spec, info, cuda_worker_description(info, probe))
-    return Device(spec.to_string(), address, "gpu", description, info.get("name", address))
+    return Device(
+        spec.to_string(), address, "gpu", description, info.get("name", address),
+        memory_limit_bytes=_memory_limit(info),
+    )  # fmt: skip
+
+
+def _memory_limit(info: Mapping[str, Any]) -> int:
+    limit = info.get("memory_limit")
+    return int(limit) if isinstance(limit, (int, float)) and limit > 0 else 0
 
 
 def _describe(kind: str, spec: DeviceSpec, info: Mapping[str, Any], gpu: str = "") -> str:

@@ -37,6 +37,7 @@ from daskgraph import dtypes, scopes
 from daskgraph.graph import REGULARIZATION_LOSSES, Graph, Tensor, get_default_graph
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.state import Variable
+from daskgraph.tensor_shape import dimension_value
 
 __all__ = [
     "AUTO_REUSE",
@@ -418,7 +419,8 @@ def _as_shape(shape: Any, where: str) -> tuple | None:
     if isinstance(shape, int):
         shape = (shape,)
     try:
-        return tuple(None if d is None or d == -1 else int(d) for d in shape)
+        values = (dimension_value(d) for d in shape)  # TF1's Dimension objects too
+        return tuple(None if d is None or d == -1 else int(d) for d in values)
     except (TypeError, ValueError):
         raise TypeError(
             f"get_variable {where}: shape must be a sequence of ints; got {shape!r}"

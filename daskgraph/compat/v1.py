@@ -5,8 +5,9 @@ for the few whose TF1 call signatures differ (``Variable``, ``assign``, ``assign
 ``assign_sub``, ``global_variables``, ``trainable_variables``, ``local_variables``,
 ``get_variable``, ``get_collection``, ``reduce_*``, ``matmul``, ``reshape``, ``transpose``,
 ``identity``, ``to_float``/``to_int32``/...) and ``GraphKeys`` (TF1's other collection names),
-which come from :mod:`daskgraph.compat._signatures` and only translate arguments. So ``import daskgraph.compat.v1 as tf`` lets a TensorFlow 1
-device-placement program run unchanged::
+which come from :mod:`daskgraph.compat._signatures` and only translate arguments. So
+``import daskgraph.compat.v1 as tf`` lets a TensorFlow 1 device-placement program run
+unchanged::
 
     import daskgraph.compat.v1 as tf
 
@@ -17,14 +18,17 @@ device-placement program run unchanged::
     with tf.Session(config=tf.ConfigProto(log_device_placement=True)) as sess:
         print(sess.run(c))
 
-``tf.ConfigProto`` *is* :class:`daskgraph.SessionConfig`, ``tf.errors`` *is*
-:mod:`daskgraph.errors` and ``tf.nn`` *is* :mod:`daskgraph.nn`. What TensorFlow 1 has and
+``tf.errors`` *is* :mod:`daskgraph.errors` and ``tf.nn`` *is* :mod:`daskgraph.nn`;
+``tf.ConfigProto`` (a :class:`daskgraph.SessionConfig` taking every TF1 field), the mutable
+``tf.DeviceSpec``, ``tf.InteractiveSession``, ``tf.get_default_session`` (None when there is
+none) and their kin come from :mod:`daskgraph.compat.sessions` and
+:mod:`daskgraph.compat.device_spec`. What TensorFlow 1 has and
 daskgraph does not (``tf.train.Server``, ``tf.image``, ...) is simply absent: using it raises
 ``AttributeError``.
 
 >>> import daskgraph
 >>> import daskgraph.compat.v1 as tf
->>> tf.ConfigProto is daskgraph.SessionConfig and tf.Session is daskgraph.Session
+>>> isinstance(tf.ConfigProto(), daskgraph.SessionConfig) and tf.Session is daskgraph.Session
 True
 """
 
@@ -60,9 +64,17 @@ from daskgraph.compat._signatures import (
     trainable_variables,
     transpose,
 )
-from daskgraph.config import GPUOptions
-from daskgraph.config import SessionConfig as ConfigProto
-from daskgraph.device import DeviceSpec
+from daskgraph.compat.device_spec import DeviceSpec
+from daskgraph.compat.sessions import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    InteractiveSession,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+    get_default_session,
+)
 from daskgraph.dtypes import (
     DType,
     as_dtype,
@@ -188,7 +200,8 @@ from daskgraph.ops import (
     zeros_like,
 )
 from daskgraph.scopes import colocate_with, control_dependencies, device
-from daskgraph.session import RunMetadata, RunOptions, Session, get_default_session
+from daskgraph.session import Session
+from daskgraph.tensor_shape import Dimension, TensorShape, dimension_value
 from daskgraph.variable_scope import (
     AUTO_REUSE,
     VariableScope,
@@ -201,17 +214,22 @@ __all__ = [
     "ConfigProto",
     "DType",
     "DeviceSpec",
+    "Dimension",
     "GPUOptions",
     "Graph",
     "GraphKeys",
+    "GraphOptions",
+    "InteractiveSession",
     "NotDifferentiable",
     "Operation",
+    "OptimizerOptions",
     "Print",
     "RegisterGradient",
     "RunMetadata",
     "RunOptions",
     "Session",
     "Tensor",
+    "TensorShape",
     "Variable",
     "VariableScope",
     "abs",
@@ -237,6 +255,7 @@ __all__ = [
     "convert_to_tensor",
     "cos",
     "device",
+    "dimension_value",
     "div",
     "divide",
     "dtypes",

@@ -23,6 +23,7 @@ from daskgraph import dtypes
 from daskgraph.errors import quote
 from daskgraph.graph import Operation, Shape, Tensor, as_operation, get_default_graph
 from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.tensor_shape import TensorShape, dimension_value
 
 __all__ = [
     "cast",
@@ -78,12 +79,13 @@ register("NoOp", _no_op_kernel)
 # -- shapes -------------------------------------------------------------------------------------
 def as_shape(shape: Any, where: str) -> Shape | None:
     """Normalise a user-given shape (None, int, or sequence of ints/None) to a tuple."""
-    if shape is None:
+    if shape is None or (isinstance(shape, TensorShape) and shape.ndims is None):
         return None
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
-        dims = tuple(None if d is None or d == -1 else int(d) for d in shape)
+        values = (dimension_value(d) for d in shape)  # TF1's Dimension objects too
+        dims = tuple(None if d is None or d == -1 else int(d) for d in values)
     except (TypeError, ValueError):
         raise TypeError(
             f"{where}: shape must be None or a sequence of ints and None; got {shape!r}"
@@ -162,7 +164,7 @@ def _convert(value: Any, dtype: dtypes.DType, name: str) -> np.ndarray:
             f"constant {name!r}: expected {dtype.name}, got {value!r} whose values are not "
             f"{dtype.name}; cast explicitly (e.g. cast(x, {source.dtype.name})) if you mean it"
         )
-    return array
+    return dtypes.strings_as_bytes(array) if dtype is dtypes.string else array
 
 
 def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Tensor:

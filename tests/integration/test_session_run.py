@@ -209,11 +209,11 @@ OPS = [
     ),
     ("cast-int32-to-float64", lambda: dg.cast(dg.constant(IA), dg.float64), IA.astype(np.float64)),
     ("cast-float-to-bool", lambda: dg.cast(dg.constant(X), dg.bool_), X.astype(bool)),
-    ("string-constant", lambda: dg.constant("hello"), np.array("hello", object)[()]),
+    ("string-constant", lambda: dg.constant("hello"), np.array(b"hello", object)[()]),
     (
         "string-array",
         lambda: dg.constant(["a", "bc"]),
-        np.array(["a", "bc"], dtype=object),
+        np.array([b"a", b"bc"], dtype=object),
     ),
 ]
 
@@ -221,9 +221,9 @@ OPS = [
 @pytest.mark.parametrize(("build", "expected"), [o[1:] for o in OPS], ids=[o[0] for o in OPS])
 def test_op_result_equals_numpy(dg_session, build, expected):
     result = dg_session.run(build())
-    expected = np.asarray(expected) if not isinstance(expected, (np.generic, str)) else expected
-    if isinstance(expected, str):
-        assert result == expected
+    expected = np.asarray(expected) if not isinstance(expected, (np.generic, bytes)) else expected
+    if isinstance(expected, bytes):
+        assert type(result) is bytes and result == expected
         return
     assert np.asarray(result).dtype == np.asarray(expected).dtype
     if isinstance(expected, np.ndarray) and expected.ndim:

@@ -181,19 +181,30 @@ def test_tasks_of_a_job_must_be_a_list_or_dict(tasks):
         ClusterSpec({"worker": tasks})
 
 
-@pytest.mark.parametrize(
-    "address",
-    ["host", "host:", ":2222", "host:port", "host:22:33", "a/b:1", "", None, 2222, "tcp://"],
-)
-def test_bad_addresses_are_named_with_their_task(address):
+@pytest.mark.parametrize("address", [None, 2222, b"h:1"])
+def test_addresses_that_are_not_strings_are_named_with_their_task(address):
     with pytest.raises(ValueError, match=r"/job:worker/task:1") as info:
         ClusterSpec({"worker": ["ok:1", address]})
     assert repr(address) in str(info.value)
 
 
-def test_bad_address_in_a_dict_names_its_index():
-    with pytest.raises(ValueError, match=r"'nope' of /job:ps/task:7"):
-        ClusterSpec({"ps": {7: "nope"}})
+@pytest.mark.parametrize(
+    "address", ["host", "host:", ":2222", "host:port", "host:22:33", "a/b:1", "", "tcp://"]
+)
+def test_any_address_string_is_accepted_as_tensorflow_does(address):
+    # TensorFlow's ClusterSpec takes any string; the Server of that task refuses it
+    assert ClusterSpec({"worker": ["ok:1", address]}).task_address("worker", 1) == address
+
+
+def test_bad_address_in_a_dict_is_refused_by_its_server_not_the_spec():
+    from daskgraph.errors import InvalidArgumentError
+    from daskgraph.server import Server
+
+    spec = ClusterSpec({"ps": {7: "nope"}})
+    with pytest.raises(
+        InvalidArgumentError, match='Could not parse port for local server from "nope"'
+    ):
+        Server(spec, "ps", 7, start=False)
 
 
 @pytest.mark.parametrize("index", [-1, True, False, 1.0, None, "x"])

@@ -8,8 +8,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph import config, dtypes, errors, graph, ops, scopes, session
-from daskgraph.device import DeviceSpec
+from daskgraph import dtypes, errors, graph, ops, scopes, session
 
 # TensorFlow 1 name -> the native object it must be (the very same object, not a copy)
 ALIASES = {
@@ -49,10 +48,6 @@ ALIASES = {
     "reset_default_graph": graph.reset_default_graph,
     # sessions and configuration
     "Session": session.Session,
-    "get_default_session": session.get_default_session,
-    "ConfigProto": config.SessionConfig,
-    "GPUOptions": config.GPUOptions,
-    "DeviceSpec": DeviceSpec,
     "errors": errors,
 }
 

@@ -26,7 +26,6 @@ class Recorder:
 
 def test_the_public_names_stay_where_they_were() -> None:
     assert dg.get_default_session is session.get_default_session
-    assert v1.get_default_session is default_session.get_default_session
     assert session.get_default_session is default_session.get_default_session
     assert graph.as_operation is nodes.as_operation
     assert (graph.Operation, graph.Tensor, graph.Shape) == (

@@ -1,0 +1,101 @@
+"""TensorFlow 1's mutable ``tf.DeviceSpec`` (``DeviceSpecV1``).
+
+TF1 programs build a spec and change it in place (``spec.job = "ps"``,
+``spec.parse_from_string(...)``, ``spec.merge_from(other)``); the native
+:class:`daskgraph.device.DeviceSpec` is an immutable value, so this class keeps the five
+fields as settable attributes and uses the native parser and printer for everything else.
+``tf.device(spec)`` takes it (its string at the time the block is entered).
+
+>>> spec = DeviceSpec(job="ps", task=1, device_type="gpu", device_index=0)
+>>> spec.to_string()
+'/job:ps/task:1/device:GPU:0'
+>>> spec.job = "worker"
+>>> spec.merge_from(DeviceSpec(replica=2)).to_string()
+'/job:worker/replica:2/task:1/device:GPU:0'
+>>> spec.parse_from_string("/cpu:1") is spec, spec
+(True, <DeviceSpec(job=None, replica=None, task=None, device_type=CPU, device_index=1)>)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daskgraph.device import DeviceSpec as NativeSpec
+from daskgraph.device import parse
+
+__all__ = ["DeviceSpec"]
+
+_FIELDS = ("job", "replica", "task", "device_type", "device_index")
+
+
+class DeviceSpec:
+    """A mutable device specification, as TensorFlow 1's ``tf.DeviceSpec``.
+
+    Parameters
+    ----------
+    job, replica, task, device_type, device_index
+        The fields, each optional (``None``: not specified); ``device_type`` ``"cpu"`` and
+        ``"gpu"`` are upper-cased.
+    """
+
+    def __init__(
+        self,
+        job: str | None = None,
+        replica: int | None = None,
+        task: int | None = None,
+        device_type: str | None = None,
+        device_index: int | None = None,
+    ) -> None:
+        self._set(NativeSpec(job, replica, task, device_type, device_index))
+
+    def _set(self, spec: NativeSpec) -> DeviceSpec:
+        for name in _FIELDS:
+            object.__setattr__(self, name, getattr(spec, name))
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in _FIELDS:
+            raise AttributeError(f"DeviceSpec has no field {name!r}; fields are {_FIELDS}")
+        self._set(self.native().replace(**{name: value}))  # checked as the native spec is
+
+    def native(self) -> NativeSpec:
+        """The same specification as an immutable :class:`daskgraph.device.DeviceSpec`."""
+        return NativeSpec(*(getattr(self, name) for name in _FIELDS))
+
+    @classmethod
+    def from_string(cls, spec: str) -> DeviceSpec:
+        """A new spec parsed from a device string (``"/job:ps/task:0/device:CPU:0"``)."""
+        return cls()._set(NativeSpec.from_string(spec))
+
+    def parse_from_string(self, spec: str) -> DeviceSpec:
+        """Replace every field by those parsed from ``spec``; returns this spec."""
+        return self._set(NativeSpec.from_string(spec))
+
+    def merge_from(self, dev: Any) -> DeviceSpec:
+        """Override this spec's fields by those ``dev`` sets (a DeviceSpec or a string);
+        returns this spec."""
+        return self._set(self.native().make_merged_spec(parse(dev)))
+
+    def make_merged_spec(self, dev: Any) -> DeviceSpec:
+        """A new spec: this one's fields overridden by those ``dev`` sets."""
+        return DeviceSpec.from_string(self.to_string()).merge_from(dev)
+
+    def replace(self, **fields: Any) -> DeviceSpec:
+        """A new spec with ``fields`` replaced."""
+        return DeviceSpec()._set(self.native().replace(**fields))
+
+    def to_string(self) -> str:
+        """The canonical device string, ``/job:J/replica:R/task:T/device:TYPE:N``."""
+        return self.native().to_string()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (DeviceSpec, NativeSpec)):
+            return NotImplemented
+        return self.to_string() == other.to_string()
+
+    def __hash__(self) -> int:
+        return hash(self.to_string())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)}" for name in _FIELDS)
+        return f"<DeviceSpec({fields})>"
