@@ -150,4 +150,48 @@ Per-op cost grew with size mostly through cyclic garbage collection (see the us/
 the collector's full passes scan the whole graph, more of it as it grows. `lower` pauses the
 collector while it builds a plan, which removed most of the growth (log-log slope 1.12 ->
 1.05).""",
+    "training.vs_tensorflow": """\
+**OpenBLAS's second thread, on a machine other processes share.** cProfile of 200 one-device
+steps (other jobs keeping the load average at 3.5 on the 2 cores): 5.8 s, 4.3 s of it in the
+five `MatMul` kernels, 4.3 ms a call on average for products of at most 2.1 M multiply-adds
+(`x @ w1`, 256x64 by 64x128, and its weight gradient `x^T @ dh`). On a quiet machine the same
+step takes 1.75 ms (min 1.52), and its 66 kernels, traced, add up to 1.67 ms, the two large
+matmuls 0.21 ms of it: the framework's own per-step cost (checks, plan lookup, feed copies,
+the instruction loop, one `apply_once` per stateful op) is about 0.1-0.2 ms. The in-process
+CPU worker runs kernels in the caller's thread with the process's BLAS, and OpenBLAS splits
+such a product over both cores: the calling thread waits for the second one, and when another
+process holds that core, for the OS to schedule it (a time slice, milliseconds). Interleaved,
+5 x 200 steps each at load 3.6: daskgraph 20.6 ms a step (min 4.5), daskgraph with OpenBLAS
+limited to one thread (`threadpoolctl`, the what-if row) 3.2 ms (min 2.8), TensorFlow 3.2 ms
+(min 2.7); in rounds where the other jobs left the cores free, all three took 2.1-2.5 ms.
+TensorFlow's steps slow down 1.3-1.5x under the same load. So the target's verdict on this
+machine follows the other jobs' load: about 1x when it is quiet, 2-10x when it is not.
+
+*Next step (execution policy, not a kernel):* give small products one BLAS thread on the
+in-process CPU worker, e.g. `openblas_set_num_threads(1)` around matmuls below a few MFLOP
+(about 0.9 us a call through `ctypes`, against 40 us for a `threadpoolctl` limit), or the
+executor's thread count per op by cost as Eigen does. What is left then are NumPy kernels
+TensorFlow fuses: `SparseSoftmaxCrossEntropyWithLogits` (label check, log-softmax,
+`take_along_axis`) 188 us, `ReluGrad` (`where` with a `zeros_like`) 153 us, `ApplyAdam` on w1
+(nine temporaries) 127 us, a third of the quiet step's kernel time.
+
+The tower ways are not in the target: a sync step of 4 towers (traced, load 4.5) is 8
+partitions with about 5 ms of kernels in 110-280 ms; the towers' partitions (16 ops, 1 ms
+each) start at +84, +114, +130 and +157 ms, one after the other, and the update at +212 ms:
+the time goes to Dask task hand-offs and transfers among 6 processes (the scheduler in the
+client's) on 2 cores, not to compute.""",
+    "towers.concurrency": """\
+**Two cores shared with the client, the scheduler and other jobs; a two-device run's fixed
+cost.** The towers do run at the same time: a traced run of two towers (`RunOptions(
+trace_level=FULL_TRACE)`, load average 4.5 from other jobs) shows both partitions starting
+within 2 ms of each other (+16 and +18 ms) and ending at +148 and +159 ms, where one tower
+alone takes 93-96 ms and two on one virtual GPU 177-185 ms (ratios 1.4-1.6 and 1.9). Two
+things keep the ratio above 1: each virtual GPU is a worker process of one thread, and the 2
+cores also serve the client and scheduler process and any other job, so two towers get two
+cores only on an otherwise idle machine (each took about 130 ms instead of 95 here; at load
+8 two towers in one run took 2.2x one tower, as long as one after the other); and a run over
+two devices goes through the Dask scheduler (one task per partition): 20-25 ms for a trivial
+two-device graph against 4.5-5 ms for a one-device run (an actor call to the worker), about
+0.15-0.2 of the ratio at this tower size. Re-run it on a quiet machine (`--only training`),
+or with bigger towers (`--tower-size 1024`) to shrink the fixed cost's share.""",
 }

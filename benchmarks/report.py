@@ -36,6 +36,8 @@ CASE_ORDER = (
     "scale",
     "first_run",
     "feeds",
+    "training",
+    "towers",
     "sessions",
     "memory",
 )

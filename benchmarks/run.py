@@ -10,6 +10,10 @@ Cases, in the order they run (each in its own module):
 * ``fine``, ``compute``, ``trivial``, ``latency`` -- on the embedded cluster a plain
   ``dg.Session()`` gets (by default its CPU worker in this process, no virtual GPU);
 * ``feeds`` -- on an embedded cluster with one virtual GPU;
+* ``training`` -- an MLP trained on the digits data against TensorFlow 1: one device (the
+  default embedded cluster), and 4 towers sync and async on an embedded cluster with 4 virtual
+  GPUs; there too, whether 2 towers on 2 virtual GPUs run at the same time within one run
+  (``--training-steps``, ``--tower-steps``, ``--training-batch``, ``--tower-size``);
 * ``sessions`` -- ``Session()`` creation and worker memory over session cycles, each repeat in
   a fresh process (the process's own shared embedded cluster, one virtual GPU);
 * ``memory`` -- client, scheduler and worker memory over long runs of a two-device graph (a
@@ -48,6 +52,7 @@ from benchmarks import (
     report,
     scale,
     sessions,
+    training,
 )
 from benchmarks.common import (
     background_busy,
@@ -65,6 +70,7 @@ CASES = (
     "trivial",
     "latency",
     "feeds",
+    "training",
     "sessions",
     "memory",
     "first-run",
@@ -84,6 +90,7 @@ RESULT_KEYS = {
     "trivial": "trivial",
     "latency": "latency",
     "feeds": "feeds",
+    "training": "training",  # and "towers": the case's tower-concurrency section
     "sessions": "sessions",
     "memory": "memory",
     "first-run": "first_run",
@@ -126,6 +133,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--feed-size", type=int, default=10_000, help="feeds: rows of each feed")
     parser.add_argument(
+        "--training-steps", type=int, default=200, help="training: steps a repeat, one device"
+    )
+    parser.add_argument(
+        "--tower-steps", type=int, default=12, help="training: steps a repeat, 4 towers"
+    )
+    parser.add_argument(
+        "--training-batch", type=int, default=256, help="training: batch (a multiple of 4)"
+    )
+    parser.add_argument(
+        "--tower-size", type=int, default=512, help="training: tower concurrency matrix rows"
+    )
+    parser.add_argument(
         "--session-calls", type=int, default=30, help="sessions: Session() calls per process"
     )
     parser.add_argument(
@@ -152,6 +171,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--trivial-calls must be >= 1")
     if args.first_run_ops < 100:
         parser.error("--first-run-ops must be >= 100")
+    if args.training_steps < 1 or args.tower_steps < 1 or args.tower_size < 1:
+        parser.error("--training-steps, --tower-steps and --tower-size must be >= 1")
+    if args.training_batch < training.TOWERS or args.training_batch % training.TOWERS:
+        parser.error(f"--training-batch must be a positive multiple of {training.TOWERS}")
     if args.memory_runs < memory.SAMPLES:
         parser.error(f"--memory-runs must be >= {memory.SAMPLES}")
     return args
@@ -166,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     cloudpickle.register_pickle_by_value(benchmarks)
     started = time.perf_counter()
     tf, tf_missing = (None, "")
-    if set(cases) & {*CPU_CASES, "sessions"}:
+    if set(cases) & {*CPU_CASES, "training", "sessions"}:
         tf, tf_missing = load_tensorflow()
         if tf_missing:
             print(f"note: TensorFlow rows: {tf_missing}", file=sys.stderr)
@@ -213,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             client.close()
             cluster.close()
+
+    if "training" in cases:
+        _progress("training", started)
+        done.update(training.run(args, tf, tf_missing))
+        gc.collect()
 
     if "sessions" in cases:
         _progress("sessions", started)
