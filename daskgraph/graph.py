@@ -40,6 +40,7 @@ __all__ = [
     "as_operation",
     "get_default_graph",
     "name_scope",
+    "new_tensor",
     "reset_default_graph",
 ]
 
@@ -304,6 +305,26 @@ def name_scope(name: str | None) -> AbstractContextManager[str]:
 
 _default_graph: ContextVar[Graph | None] = ContextVar("daskgraph_graph", default=None)
 _global_graph: list[Graph] = []
+
+
+def new_tensor(
+    op_type: str,
+    inputs: Sequence[Tensor],
+    dtype: dtypes.DType,
+    shape: Shape | None,
+    name: str | None = None,
+    **attrs: Any,
+) -> Tensor:
+    """Add an op of ``op_type`` with one output to the default graph; return that output
+    (how op builders make their op, ``attrs`` going to its kernel).
+
+    >>> with Graph().as_default():
+    ...     new_tensor("Const", [], dtypes.float32, (), value=1.0).name
+    'Const:0'
+    """
+    graph = get_default_graph()
+    op = graph.create_op(op_type, inputs, dtype=dtype, shape=shape, attrs=attrs, name=name)
+    return op.outputs[0]
 
 
 def get_default_graph() -> Graph:

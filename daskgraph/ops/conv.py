@@ -29,7 +29,7 @@ import numpy as np
 
 from daskgraph import dtypes
 from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, get_default_graph
+from daskgraph.graph import Operation, Shape, Tensor, new_tensor
 from daskgraph.ops import shape_ops
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.registry import register
@@ -241,20 +241,6 @@ def _out_shape(
     return (x[0], dims[0], dims[1], channels)
 
 
-def _op(
-    op_type: str,
-    inputs: list[Tensor],
-    dtype: Any,
-    shape: Shape | None,
-    name: str | None,
-    **attrs: Any,
-) -> Tensor:
-    graph = get_default_graph()
-    return graph.create_op(
-        op_type, inputs, dtype=dtype, shape=shape, attrs=attrs, name=name
-    ).outputs[0]
-
-
 def _sizes(sizes: Any, length: int, what: str, where: str) -> tuple[Tensor, Shape]:
     """A sizes argument (a list, or an int tensor) as a tensor and its static value (None
     for a size unknown until the graph runs, as a batch size of -1)."""
@@ -326,7 +312,7 @@ def conv2d(
             f"expects {ws[2]} (its shape is [height, width, in_channels, out_channels] = {ws})"
         )
     shape = _out_shape(x.shape, ws[:2], stride, padding, ws[3], where)
-    return _op("Conv2D", [x, w], x.dtype, shape, name, strides=stride, padding=padding)
+    return new_tensor("Conv2D", [x, w], x.dtype, shape, name, strides=stride, padding=padding)
 
 
 def conv2d_backprop_input(
@@ -357,7 +343,7 @@ def conv2d_backprop_input(
     if shape[0] is None and grad.shape is not None:
         shape = (grad.shape[0], *shape[1:])
     attrs = {"strides": stride, "padding": padding}
-    return _op("Conv2DBackpropInput", [sizes, w, grad], w.dtype, shape, name, **attrs)
+    return new_tensor("Conv2DBackpropInput", [sizes, w, grad], w.dtype, shape, name, **attrs)
 
 
 def conv2d_backprop_filter(
@@ -382,7 +368,7 @@ def conv2d_backprop_filter(
     grad = _floats(out_backprop, "out_backprop", 4, where)
     _same_dtype(x, grad, where)
     attrs = {"strides": stride, "padding": padding}
-    return _op("Conv2DBackpropFilter", [x, sizes, grad], x.dtype, shape, name, **attrs)
+    return new_tensor("Conv2DBackpropFilter", [x, sizes, grad], x.dtype, shape, name, **attrs)
 
 
 def max_pool(
@@ -422,7 +408,7 @@ def max_pool(
     channels = None if x.shape is None else x.shape[3]
     shape = _out_shape(x.shape, window, stride, padding, channels, where)
     attrs = {"ksize": window, "strides": stride, "padding": padding}
-    return _op("MaxPool", [x], x.dtype, shape, name, **attrs)
+    return new_tensor("MaxPool", [x], x.dtype, shape, name, **attrs)
 
 
 def max_pool_grad(
@@ -447,7 +433,7 @@ def max_pool_grad(
     g = _floats(grad, "grad", 4, where)
     _same_dtype(x, g, where)
     attrs = {"ksize": window, "strides": stride, "padding": padding}
-    return _op("MaxPoolGrad", [x, y, g], x.dtype, x.shape, name, **attrs)
+    return new_tensor("MaxPoolGrad", [x, y, g], x.dtype, x.shape, name, **attrs)
 
 
 # -- gradients ------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 
 from daskgraph import dtypes
 from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, get_default_graph, name_scope
+from daskgraph.graph import Operation, Shape, Tensor, name_scope, new_tensor
 from daskgraph.ops import shape_ops
 from daskgraph.ops.array import cast, convert_to_tensor
 from daskgraph.ops.logic import greater_equal
@@ -150,18 +150,6 @@ register("L2Loss", _l2_loss, cpu=_FLOAT, gpu=_FLOAT)
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _op(
-    op_type: str,
-    inputs: list[Tensor],
-    dtype: Any,
-    shape: Shape | None,
-    name: str | None,
-    **attrs: Any,
-) -> Tensor:
-    graph = get_default_graph()
-    return graph.create_op(
-        op_type, inputs, dtype=dtype, shape=shape, attrs=attrs, name=name
-    ).outputs[0]
 
 
 def _floats(x: Any, where: str, what: str = "x") -> Tensor:
@@ -209,23 +197,23 @@ def relu(features: Any, name: str | None = None) -> Tensor:
     [0.0, 0.0, 3.0]
     """
     x = convert_to_tensor(features)
-    return _op("Relu", [x], x.dtype, x.shape, name)
+    return new_tensor("Relu", [x], x.dtype, x.shape, name)
 
 
 def relu6(features: Any, name: str | None = None) -> Tensor:
     """``min(max(features, 0), 6)`` elementwise."""
     x = convert_to_tensor(features)
-    return _op("Relu6", [x], x.dtype, x.shape, name)
+    return new_tensor("Relu6", [x], x.dtype, x.shape, name)
 
 
 def relu_grad(gradients: Tensor, features: Tensor, name: str | None = None) -> Tensor:
     """``gradients`` where ``features > 0``, else 0: the backward pass of :func:`relu`."""
-    return _op("ReluGrad", [gradients, features], gradients.dtype, gradients.shape, name)
+    return new_tensor("ReluGrad", [gradients, features], gradients.dtype, gradients.shape, name)
 
 
 def relu6_grad(gradients: Tensor, features: Tensor, name: str | None = None) -> Tensor:
     """``gradients`` where ``0 < features < 6``, else 0: the backward pass of :func:`relu6`."""
-    return _op("Relu6Grad", [gradients, features], gradients.dtype, gradients.shape, name)
+    return new_tensor("Relu6Grad", [gradients, features], gradients.dtype, gradients.shape, name)
 
 
 def softmax(
@@ -243,7 +231,7 @@ def softmax(
     [[0.5, 0.5], [1.0, 0.0]]
     """
     x = _floats(logits, "softmax", "logits")
-    return _op("Softmax", [x], x.dtype, x.shape, name, axis=_axis(axis, dim, x, "softmax"))
+    return new_tensor("Softmax", [x], x.dtype, x.shape, name, axis=_axis(axis, dim, x, "softmax"))
 
 
 def log_softmax(
@@ -253,7 +241,7 @@ def log_softmax(
     without overflow."""
     x = _floats(logits, "log_softmax", "logits")
     axis = _axis(axis, dim, x, "log_softmax")
-    return _op("LogSoftmax", [x], x.dtype, x.shape, name, axis=axis)
+    return new_tensor("LogSoftmax", [x], x.dtype, x.shape, name, axis=axis)
 
 
 # -- losses ---------------------------------------------------------------------------------------
@@ -329,7 +317,7 @@ def _cross_entropy(
             f"{labels.shape} and {logits.name!r} is {logits.shape}"
         )
     axis = _axis(axis, dim, logits, where)
-    return _op(
+    return new_tensor(
         "SoftmaxCrossEntropyWithLogits",
         [logits, labels],
         logits.dtype,
@@ -346,7 +334,7 @@ def softmax_cross_entropy_grad(
     """The gradient of the cross entropy (of per-example gradient ``grad``) with respect to
     ``logits`` (``wrt="logits"``: ``(softmax(logits) - labels) * grad``) or ``labels``
     (``-log_softmax(logits) * grad``)."""
-    return _op(
+    return new_tensor(
         "SoftmaxCrossEntropyWithLogitsGrad",
         [grad, logits, labels],
         logits.dtype,
@@ -402,7 +390,7 @@ def sparse_softmax_cross_entropy_with_logits(
             f"{where}: labels must have the shape of logits without its last axis; "
             f"{labels.name!r} is {labels.shape} and {logits.name!r} is {logits.shape}"
         )
-    return _op(
+    return new_tensor(
         "SparseSoftmaxCrossEntropyWithLogits", [logits, labels], logits.dtype, expected, name
     )
 
@@ -412,7 +400,7 @@ def sparse_softmax_cross_entropy_grad(
 ) -> Tensor:
     """The gradient of the sparse cross entropy with respect to ``logits``:
     ``(softmax(logits) - one_hot(labels)) * grad``."""
-    return _op(
+    return new_tensor(
         "SparseSoftmaxCrossEntropyWithLogitsGrad",
         [grad, logits, labels],
         logits.dtype,
@@ -461,7 +449,9 @@ def bias_add(
                 f"bias_add: bias {bias.name!r} has {size} elements but value {value.name!r} "
                 f"has {channels} channels (shape {value.shape}, data_format {data_format})"
             )
-    return _op("BiasAdd", [value, bias], value.dtype, value.shape, name, data_format=data_format)
+    return new_tensor(
+        "BiasAdd", [value, bias], value.dtype, value.shape, name, data_format=data_format
+    )
 
 
 def bias_add_grad(
@@ -474,7 +464,7 @@ def bias_add_grad(
     channels = None
     if shape is not None:
         channels = (shape[_channels_axis(len(shape), data_format)],)
-    return _op(
+    return new_tensor(
         "BiasAddGrad", [out_backprop], out_backprop.dtype, channels, name, data_format=data_format
     )
 
@@ -492,7 +482,7 @@ def l2_loss(t: Any, name: str | None = None) -> Tensor:
     15.0
     """
     x = _floats(t, "l2_loss", "t")
-    return _op("L2Loss", [x], x.dtype, (), name)
+    return new_tensor("L2Loss", [x], x.dtype, (), name)
 
 
 # -- dropout --------------------------------------------------------------------------------------
