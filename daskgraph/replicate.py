@@ -223,8 +223,7 @@ def replicate(
             tower_ops = [train_op]
         else:
             tower_ops = [
-                optimizer.apply_gradients(grads, global_step=global_step)
-                for grads in tower_grads
+                optimizer.apply_gradients(grads, global_step=global_step) for grads in tower_grads
             ]
             train_op = group(*tower_ops, name="async_train")
     return Replicas(mode, devices, train_op, tower_ops, loss, losses, tower_grads)

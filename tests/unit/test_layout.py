@@ -59,7 +59,12 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
         # the scheduler's record of placements and runs, and its dashboard page
         ("dashboard", "board dashboard"),
         ("session", "connection dispatch inprocess inspection reporting drawing fetches session"),
-        ("api", "__init__ saver train compat compat._signatures compat.initializers compat.train compat.random compat.sessions compat.device_spec compat.v1 compat.table cli testing gradient_check"),
+        (
+            "api",
+            "__init__ saver train compat compat._signatures compat.initializers compat.train "
+            "compat.random compat.sessions compat.device_spec compat.v1 compat.table cli testing "
+            "gradient_check",
+        ),
     )
 )
 
