@@ -198,13 +198,18 @@ class PlacementBoard(SchedulerPlugin):
         """Everything the board holds, as plain data (what the page and ``/daskgraph.json``
         show): ``devices`` with their totals and op and partition counts, and ``plans``,
         newest last."""
-        ops: dict[str, set[tuple[str, str]]] = {}
+        named: dict[str, set[tuple[str, str]]] = {}  # device -> (session, op name)
+        counted: dict[str, dict[str, int]] = {}  # device -> session -> ops of unlisted plans
         partitions: dict[str, int] = {}
         for (session, _), plan in self.plans.items():
             for p in plan["partitions"]:
-                partitions[p["device"]] = partitions.get(p["device"], 0) + 1
-                names = p.get("ops") or [f"#{i}" for i in range(int(p.get("n_ops", 0)))]
-                ops.setdefault(p["device"], set()).update((session, n) for n in names)
+                device = p["device"]
+                partitions[device] = partitions.get(device, 0) + 1
+                if p.get("ops"):
+                    named.setdefault(device, set()).update((session, n) for n in p["ops"])
+                else:  # a plan too large to list: its op count, not a name per op
+                    per_session = counted.setdefault(device, {})
+                    per_session[session] = max(per_session.get(session, 0), int(p.get("n_ops", 0)))
         known = sorted((d for d in self.devices.values() if d.name), key=lambda d: d.name)
         marks = device_marks(known)
         devices = [
@@ -214,7 +219,7 @@ class PlacementBoard(SchedulerPlugin):
                 "marks": marks[d.name],
                 "worker": d.worker,
                 "description": d.description,
-                "ops": len(ops.get(d.name, ())),
+                "ops": len(named.get(d.name, ())) + sum(counted.get(d.name, {}).values()),
                 "partitions": partitions.get(d.name, 0),
                 "runs": d.runs,
                 "seconds": d.seconds + self.task_seconds.get(task_group(d.name), 0.0),

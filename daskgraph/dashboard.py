@@ -94,7 +94,7 @@ def plan_title(plan: dict[str, Any]) -> str:
 
 
 # -- the document -------------------------------------------------------------------------------
-def page_document(board: Any, extra: dict[str, Any], doc: Any) -> None:
+def page_document(board: Any, doc: Any) -> None:
     """Fill a Bokeh document with the page, kept up to date from ``board`` (a
     :class:`~daskgraph.board.PlacementBoard`) every ``daskgraph.dashboard.refresh``."""
     view = _PageView()
@@ -328,7 +328,7 @@ def install_page(scheduler: Any, board: Any) -> bool:
     kwargs = dict(dask.config.get("distributed.scheduler.dashboard.bokeh-application"))
     origins = create_hosts_allowlist(kwargs.pop("allow_websocket_origin"), server.port)
     page = _RelativeBokehTornado(
-        {f"/{PAGE}": Application(FunctionHandler(partial(page_document, board, {})))},
+        {f"/{PAGE}": Application(FunctionHandler(partial(page_document, board)))},
         prefix=prefix,
         use_index=False,
         extra_websocket_origins=origins,

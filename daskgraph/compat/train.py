@@ -1,43 +1,12 @@
 """``tf.train``'s names: ``ClusterSpec`` and ``Server`` (from :mod:`daskgraph.server`), and the
 training names of :mod:`daskgraph.train` (optimizers, ``Saver``, the global step)."""
 
-from daskgraph.device_setter import replica_device_setter
-from daskgraph.server import ClusterSpec, Server
-from daskgraph.train import (
-    AdamOptimizer,
-    CheckpointState,
-    GradientDescentOptimizer,
-    MomentumOptimizer,
-    Optimizer,
-    Saver,
-    checkpoint_exists,
-    create_global_step,
-    get_checkpoint_state,
-    get_global_step,
-    get_or_create_global_step,
-    global_step,
-    latest_checkpoint,
-    replicate,
-    update_checkpoint_state,
-)
+from daskgraph import device_setter as _device_setter
+from daskgraph import train as _train
+from daskgraph.server import ClusterSpec, Server  # noqa: F401 - in __all__
+from daskgraph.train import *  # noqa: F403 - dg.train's names are tf.train's
 
-__all__ = [
-    "AdamOptimizer",
-    "CheckpointState",
-    "ClusterSpec",
-    "GradientDescentOptimizer",
-    "MomentumOptimizer",
-    "Optimizer",
-    "Saver",
-    "Server",
-    "checkpoint_exists",
-    "create_global_step",
-    "get_checkpoint_state",
-    "get_global_step",
-    "get_or_create_global_step",
-    "global_step",
-    "latest_checkpoint",
-    "replica_device_setter",
-    "replicate",
-    "update_checkpoint_state",
-]
+#: TF's replica_device_setter (round robin over ps tasks), not dg.train's one-device one
+replica_device_setter = _device_setter.replica_device_setter
+
+__all__ = sorted({*_train.__all__, "ClusterSpec", "Server"})
