@@ -24,8 +24,10 @@ from daskgraph.ops.nn import (
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
+from daskgraph.ops.pooling import avg_pool
 
 __all__ = [
+    "avg_pool",
     "bias_add",
     "conv2d",
     "conv2d_backprop_filter",

@@ -76,6 +76,7 @@ DIFFERENCES: dict[str, str] = {
     "set_random_seed": "same seed rules as TF1, other random values",
     "nn.conv2d": "NHWC only, no dilations",
     "nn.max_pool": "NHWC only",
+    "nn.avg_pool": "NHWC only",
     "nn.dropout": "TF1's seed rules, NumPy's generators: other masks than TensorFlow's",
     "random.normal": "other values than TensorFlow's for the same seed",
     "random.uniform": "other values than TensorFlow's for the same seed",

@@ -11,7 +11,7 @@ and :mod:`~daskgraph.ops.random` the random ops with TensorFlow 1's seeds.
 :mod:`~daskgraph.ops.padding`, :mod:`~daskgraph.ops.ranges`,
 :mod:`~daskgraph.ops.variable_status` and :mod:`~daskgraph.ops.control_flow` add the rest of
 the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uninitialized_variables``,
-``cond``, ``Print``, ...).
+``cond``, ``Print``, ...); :mod:`~daskgraph.ops.pooling` adds ``avg_pool``.
 """
 
 from daskgraph.ops.array import (
@@ -103,6 +103,7 @@ from daskgraph.ops.nn import (
     sparse_softmax_cross_entropy_with_logits,
 )
 from daskgraph.ops.padding import pad
+from daskgraph.ops.pooling import avg_pool, avg_pool_grad
 from daskgraph.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
 from daskgraph.ops.ranges import range, rank
 from daskgraph.ops.reduction import argmax, argmin, reduce_min, reduce_prod
@@ -152,6 +153,8 @@ __all__ = [
     "assign",
     "assign_add",
     "assign_sub",
+    "avg_pool",
+    "avg_pool_grad",
     "bias_add",
     "cast",
     "ceil",

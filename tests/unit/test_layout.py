@@ -45,7 +45,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "ops.slicing ops.shape_ops ops.fill_ops ops.random "
             "ops.training variable_scope initializers global_step optimizers replicate "
             "ops.padding ops.ranges ops.elementwise_more ops.reduction_more ops.variable_status "
-            "ops.control_flow device_setter",
+            "ops.control_flow device_setter ops.pooling",
         ),
         ("placement", "placement"),
         ("program", "program"),

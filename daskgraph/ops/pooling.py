@@ -1,0 +1,160 @@
+"""Average pooling over ``NHWC`` images (``tf.nn.avg_pool``) and its backward op.
+
+``AvgPool`` is TensorFlow 1's op with its padding rules (:func:`daskgraph.ops.conv.output_size`):
+with ``"SAME"`` padding a window at the border averages only the input elements it covers,
+never the padding. Its gradient is an op of its own, ``AvgPoolGrad`` (each window's gradient
+shared equally among the elements it averaged), whose own gradient is ``avg_pool`` again, as
+in TensorFlow. The kernels reuse the strided window views of :mod:`daskgraph.ops.conv`, so they
+run on NumPy and CuPy alike.
+
+>>> import daskgraph as dg
+>>> with dg.Graph().as_default():
+...     images = dg.placeholder(dg.float32, [None, 7, 7, 3])
+...     avg_pool(images, [1, 2, 2, 1], [1, 2, 2, 1], "SAME").shape
+(None, 4, 4, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from daskgraph import dtypes
+from daskgraph.gradients import register_gradient
+from daskgraph.graph import Operation, Tensor, new_tensor
+from daskgraph.ops.conv import (
+    _check_nhwc,
+    _floats,
+    _out_shape,
+    _padding,
+    _scatter_windows,
+    _sizes,
+    _sizes_of,
+    _spatial,
+    _windows,
+    output_size,
+)
+from daskgraph.ops.registry import register
+
+__all__ = ["avg_pool", "avg_pool_grad"]
+
+_FLOAT = dtypes.FLOATING
+_SIZES = frozenset({dtypes.int32, dtypes.int64})
+
+
+# -- kernels --------------------------------------------------------------------------------------
+def _counts(xp, height, width, ksize, strides, padding, dtype):
+    """How many input elements (not padding) each window covers: (1, OH, OW, 1)."""
+    ones = xp.ones((1, height, width, 1), dtype=dtype)
+    view, _ = _windows(xp, ones, ksize[0], ksize[1], strides[0], strides[1], padding, 0)
+    return view.sum(axis=(3, 4))
+
+
+def _avg_pool(xp, x, *, ksize, strides, padding):
+    view, _ = _windows(xp, x, ksize[0], ksize[1], strides[0], strides[1], padding, 0)
+    counts = _counts(xp, x.shape[1], x.shape[2], ksize, strides, padding, x.dtype)
+    return view.sum(axis=(3, 4)) / counts
+
+
+def _avg_pool_grad(xp, orig_input_shape, grad, *, ksize, strides, padding):
+    shape = [int(s) for s in orig_input_shape.tolist()]
+    if shape[0] < 0:  # a batch size left open: the gradient's
+        shape[0] = grad.shape[0]
+    counts = _counts(xp, shape[1], shape[2], ksize, strides, padding, grad.dtype)
+    share = grad / counts
+    top = output_size(shape[1], ksize[0], strides[0], padding)[1]
+    left = output_size(shape[2], ksize[1], strides[1], padding)[1]
+
+    def tap(i, j):
+        return share
+
+    out_hw = grad.shape[1:3]
+    return _scatter_windows(xp, tap, shape, out_hw, ksize, strides, (top, left), grad.dtype)
+
+
+register("AvgPool", _avg_pool, cpu=_FLOAT, gpu=_FLOAT)
+register("AvgPoolGrad", _avg_pool_grad, cpu=_FLOAT | _SIZES, gpu=_FLOAT | _SIZES)
+
+
+# -- builders -------------------------------------------------------------------------------------
+def avg_pool(
+    value: Any,
+    ksize: Sequence[int],
+    strides: Sequence[int],
+    padding: str,
+    data_format: str = "NHWC",
+    name: str | None = None,
+    input: Any = None,
+) -> Tensor:
+    """The mean of each ``ksize`` window (``[1, kh, kw, 1]``) of ``NHWC`` images, moved by
+    ``strides``; with ``"SAME"`` padding a border window averages only the elements it covers.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     x = dg.reshape(dg.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]),
+    ...                    [1, 3, 3, 1])
+    ...     y = avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+    ...     with dg.Session() as sess:
+    ...         sess.run(y)[0, :, :, 0].tolist()
+    [[3.0, 4.5], [7.5, 9.0]]
+    >>> with dg.Graph().as_default():
+    ...     avg_pool(dg.constant(1.0, shape=[1, 2, 2, 1]), [1, 3, 3, 1], [1, 1, 1, 1], "VALID")
+    Traceback (most recent call last):
+    ...
+    ValueError: avg_pool: the window of size 3 is larger than the input of size 2 with VALID \
+padding
+    """
+    where = "avg_pool"
+    _check_nhwc(data_format, None, where)
+    value = input if value is None else value
+    padding = _padding(padding, where)
+    window = _spatial(ksize, "ksize", where)
+    stride = _spatial(strides, "strides", where)
+    x = _floats(value, "value", 4, where)
+    channels = None if x.shape is None else x.shape[3]
+    shape = _out_shape(x.shape, window, stride, padding, channels, where)
+    attrs = {"ksize": window, "strides": stride, "padding": padding}
+    return new_tensor("AvgPool", [x], x.dtype, shape, name, **attrs)
+
+
+def avg_pool_grad(
+    orig_input_shape: Any,
+    grad: Any,
+    ksize: Sequence[int],
+    strides: Sequence[int],
+    padding: str,
+    data_format: str = "NHWC",
+    name: str | None = None,
+) -> Tensor:
+    """The gradient of :func:`avg_pool` with respect to its input, of shape
+    ``orig_input_shape`` (4 ints or an int32 vector; a batch size of -1 means ``grad``'s):
+    each window's gradient divided equally among the elements it averaged."""
+    where = "avg_pool_grad"
+    _check_nhwc(data_format, None, where)
+    padding = _padding(padding, where)
+    window = _spatial(ksize, "ksize", where)
+    stride = _spatial(strides, "strides", where)
+    sizes, shape = _sizes(orig_input_shape, 4, "orig_input_shape", where)
+    g = _floats(grad, "grad", 4, where)
+    if shape[0] is None and g.shape is not None:
+        shape = (g.shape[0], *shape[1:])
+    attrs = {"ksize": window, "strides": stride, "padding": padding}
+    return new_tensor("AvgPoolGrad", [sizes, g], g.dtype, shape, name, **attrs)
+
+
+# -- gradients ------------------------------------------------------------------------------------
+def _window_args(op: Operation) -> tuple[list[int], list[int], str]:
+    return [1, *op.attrs["ksize"], 1], [1, *op.attrs["strides"], 1], op.attrs["padding"]
+
+
+@register_gradient("AvgPool")
+def _avg_pool_grad_fn(op: Operation, grad: Tensor) -> list[Tensor]:
+    return [avg_pool_grad(_sizes_of(op.inputs[0], True), grad, *_window_args(op))]
+
+
+@register_gradient("AvgPoolGrad")
+def _avg_pool_grad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    """``AvgPoolGrad`` is linear in its gradient input, and its adjoint is ``avg_pool``."""
+    return [None, avg_pool(grad, *_window_args(op))]
