@@ -2,7 +2,8 @@
 
 ``dg.train.AdamOptimizer`` is :class:`daskgraph.optimizers.AdamOptimizer`, and so on; this
 module only gathers the names of :mod:`daskgraph.optimizers`, :mod:`daskgraph.saver` and
-:mod:`daskgraph.global_step`, and data-parallel towers from :mod:`daskgraph.replicate`.
+:mod:`daskgraph.global_step`, the learning-rate schedules of :mod:`daskgraph.learning_rate`,
+and data-parallel towers from :mod:`daskgraph.replicate`.
 
 >>> import daskgraph as dg
 >>> dg.train.Saver is dg.saver.Saver and dg.train.Optimizer is dg.optimizers.Optimizer
@@ -14,6 +15,17 @@ from daskgraph.global_step import (
     get_global_step,
     get_or_create_global_step,
     global_step,
+)
+from daskgraph.learning_rate import (
+    cosine_decay,
+    cosine_decay_restarts,
+    exponential_decay,
+    inverse_time_decay,
+    linear_cosine_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    piecewise_constant_decay,
+    polynomial_decay,
 )
 from daskgraph.optimizers import (
     AdamOptimizer,
@@ -41,12 +53,21 @@ __all__ = [
     "Saver",
     "average_gradients",
     "checkpoint_exists",
+    "cosine_decay",
+    "cosine_decay_restarts",
     "create_global_step",
+    "exponential_decay",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "inverse_time_decay",
     "latest_checkpoint",
+    "linear_cosine_decay",
+    "natural_exp_decay",
+    "piecewise_constant",
+    "piecewise_constant_decay",
+    "polynomial_decay",
     "replica_device_setter",
     "replicate",
     "update_checkpoint_state",
