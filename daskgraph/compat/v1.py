@@ -33,7 +33,7 @@ True
 """
 
 from daskgraph import dtypes, errors, nn
-from daskgraph.compat import initializers, random, train
+from daskgraph.compat import app, flags, initializers, logging, random, train
 from daskgraph.compat._signatures import (
     GraphKeys,
     Variable,
@@ -65,6 +65,7 @@ from daskgraph.compat._signatures import (
     transpose,
 )
 from daskgraph.compat.device_spec import DeviceSpec
+from daskgraph.compat.logging import get_logger
 from daskgraph.compat.sessions import (
     ConfigProto,
     GPUOptions,
@@ -236,6 +237,7 @@ __all__ = [
     "add",
     "add_n",
     "add_to_collection",
+    "app",
     "argmax",
     "argmin",
     "as_dtype",
@@ -264,6 +266,7 @@ __all__ = [
     "exp",
     "expand_dims",
     "fill",
+    "flags",
     "float16",
     "float32",
     "float64",
@@ -274,6 +277,7 @@ __all__ = [
     "get_collection",
     "get_default_graph",
     "get_default_session",
+    "get_logger",
     "get_variable",
     "get_variable_scope",
     "global_variables",
@@ -299,6 +303,7 @@ __all__ = [
     "local_variables_initializer",
     "log",
     "log1p",
+    "logging",
     "logical_and",
     "logical_not",
     "logical_or",
