@@ -53,18 +53,13 @@ def _parse_int(spec: str, name: str, text: str, allow_star: bool) -> int | None:
 @functools.lru_cache(maxsize=4096)
 def _parse_fields(spec: str) -> _Fields:
     """Parse ``spec`` into ``(job, replica, task, device_type, device_index)``."""
-    body = spec[1:] if spec.startswith("/") else spec
-    if not body:
-        return (None, None, None, None, None)
-    if body.endswith("/"):
-        body = body[:-1]
     named: dict[str, Any] = {}
     device_type: str | None = None
     device_index: int | None = None
-    for piece in body.split("/"):
-        if not piece:
-            raise _malformed(spec, "empty component (two slashes in a row?)")
+    for piece in spec.split("/"):
         key, *values = piece.split(":")
+        if not key:
+            continue  # as TensorFlow: empty components ('//', ':0') are skipped
         if key in ("job", "replica", "task"):
             if key in named:
                 raise _malformed(spec, f"field {key!r} given twice")
@@ -155,7 +150,9 @@ class DeviceSpec:
         ----------
         spec : str
             A device string such as ``"/job:worker/task:1/device:GPU:0"``, ``"/gpu:1"``,
-            ``"cpu:0"`` or ``""``. Fields may come in any order.
+            ``"cpu:0"`` or ``""``. Fields may come in any order. As in TensorFlow, empty
+            components are skipped, and so is one with nothing before its colon:
+            ``"cpu/:0"`` is ``/device:CPU:*``.
 
         Returns
         -------

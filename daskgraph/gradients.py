@@ -338,6 +338,7 @@ def _max_grad(op: Operation, grad: Tensor) -> list[Tensor]:
 
 
 @register_gradient("Identity")
+@register_gradient("PlaceholderWithDefault")
 def _identity_grad(op: Operation, grad: Tensor) -> list[Tensor]:
     return [grad]
 

@@ -225,6 +225,19 @@ class Graph:
         """A copy of the collection ``name`` (empty when there is none)."""
         return list(self._collections.get(name, ()))
 
+    def get_collection_ref(self, name: str) -> list[Any]:
+        """The collection ``name`` itself, created empty if need be: changing the list
+        changes the collection (TF1's ``get_collection_ref``)."""
+        return self._collections[name]
+
+    def get_all_collection_keys(self) -> list[str]:
+        """The names of the collections that hold something."""
+        return [name for name, items in self._collections.items() if items]
+
+    def clear_collection(self, name: str) -> None:
+        """Empty the collection ``name``."""
+        self._collections.pop(name, None)
+
     def finalize(self) -> None:
         """Make the graph read-only (any later ``create_op`` raises)."""
         self._finalized = True
@@ -295,12 +308,48 @@ def _name_scope(graph: Graph, name: str | None) -> Iterator[str]:
         _name_stack.reset(token)
 
 
-def name_scope(name: str | None) -> AbstractContextManager[str]:
+def name_scope(
+    name: str | None, default_name: str | None = None, values: Any = None
+) -> AbstractContextManager[str]:
     """Prefix the names of the operations created in this block with ``name/``.
 
-    A second scope of the same name is made unique (``name_1``), as in TensorFlow.
+    A second scope of the same name is made unique (``name_1``), as in TensorFlow. TF1's
+    other arguments: ``default_name`` is used when ``name`` is None (library functions pass
+    their own ``name`` argument and a default), and ``values``, tensors the block uses, pick
+    the graph: their graph becomes the default one inside the block.
+
+    >>> with Graph().as_default():
+    ...     with name_scope(None, "dense") as scope:
+    ...         pass
+    ...     with name_scope("dense"):
+    ...         c = new_tensor("Const", [], dtypes.float32, (), value=1.0)
+    >>> scope, c.name
+    ('dense/', 'dense_1/Const:0')
     """
-    return _name_scope(get_default_graph(), name)
+    if name is None and default_name is not None:
+        name = default_name
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name_scope's name must be a str or None, got {type(name).__name__}")
+    graph = _graph_of(values) if values is not None else None
+    if graph is None:
+        return _name_scope(get_default_graph(), name)
+    return _scope_in_graph(graph, name)
+
+
+def _graph_of(values: Any) -> Graph | None:
+    """The graph of the first tensor or operation among ``values`` (None if there is none)."""
+    items = values if isinstance(values, (list, tuple)) else [values]
+    for item in items:
+        graph = getattr(item, "graph", None)
+        if isinstance(graph, Graph):
+            return graph
+    return None
+
+
+@contextmanager
+def _scope_in_graph(graph: Graph, name: str | None) -> Iterator[str]:
+    with graph.as_default(), _name_scope(graph, name) as scope:
+        yield scope
 
 
 _default_graph: ContextVar[Graph | None] = ContextVar("daskgraph_graph", default=None)

@@ -4,7 +4,8 @@ A :class:`TensorShape` *is* a tuple of ints and ``None`` (an unknown size), so t
 shape inference keeps reading it as a plain tuple, and it adds TensorFlow's methods
 (``as_list``, ``ndims``, ``rank``, ``dims``, ``is_fully_defined``, ``merge_with``, ...).
 ``tensor.shape`` indexes and iterates to ints and ``None`` (TensorFlow 2's ``TensorShape``,
-which ``tf.compat.v1`` keeps) and prints as its tuple; ``tensor.get_shape()`` and
+which ``tf.compat.v1`` keeps; its ints are :class:`Size`, which also have TF1's ``.value``)
+and prints as its tuple; ``tensor.get_shape()`` and
 ``tf.TensorShape(...)`` give TensorFlow 1's, which index and iterate to :class:`Dimension`
 objects (``.value``).
 An unknown rank is ``TensorShape(None)`` (``ndims`` is None).
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Dimension", "TensorShape", "as_dimension", "as_shape", "dimension_value"]
+__all__ = ["Dimension", "Size", "TensorShape", "as_dimension", "as_shape", "dimension_value"]
 
 
 class Dimension:
@@ -150,6 +151,27 @@ class Dimension:
         other = as_dimension(other)
         self.assert_is_compatible_with(other)
         return Dimension(self._value if self._value is not None else other.value)
+
+
+class Size(int):
+    """A known size read from ``tensor.shape``: an ``int`` that also has TensorFlow 1's
+    ``Dimension.value``, so both ``x.shape[1] * 2`` (TF2 style) and ``x.shape[1].value``
+    (TF1 style) work. An unknown size is plain ``None``, as in TensorFlow 2.
+
+    >>> s = Size(3)
+    >>> s * 2, s.value, s == 3, s
+    (6, 3, True, 3)
+    """
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> int:
+        """The size as a plain int (``Dimension.value``)."""
+        return int(self)
+
+    def __reduce__(self) -> tuple[type, tuple[int]]:
+        return (int, (int(self),))  # pickles (to workers, in plans) as a plain int
 
 
 def as_dimension(value: Any) -> Dimension:
@@ -294,14 +316,16 @@ class TensorShape(tuple):
         value = tuple.__getitem__(self, key)
         if isinstance(key, slice):
             return self._like(value)
-        return Dimension(value) if self._v1 else value
+        if self._v1:
+            return Dimension(value)
+        return value if value is None else Size(value)
 
     def __iter__(self) -> Iterator[Any]:
         if not self._known_rank:
             raise ValueError("Cannot iterate over a shape with unknown rank.")
         if self._v1:
             return (Dimension(d) for d in tuple.__iter__(self))
-        return tuple.__iter__(self)
+        return (d if d is None else Size(d) for d in tuple.__iter__(self))
 
     def __len__(self) -> int:
         if not self._known_rank:

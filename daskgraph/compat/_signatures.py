@@ -287,3 +287,36 @@ class GraphKeys(NativeGraphKeys):
     WEIGHTS = "weights"
     BIASES = "biases"
     QUEUE_RUNNERS = "queue_runners"
+
+
+def get_collection_ref(key: str) -> list[Any]:
+    """``tf.get_collection_ref(key)``: the default graph's collection ``key`` itself (a list
+    that changes the collection when changed)."""
+    return get_default_graph().get_collection_ref(key)
+
+
+def add_to_collections(names: Any, value: Any) -> None:
+    """``tf.add_to_collections(names, value)``: ``value`` added to each named collection (a
+    single name works too)."""
+    graph = get_default_graph()
+    for name in [names] if isinstance(names, str) else dict.fromkeys(names):
+        graph.add_to_collection(name, value)
+
+
+def get_local_variable(name: str, shape: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
+    """``tf.get_local_variable``: :func:`get_variable` for a variable in LOCAL_VARIABLES that
+    is not trainable."""
+    collections = list(kwargs.pop("collections", None) or [])
+    kwargs["trainable"] = False
+    kwargs["collections"] = [ops.LOCAL_VARIABLES, *collections]
+    return get_variable(name, shape, dtype, **kwargs)
+
+
+def model_variables(scope: str | None = None) -> list[Any]:
+    """``tf.model_variables(scope)``: the MODEL_VARIABLES collection."""
+    return get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+def is_tensor(x: Any) -> bool:
+    """``tf.is_tensor(x)``: whether ``x`` is a graph tensor (a Tensor or a Variable)."""
+    return isinstance(x, (Tensor, ops.Variable))

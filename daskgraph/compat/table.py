@@ -58,8 +58,8 @@ DIFFERENCES: dict[str, str] = {
     "`virtual_devices` only",
     "RunOptions": "`trace_level` and `timeout_in_ms` only",
     "RunMetadata": "`step_stats` says each partition's device and worker; no timings",
-    "device": "device strings are parsed strictly (TensorFlow reads `'cpu/:0'` as `/device:CPU:*`)",
-    "DeviceSpec": "parsing is strict (TensorFlow accepts `'cpu/:0'`)",
+    "device": "a field given twice (`'/job:a/job:b'`) or a negative task is refused; "
+    "TensorFlow keeps the last one / accepts it",
     "Variable": "reference variables only; `caching_device`, `variable_def`, `expected_shape`, "
     "`import_scope` are ignored",
     "get_variable": "`partitioner`, `custom_getter` and `constraint` are refused",
@@ -69,6 +69,9 @@ DIFFERENCES: dict[str, str] = {
     "cond": "builds and runs both branches (the taken one's result is selected): a branch may "
     "not update variables, and an op failing in the branch not taken fails the run",
     "Print": "prints to stderr where it runs; in both branches of a `cond`, both print",
+    "print": "prints on the worker that runs it (the program's own process on the embedded "
+    "cluster); `output_stream` is stdout or stderr only",
+    "name_scope": "TF1's `(name, default_name, values)`; scopes are made unique as in TF",
     "string": "string tensors run on the CPU only (no GPU kernels, as in TensorFlow)",
     "random_normal": "TF1's seed rules, NumPy's generators: other values than TensorFlow's",
     "random_uniform": "TF1's seed rules, NumPy's generators: other values than TensorFlow's",

@@ -32,22 +32,30 @@ daskgraph does not (``tf.train.Server``, ``tf.image``, ...) is simply absent: us
 True
 """
 
+import sys
+
 from daskgraph import dtypes, errors, nn
 from daskgraph.compat import app, flags, initializers, logging, random, train
+from daskgraph.compat import tf_compat as compat
 from daskgraph.compat._signatures import (
     GraphKeys,
     Variable,
     add_to_collection,
+    add_to_collections,
     assign,
     assign_add,
     assign_sub,
     gather,
     get_collection,
+    get_collection_ref,
+    get_local_variable,
     get_variable,
     global_variables,
     identity,
+    is_tensor,
     local_variables,
     matmul,
+    model_variables,
     reduce_all,
     reduce_any,
     reduce_logsumexp,
@@ -63,6 +71,23 @@ from daskgraph.compat._signatures import (
     to_int64,
     trainable_variables,
     transpose,
+)
+from daskgraph.compat.behaviour import (
+    COMPILER_VERSION,
+    GIT_VERSION,
+    VERSION,
+    control_flow_v2_enabled,
+    disable_control_flow_v2,
+    disable_eager_execution,
+    disable_resource_variables,
+    disable_tensor_equality,
+    disable_v2_behavior,
+    disable_v2_tensorshape,
+    enable_eager_execution,
+    enable_v2_behavior,
+    executing_eagerly,
+    executing_eagerly_outside_functions,
+    resource_variables_enabled,
 )
 from daskgraph.compat.device_spec import DeviceSpec
 from daskgraph.compat.logging import get_logger
@@ -90,7 +115,8 @@ from daskgraph.dtypes import (
     uint8,
 )
 from daskgraph.dtypes import bool_ as bool  # TensorFlow's name: tf.bool
-from daskgraph.gradients import RegisterGradient, gradients
+from daskgraph.gradients import RegisterGradient, gradients, no_gradient
+from daskgraph.gradients import no_gradient as NoGradient
 from daskgraph.gradients import no_gradient as NotDifferentiable
 from daskgraph.graph import (
     Graph,
@@ -163,6 +189,7 @@ from daskgraph.ops import (
     ones_like,
     pad,
     placeholder,
+    placeholder_with_default,
     pow,
     random_normal,
     random_uniform,
@@ -200,6 +227,9 @@ from daskgraph.ops import (
     zeros,
     zeros_like,
 )
+from daskgraph.ops import (
+    print_v2 as print,
+)
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.session import Session
 from daskgraph.tensor_shape import Dimension, TensorShape, dimension_value
@@ -212,6 +242,9 @@ from daskgraph.variable_scope import (
 
 __all__ = [
     "AUTO_REUSE",
+    "COMPILER_VERSION",
+    "GIT_VERSION",
+    "VERSION",
     "ConfigProto",
     "DType",
     "DeviceSpec",
@@ -221,6 +254,7 @@ __all__ = [
     "GraphKeys",
     "GraphOptions",
     "InteractiveSession",
+    "NoGradient",
     "NotDifferentiable",
     "Operation",
     "OptimizerOptions",
@@ -237,6 +271,7 @@ __all__ = [
     "add",
     "add_n",
     "add_to_collection",
+    "add_to_collections",
     "app",
     "argmax",
     "argmin",
@@ -249,20 +284,32 @@ __all__ = [
     "ceil",
     "clip_by_value",
     "colocate_with",
+    "compat",
     "concat",
     "cond",
     "constant",
     "constant_initializer",
     "control_dependencies",
+    "control_flow_v2_enabled",
     "convert_to_tensor",
     "cos",
     "device",
     "dimension_value",
+    "disable_control_flow_v2",
+    "disable_eager_execution",
+    "disable_resource_variables",
+    "disable_tensor_equality",
+    "disable_v2_behavior",
+    "disable_v2_tensorshape",
     "div",
     "divide",
     "dtypes",
+    "enable_eager_execution",
+    "enable_v2_behavior",
     "equal",
     "errors",
+    "executing_eagerly",
+    "executing_eagerly_outside_functions",
     "exp",
     "expand_dims",
     "fill",
@@ -275,8 +322,10 @@ __all__ = [
     "floormod",
     "gather",
     "get_collection",
+    "get_collection_ref",
     "get_default_graph",
     "get_default_session",
+    "get_local_variable",
     "get_logger",
     "get_variable",
     "get_variable_scope",
@@ -296,6 +345,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "is_tensor",
     "is_variable_initialized",
     "less",
     "less_equal",
@@ -312,10 +362,13 @@ __all__ = [
     "maximum",
     "minimum",
     "mod",
+    "model_variables",
     "multiply",
     "name_scope",
     "negative",
+    "newaxis",
     "nn",
+    "no_gradient",
     "no_op",
     "not_equal",
     "one_hot",
@@ -324,7 +377,9 @@ __all__ = [
     "ones_like",
     "pad",
     "placeholder",
+    "placeholder_with_default",
     "pow",
+    "print",
     "random",
     "random_normal",
     "random_normal_initializer",
@@ -345,6 +400,7 @@ __all__ = [
     "report_uninitialized_variables",
     "reset_default_graph",
     "reshape",
+    "resource_variables_enabled",
     "round",
     "rsqrt",
     "set_random_seed",
@@ -387,3 +443,9 @@ __all__ = [
     "zeros_initializer",
     "zeros_like",
 ]
+
+#: ``tf.newaxis``: index with it to add a dimension (``x[:, tf.newaxis]``)
+newaxis = None
+#: the TensorFlow API version followed (``tf.__version__``)
+__version__ = VERSION
+compat.v1 = sys.modules[__name__]  # tf.compat.v1 is this module, as in TensorFlow

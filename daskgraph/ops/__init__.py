@@ -11,7 +11,8 @@ and :mod:`~daskgraph.ops.random` the random ops with TensorFlow 1's seeds.
 :mod:`~daskgraph.ops.padding`, :mod:`~daskgraph.ops.ranges`,
 :mod:`~daskgraph.ops.variable_status` and :mod:`~daskgraph.ops.control_flow` add the rest of
 the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uninitialized_variables``,
-``cond``, ``Print``, ...); :mod:`~daskgraph.ops.pooling` adds ``avg_pool``.
+``cond``, ``Print``, ...); :mod:`~daskgraph.ops.pooling` adds ``avg_pool`` and
+:mod:`~daskgraph.ops.printing` ``tf.print``.
 """
 
 from daskgraph.ops.array import (
@@ -22,10 +23,12 @@ from daskgraph.ops.array import (
     identity,
     no_op,
     placeholder,
+    placeholder_with_default,
     reshape,
     transpose,
 )
 from daskgraph.ops.control_flow import Print, cond, tuple
+from daskgraph.ops.printing import print_v2
 from daskgraph.ops.conv import (
     conv2d,
     conv2d_backprop_filter,
@@ -214,6 +217,8 @@ __all__ = [
     "ones_like",
     "pad",
     "placeholder",
+    "placeholder_with_default",
+    "print_v2",
     "pow",
     "random_normal",
     "random_uniform",

@@ -33,6 +33,7 @@ __all__ = [
     "identity",
     "no_op",
     "placeholder",
+    "placeholder_with_default",
     "reshape",
     "transpose",
 ]
@@ -70,6 +71,7 @@ def _placeholder_kernel(xp):  # the executor fills placeholders from feeds; neve
 register("Const", _const_kernel)
 register("Placeholder", _placeholder_kernel)
 register("Identity", _identity_kernel, gpu=GPU_NUMERIC)
+register("PlaceholderWithDefault", _identity_kernel, gpu=GPU_NUMERIC)
 register("Reshape", _reshape_kernel)
 register("Transpose", _transpose_kernel)
 register("Cast", _cast_kernel, cpu=CPU_ALL - {dtypes.string})
@@ -174,6 +176,32 @@ def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Tenso
         "Placeholder", [], dtype=dtype, shape=as_shape(shape, "placeholder"), name=name
     )
     return op.outputs[0]
+
+
+def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:
+    """A tensor that is ``input`` unless a value is fed for it
+    (``tf.placeholder_with_default``).
+
+    ``shape`` may be less specific than ``input``'s (``[None, 3]`` for a batch of any size)
+    and must be compatible with it.
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     keep = placeholder_with_default(1.0, shape=[])
+    ...     y = keep * 2.0
+    ...     with dg.Session() as sess:
+    ...         float(sess.run(y)), float(sess.run(y, {keep: 0.5}))
+    (2.0, 1.0)
+    """
+    x = convert_to_tensor(input)
+    wanted = as_shape(shape, "placeholder_with_default")
+    if wanted is not None and x.shape is not None:
+        if not TensorShape(wanted).is_compatible_with(x.shape):
+            raise ValueError(
+                f"placeholder_with_default: the default value's shape {list(x.shape)} is not "
+                f"compatible with the shape {list(wanted)} asked for"
+            )
+    return _unary("PlaceholderWithDefault", x, wanted, name)
 
 
 def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None) -> Tensor:

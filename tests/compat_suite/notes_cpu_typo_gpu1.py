@@ -7,7 +7,6 @@
 # Changed: the import line.
 # License: none stated in the source; a short excerpt kept for interoperability testing.
 # Virtual GPUs: 2
-# Needs: TensorFlow's lenient device strings (`tf.device("cpu/:0")` is `/device:CPU:*`)
 import daskgraph.compat.v1 as tf 
 
 #通过 tf.device将运算指定到特定的设备上

@@ -14,6 +14,11 @@ from daskgraph.device import CPU, GPU, DeviceSpec, _parse_fields, parse
 VALID = [
     ("", (None, None, None, None, None), ""),
     ("/", (None, None, None, None, None), ""),
+    # TensorFlow skips empty components and those with nothing before their colon
+    ("//", (None, None, None, None, None), ""),
+    ("/job:worker//task:1", ("worker", None, 1, None, None), "/job:worker/task:1"),
+    ("cpu/:0", (None, None, None, "CPU", None), "/device:CPU:*"),
+    ("/cpu:0/", (None, None, None, "CPU", 0), "/device:CPU:0"),
     ("/cpu:0", (None, None, None, "CPU", 0), "/device:CPU:0"),
     ("/gpu:1", (None, None, None, "GPU", 1), "/device:GPU:1"),
     ("/GPU:1", (None, None, None, "GPU", 1), "/device:GPU:1"),
@@ -71,8 +76,6 @@ MALFORMED = [
     ("/job:a:b", "'job' needs exactly one value"),
     ("/job:1abc", "invalid job name"),
     ("/job:a b", "invalid job name"),
-    ("/job:worker//task:1", "empty component"),
-    ("//", "empty component"),
     ("/gpu:", "device index must be"),
     ("/gpu:0:1", "takes the form"),
     ("/device:", "invalid device type"),

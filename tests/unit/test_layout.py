@@ -45,8 +45,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "ops.slicing ops.shape_ops ops.fill_ops ops.random "
             "ops.training variable_scope initializers global_step optimizers replicate "
             "ops.padding ops.ranges ops.elementwise_more ops.reduction_more ops.variable_status "
-            "ops.control_flow device_setter ops.pooling "
-            "learning_rate",
+            "ops.control_flow ops.printing device_setter ops.pooling "
+            "learning_rate ops.training_more optimizers_more",
         ),
         ("placement", "placement"),
         ("program", "program"),
@@ -64,6 +64,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "api",
             "__init__ saver train compat compat._signatures compat.initializers compat.train "
             "compat.random compat.sessions compat.device_spec compat.v1 compat.table cli testing "
+            "compat.behaviour compat.tf_compat "
             "gradient_check "
             "compat.logging compat.flags compat.app",
         ),
