@@ -43,6 +43,7 @@ __all__ = [
     "RunFailure",
     "execute_partition",
     "pack_small",
+    "requested_bytes",
     "resident",
     "run_partition",
     "store_for",
@@ -96,11 +97,37 @@ class _Arrival:
 _ARRIVAL = _Arrival()
 
 
+#: binary units allocators print sizes in (RMM's ``format_bytes``, NumPy's array errors)
+_UNITS = {"bytes": 1, "B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_UNITS.update(PiB=2**50, EiB=2**60)
+_ASKED = re.compile(r"allocat\w*\s+([\d,]+(?:\.\d+)?)\s?(" + "|".join(_UNITS) + r")\b")
+
+
+def requested_bytes(message: str) -> int | None:
+    """The bytes an out-of-memory error says were asked for, in the words of CuPy's pool
+    (``1,024 bytes``), RMM's pool (``failed to allocate 1.5 GiB``: rounded as RMM printed it)
+    or NumPy; None where the message names no size.
+
+    >>> requested_bytes("Out of memory allocating 1,024 bytes (allocated so far: 0 bytes).")
+    1024
+    >>> requested_bytes("std::bad_alloc: out_of_memory: RMM failure at:pool.hpp:276: Maximum "
+    ...                 "pool size exceeded (failed to allocate 1.500000 GiB): current/max")
+    1610612736
+    >>> requested_bytes("Unable to allocate 4.00 PiB for an array with shape (33554432, 33554432)")
+    4503599627370496
+    >>> requested_bytes("std::bad_alloc") is None
+    True
+    """
+    found = _ASKED.search(message) or re.search(r"([\d,]+) (bytes)", message)
+    if found is None:
+        return None
+    return round(float(found.group(1).replace(",", "")) * _UNITS[found.group(2)])
+
+
 def _resource_exhausted(exc: Exception, ins: Any, program: PartitionProgram) -> Exception:
     """TensorFlow's OOM error, naming the op, the device and the bytes asked for; the pool's
     cached blocks are freed so that the worker keeps working."""
-    found = re.search(r"([\d,]+) bytes", str(exc))
-    nbytes = int(found.group(1).replace(",", "")) if found else None
+    nbytes = requested_bytes(str(exc))
     if program.backend == "cupy":
         import cupy
 

@@ -605,6 +605,38 @@ def test_memory_error_becomes_resource_exhausted() -> None:
     assert f"OOM when allocating memory for op big (MatMul) on {GPU0}" in str(err)
 
 
+def _rmm_pool_exceeded_kernel(xp, x):
+    # RMM's pool_memory_resource (>= 24.x) as rmm_cupy_allocator raises it: sizes in binary units
+    raise MemoryError(
+        "std::bad_alloc: out_of_memory: RMM failure at:/rmm/pool_memory_resource_impl.cpp:73: "
+        "Maximum pool size exceeded (failed to allocate 8.000000 GiB): Not enough room to grow, "
+        "current/max/try size = 4.000000 GiB, 4.000000 GiB, 8.000000 GiB"
+    )
+
+
+def _numpy_oom_kernel(xp, x):
+    # what a virtual GPU's NumPy says for an array it cannot allocate (4 PiB: beyond any
+    # address space, so it fails at once whatever the machine's overcommit policy)
+    return xp.empty((2**25, 2**25), xp.float32)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "nbytes"),
+    [(_rmm_pool_exceeded_kernel, 8 * 2**30), (_numpy_oom_kernel, 4 * 2**50)],
+    ids=["rmm-pool", "numpy"],
+)
+def test_out_of_memory_names_the_bytes_an_allocator_printed_in_binary_units(
+    kernel, nbytes: int
+) -> None:
+    """RMM's pool (what dask-cuda workers allocate from) says ``8.000000 GiB``, not bytes:
+    the error still names the bytes asked for."""
+    result = execute_partition(one_op_program(kernel), OOM_STEP, (np.ones(4, np.float32),), False)
+    err = result.error
+    assert type(err) is ResourceExhaustedError
+    assert (err.op, err.device, err.nbytes) == ("big", GPU0, nbytes)
+    assert f"OOM when allocating {nbytes} bytes for op big (MatMul) on {GPU0}" in str(err)
+
+
 def test_out_of_memory_copying_an_input_to_the_gpu_is_resource_exhausted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
