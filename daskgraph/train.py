@@ -1,7 +1,8 @@
 """Training names in one namespace, as ``tf.train``: optimizers, ``Saver`` and the global step.
 
 ``dg.train.AdamOptimizer`` is :class:`daskgraph.optimizers.AdamOptimizer`, and so on; this
-module only gathers the names of :mod:`daskgraph.optimizers`, :mod:`daskgraph.saver` and
+module only gathers the names of :mod:`daskgraph.optimizers`,
+:mod:`daskgraph.optimizers_more`, :mod:`daskgraph.saver` and
 :mod:`daskgraph.global_step`, the learning-rate schedules of :mod:`daskgraph.learning_rate`,
 and data-parallel towers from :mod:`daskgraph.replicate`.
 
@@ -33,6 +34,12 @@ from daskgraph.optimizers import (
     MomentumOptimizer,
     Optimizer,
 )
+from daskgraph.optimizers_more import (
+    AdadeltaOptimizer,
+    AdagradOptimizer,
+    FtrlOptimizer,
+    RMSPropOptimizer,
+)
 from daskgraph.replicate import Replicas, average_gradients, replica_device_setter, replicate
 from daskgraph.saver import (
     CheckpointState,
@@ -44,11 +51,15 @@ from daskgraph.saver import (
 )
 
 __all__ = [
+    "AdadeltaOptimizer",
+    "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointState",
+    "FtrlOptimizer",
     "GradientDescentOptimizer",
     "MomentumOptimizer",
     "Optimizer",
+    "RMSPropOptimizer",
     "Replicas",
     "Saver",
     "average_gradients",
