@@ -88,6 +88,10 @@ DIFFERENCES: dict[str, str] = {
     "text format): TensorFlow's checkpoints cannot be read",
     "train.Server": "one Dask scheduler for the cluster (at the first task) with a worker per "
     "device of each task",
+    "gfile.GFile": "over fsspec; modes `r+`/`w+`/`a+` read and write at one position, as "
+    "Python's files (TensorFlow's keep separate read and write streams)",
+    "gfile.Open": "as `gfile.GFile`",
+    "gfile.FastGFile": "as `gfile.GFile`",
 }
 
 

@@ -35,7 +35,7 @@ True
 import sys
 
 from daskgraph import dtypes, errors, nn
-from daskgraph.compat import app, flags, initializers, logging, random, train
+from daskgraph.compat import app, flags, gfile, initializers, io, logging, random, train
 from daskgraph.compat import tf_compat as compat
 from daskgraph.compat._signatures import (
     GraphKeys,
@@ -329,6 +329,7 @@ __all__ = [
     "get_logger",
     "get_variable",
     "get_variable_scope",
+    "gfile",
     "global_variables",
     "global_variables_initializer",
     "glorot_normal_initializer",
@@ -345,6 +346,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "io",
     "is_tensor",
     "is_variable_initialized",
     "less",
