@@ -4,7 +4,8 @@
 module only gathers the names of :mod:`daskgraph.optimizers`,
 :mod:`daskgraph.optimizers_more`, :mod:`daskgraph.saver` and
 :mod:`daskgraph.global_step`, the learning-rate schedules of :mod:`daskgraph.learning_rate`,
-and data-parallel towers from :mod:`daskgraph.replicate`.
+moving averages (:mod:`daskgraph.moving_averages`) and data-parallel towers from
+:mod:`daskgraph.replicate`.
 
 >>> import daskgraph as dg
 >>> dg.train.Saver is dg.saver.Saver and dg.train.Optimizer is dg.optimizers.Optimizer
@@ -28,6 +29,7 @@ from daskgraph.learning_rate import (
     piecewise_constant_decay,
     polynomial_decay,
 )
+from daskgraph.moving_averages import ExponentialMovingAverage
 from daskgraph.optimizers import (
     AdamOptimizer,
     GradientDescentOptimizer,
@@ -55,6 +57,7 @@ __all__ = [
     "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointState",
+    "ExponentialMovingAverage",
     "FtrlOptimizer",
     "GradientDescentOptimizer",
     "MomentumOptimizer",

@@ -287,6 +287,7 @@ class GraphKeys(NativeGraphKeys):
     WEIGHTS = "weights"
     BIASES = "biases"
     QUEUE_RUNNERS = "queue_runners"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
 
 
 def get_collection_ref(key: str) -> list[Any]:

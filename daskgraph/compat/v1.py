@@ -137,6 +137,7 @@ from daskgraph.initializers import (
     variance_scaling_initializer,
     zeros_initializer,
 )
+from daskgraph.moving_averages import moving_average_variables
 from daskgraph.ops import (
     Print,
     abs,
@@ -365,6 +366,7 @@ __all__ = [
     "minimum",
     "mod",
     "model_variables",
+    "moving_average_variables",
     "multiply",
     "name_scope",
     "negative",
