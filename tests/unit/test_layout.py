@@ -46,6 +46,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "ops.training variable_scope initializers global_step optimizers replicate "
             "ops.padding ops.ranges ops.elementwise_more ops.reduction_more ops.variable_status "
             "ops.control_flow ops.printing device_setter ops.pooling "
+            "ops.math_extra ops.special "
             "learning_rate ops.training_more optimizers_more moving_averages",
         ),
         ("placement", "placement"),
