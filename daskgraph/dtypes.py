@@ -37,6 +37,7 @@ __all__ = [
     "string",
     "strings_as_bytes",
     "uint8",
+    "variant",
 ]
 
 
@@ -80,11 +81,110 @@ class DType:
         """The NumPy scalar type, as TensorFlow's ``DType.as_numpy_dtype``."""
         return self.numpy.type
 
+    # -- TensorFlow's other DType properties (there are no reference or quantized types) ---
+    @property
+    def base_dtype(self) -> DType:
+        """This dtype (TensorFlow's non-reference type of a reference dtype)."""
+        return self
+
+    real_dtype = base_dtype
+
+    @property
+    def is_bool(self) -> bool:
+        """Whether this is ``bool``."""
+        return self.numpy.kind == "b"
+
+    @property
+    def is_unsigned(self) -> bool:
+        """Whether this is an unsigned integer dtype."""
+        return self.numpy.kind == "u"
+
+    @property
+    def is_complex(self) -> bool:
+        """False: daskgraph has no complex dtypes."""
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        """False: daskgraph has no quantized dtypes."""
+        return False
+
+    @property
+    def size(self) -> int:
+        """Bytes per element (strings: 1, as TensorFlow's ``DType.size`` of ``string`` is)."""
+        return 1 if self.name == "string" else self.numpy.itemsize
+
+    @property
+    def min(self) -> Any:
+        """The smallest value of a numeric or bool dtype.
+
+        >>> int8.min, float16.min
+        (-128, np.float16(-6.55e+04))
+        """
+        return self._limits()[0]
+
+    @property
+    def max(self) -> Any:
+        """The largest value of a numeric or bool dtype."""
+        return self._limits()[1]
+
+    def _limits(self) -> tuple[Any, Any]:
+        kind = self.numpy.kind
+        if kind == "b":
+            return False, True
+        if kind in "iu":
+            info = np.iinfo(self.numpy)
+            return int(info.min), int(info.max)
+        if kind == "f":
+            info = np.finfo(self.numpy)
+            return info.min, info.max
+        raise TypeError(f"Cannot find minimum/maximum value for {self.name}")
+
+    @property
+    def as_datatype_enum(self) -> int:
+        """TensorFlow's ``DataType`` enum value of this dtype (``float32`` is 1)."""
+        return _ENUMS[self.name]
+
+    def is_compatible_with(self, other: Any) -> bool:
+        """Whether ``other`` is this same dtype."""
+        return as_dtype(other) is self
+
+    def __eq__(self, other: Any) -> bool:
+        """Equal to itself and to what :func:`as_dtype` makes of it (``tf.float32 ==
+        np.float32`` is True, as in TensorFlow); hashing stays by identity."""
+        if other is self:
+            return True
+        if other is None:
+            return False
+        try:
+            return as_dtype(other) is self
+        except (TypeError, ValueError):
+            return False
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return self.name
 
     def __reduce__(self):
         return (as_dtype, (self.name,))
+
+
+_ENUMS = {
+    "float32": 1,
+    "float64": 2,
+    "int32": 3,
+    "uint8": 4,
+    "int16": 5,
+    "int8": 6,
+    "string": 7,
+    "int64": 9,
+    "bool": 10,
+    "float16": 19,
+}
 
 
 float16 = DType("float16", np.dtype(np.float16))
@@ -97,9 +197,17 @@ int64 = DType("int64", np.dtype(np.int64))
 uint8 = DType("uint8", np.dtype(np.uint8))
 bool_ = DType("bool", np.dtype(np.bool_))
 string = DType("string", np.dtype(object))
+#: an opaque value (a tuple of arrays, a Python object) passed between ops of one device, as
+#: TensorFlow's ``variant``: ops that bundle several results use it; no ordinary op takes it
+variant = DType("variant", np.dtype(object))
 
 _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string)
-_BY_NAME = {d.name: d for d in _ALL} | {"half": float16, "float": float32, "double": float64}
+_BY_NAME = {d.name: d for d in _ALL} | {
+    "half": float16,
+    "float": float32,
+    "double": float64,
+    "variant": variant,
+}
 _BY_NUMPY = {d.numpy: d for d in _ALL if d is not string}
 
 FLOATING = frozenset({float16, float32, float64})

@@ -120,6 +120,9 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
 
     def leaf(value: Any) -> Any:
         item = resolve(value, graph, "Fetch argument")
+        if not graph.is_fetchable(item):
+            op = item.op if isinstance(item, Tensor) else item
+            raise ValueError(f"Operation {op.name!r} has been marked as not fetchable.")
         position = index.get(id(item))
         if position is None:
             position = index[id(item)] = len(items)
@@ -158,6 +161,8 @@ def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list
         tensor = resolve(key, graph, "Feed key")
         if not isinstance(tensor, Tensor):
             raise TypeError(f"Feed key {key!r} is an operation; feed one of its output tensors.")
+        if not graph.is_feedable(tensor):
+            raise ValueError(f"Tensor {tensor.name} may not be fed.")
         if tensor in keys:
             raise ValueError(
                 f"Tensor {tensor.name!r} is fed twice, under the keys {keys[tensor]!r} and "

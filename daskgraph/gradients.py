@@ -206,7 +206,7 @@ def _backprop_op(
     grad = _total(partials.get(id(op.outputs[0])))
     if grad is None:
         return
-    fn = registered_gradient(op.type)
+    fn = registered_gradient(op.graph.gradient_name(op))
     if fn is None:
         return
     with ExitStack() as stack:

@@ -29,7 +29,7 @@ from typing import Any
 
 from daskgraph import dtypes, scopes
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.nodes import Operation, Shape, Tensor, as_operation
+from daskgraph.nodes import GraphDef, Operation, Shape, Tensor, as_operation
 
 __all__ = [
     "Graph",
@@ -80,6 +80,10 @@ class Graph:
         self._finalized = False
         #: the graph-level random seed (``set_random_seed``); None: not set
         self.seed: int | None = None
+        self._unfeedable: set[Tensor] = set()
+        self._unfetchable: set[Operation] = set()
+        self._override_map: dict[str, str] = {}  # op type -> gradient name, in force
+        self._gradient_names: dict[Operation, str] = {}  # op -> its overriding gradient
 
     # -- building ---------------------------------------------------------------------------
     @property
@@ -158,6 +162,8 @@ class Graph:
         if dtype is not None:
             op.outputs.append(Tensor(op, 0, dtype, shape))
         _request_device(op, target)
+        if self._override_map and op_type in self._override_map:
+            self._gradient_names[op] = self._override_map[op_type]
         self._ops.append(op)
         self._by_name[op.name] = op
         return op
@@ -237,6 +243,76 @@ class Graph:
     def clear_collection(self, name: str) -> None:
         """Empty the collection ``name``."""
         self._collections.pop(name, None)
+
+    # -- TF1's introspection ----------------------------------------------------------------
+    def get_name_scope(self) -> str:
+        """The current name scope, without a trailing slash (``""`` at the top)."""
+        current = _name_stack.get()
+        return current[1] if current is not None and current[0] is self else ""
+
+    def prevent_feeding(self, tensor: Tensor) -> None:
+        """Refuse values fed for ``tensor`` in ``Session.run``."""
+        self._unfeedable.add(tensor)
+
+    def prevent_fetching(self, op: Operation) -> None:
+        """Refuse fetches of ``op`` (or of its outputs) in ``Session.run``."""
+        self._unfetchable.add(op)
+
+    def is_feedable(self, tensor: Tensor) -> bool:
+        """Whether a value may be fed for ``tensor``."""
+        return tensor not in self._unfeedable
+
+    def is_fetchable(self, tensor_or_op: Tensor | Operation) -> bool:
+        """Whether ``tensor_or_op`` may be fetched."""
+        op = tensor_or_op.op if isinstance(tensor_or_op, Tensor) else tensor_or_op
+        return op not in self._unfetchable
+
+    @property
+    def building_function(self) -> bool:
+        """False: daskgraph graphs are never ``tf.function`` bodies."""
+        return False
+
+    @contextmanager
+    def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
+        """Ops of the block whose type is a key of ``op_type_map`` are differentiated by
+        the gradient registered under its value (with ``RegisterGradient``), as TF1's
+        ``gradient_override_map``."""
+        if not isinstance(op_type_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()
+        ):
+            raise TypeError(
+                "gradient_override_map needs a dict of op type -> gradient name (strings); "
+                f"got {op_type_map!r}"
+            )
+        saved = self._override_map
+        self._override_map = {**saved, **op_type_map}
+        try:
+            yield
+        finally:
+            self._override_map = saved
+
+    def gradient_name(self, op: Operation) -> str:
+        """The name ``op``'s gradient is registered under: its type, unless a
+        :meth:`gradient_override_map` was in force when it was made."""
+        return self._gradient_names.get(op, op.type)
+
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> GraphDef:
+        """The graph as TensorFlow's ``GraphDef`` fields: ``node`` holds each operation's
+        :class:`~daskgraph.nodes.NodeDef` (ops after ``from_version`` only, when given).
+
+        >>> g = Graph()
+        >>> with g.as_default():
+        ...     _ = new_tensor("Const", [], dtypes.float32, (), name="c", value=1.0)
+        >>> [(n.name, n.op) for n in g.as_graph_def().node]
+        [('c', 'Const')]
+        """
+        ops = self._ops[from_version or 0 :]
+        return GraphDef([op.node_def for op in ops], {"producer": 1, "min_consumer": 0})
+
+    @property
+    def graph_def_versions(self) -> dict[str, int]:
+        """The versions of :meth:`as_graph_def` (one format: producer 1)."""
+        return {"producer": 1, "min_consumer": 0}
 
     def finalize(self) -> None:
         """Make the graph read-only (any later ``create_op`` raises)."""

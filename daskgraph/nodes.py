@@ -31,7 +31,7 @@ from daskgraph.tensor_shape import TensorShape
 if TYPE_CHECKING:
     from daskgraph.graph import Graph
 
-__all__ = ["NodeDef", "Operation", "Shape", "Tensor", "as_operation"]
+__all__ = ["GraphDef", "NodeDef", "Operation", "Shape", "Tensor", "as_operation"]
 
 Shape = tuple  # a static shape: a tuple of ints and None (unknown size), or None (unknown rank)
 
@@ -89,6 +89,35 @@ class Tensor:
         """This tensor's value, run in ``session`` (default: the default session), as TF1's
         ``Tensor.eval``; a shorthand for ``session.run(tensor, feed_dict)``."""
         return run_in_default(self, feed_dict, session)
+
+    @property
+    def value_index(self) -> int:
+        """Which output of its operation this tensor is (TensorFlow's ``value_index``)."""
+        return self.index
+
+    def set_shape(self, shape: Any) -> None:
+        """Refine the static shape with ``shape`` (TF1's ``set_shape``): unknown sizes become
+        known; a shape that is not compatible raises ValueError.
+
+        >>> from daskgraph.graph import Graph, new_tensor
+        >>> with Graph().as_default():
+        ...     t = new_tensor("Placeholder", [], dtypes.float32, None)
+        ...     t.set_shape([None, 3]); t.set_shape([2, None])
+        >>> t.shape
+        (2, 3)
+        """
+        wanted = TensorShape(shape)
+        if self._shape is None:
+            self.shape = wanted._raw()
+            return
+        try:
+            merged = TensorShape(self._shape).merge_with(wanted)
+        except ValueError:
+            raise ValueError(
+                f"Tensor {self.name!r} has shape {self._shape}; the shape {wanted} asked for "
+                "by set_shape is not compatible with it"
+            ) from None
+        self.shape = merged._raw()
 
     def consumers(self) -> list[Operation]:
         """The operations that take this tensor as an input, in creation order."""
@@ -180,6 +209,8 @@ class Operation:
             return self.attrs[name]
         if name == "dtype" and self.outputs:
             return self.outputs[0].dtype
+        if name == "T" and (self.inputs or self.outputs):  # most ops' element type
+            return (self.inputs or self.outputs)[0].dtype
         raise ValueError(f"Operation {self.name!r} has no attr named {name!r}.")
 
     def colocation_groups(self) -> list[bytes]:
@@ -196,6 +227,14 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<Operation {self.name!r} type={self.type}>"
+
+
+class GraphDef(NamedTuple):
+    """A graph described as TensorFlow's ``GraphDef`` protocol buffer's fields: its nodes
+    (``graph_def.node``), in creation order."""
+
+    node: list[NodeDef]
+    versions: dict[str, int]
 
 
 class NodeDef(NamedTuple):

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -47,6 +47,7 @@ from daskgraph.graph import Graph, Operation, Tensor, get_default_graph
 from daskgraph.inprocess import InProcessDevices
 from daskgraph.inspection import PlacementPlan, describe
 from daskgraph.lowering import Plan, lower
+from daskgraph.nodes import GraphDef
 from daskgraph.placement import Placement, format_placement_log, place
 from daskgraph.program import RunStep
 from daskgraph.reporting import reporter_for
@@ -150,6 +151,7 @@ class Session:
         self._plans: dict[tuple, CompiledRun] = {}
         self._tokens: list = []
         self._lost: dict[str, str] = {}  # variable -> device whose worker died with it
+        self._target = target if isinstance(target, str) else ""
         self._conn = Connection(target, self._config, self._id, security)
         self._local_task = self._conn.local_task  # preferred by the placer, as TF's master
         self._closed = False
@@ -185,6 +187,16 @@ class Session:
         session's plans and runs show (``None`` where the scheduler serves no dashboard)."""
         link = self._conn.client.dashboard_link if self._reporter is not None else None
         return f"{link.rsplit('/', 1)[0]}/daskgraph" if link else None
+
+    @property
+    def graph_def(self) -> GraphDef:
+        """The session's graph as TensorFlow's ``GraphDef`` fields (``graph.as_graph_def()``)."""
+        return self._graph.as_graph_def()
+
+    @property
+    def sess_str(self) -> str:
+        """The target the session was made with (``""`` for the embedded cluster)."""
+        return self._target
 
     def list_devices(self) -> list[Device]:
         """The devices of the cluster this session places ops on.
@@ -238,6 +250,37 @@ class Session:
                 partition, index = location
                 by_item.append(as_result(results[partition][index]))
         return rebuild(by_item)
+
+    def make_callable(
+        self, fetches: Any, feed_list: Any = None, accept_options: bool = False
+    ) -> Callable[..., Any]:
+        """A function that runs ``fetches``, taking the values of ``feed_list``'s tensors as
+        its positional arguments, in order (TF1's ``Session.make_callable``); with
+        ``accept_options`` it also takes ``options`` and ``run_metadata`` keywords.
+
+        >>> import daskgraph as dg
+        >>> with dg.Graph().as_default():
+        ...     x = dg.placeholder(dg.float32, [])
+        ...     with dg.Session() as sess:
+        ...         double = sess.make_callable(x * 2.0, [x])
+        ...         float(double(3.0)), float(double(5.0))
+        (6.0, 10.0)
+        """
+        feeds = list(feed_list or [])
+        run = self.run
+
+        def call(*args: Any, options: Any = None, run_metadata: Any = None) -> Any:
+            if len(args) != len(feeds):
+                raise TypeError(
+                    f"This callable takes {len(feeds)} positional argument(s), one value per "
+                    f"tensor of its feed_list; got {len(args)}"
+                )
+            if not accept_options and (options is not None or run_metadata is not None):
+                raise TypeError("options and run_metadata need make_callable(accept_options=True)")
+            feed_dict = dict(zip(feeds, args, strict=True)) if feeds else None
+            return run(fetches, feed_dict, options=options, run_metadata=run_metadata)
+
+        return call
 
     def _check_usable(self) -> None:
         """Raise if the session is closed, or its scheduler is gone (at once, every time)."""

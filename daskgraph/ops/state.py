@@ -95,11 +95,19 @@ def _assign_sub_kernel(xp, store, ref, delta):
     return value
 
 
+def _initialized_value_kernel(xp, store, ref, initial):
+    return store.read(ref.name) if ref.name in store.names() else initial
+
+
 _VAR_DTYPES = {"cpu": dtypes.ALL - {dtypes.string}, "gpu": _GPU_VARIABLE_DTYPES}
 register("VariableV2", _variable_kernel, stateful=True, produces_ref=True, **_VAR_DTYPES)
 register("Assign", _assign_kernel, stateful=True, ref_inputs=(0,), **_VAR_DTYPES)
 register("AssignAdd", _assign_add_kernel, stateful=True, ref_inputs=(0,), **_VAR_DTYPES)
 register("AssignSub", _assign_sub_kernel, stateful=True, ref_inputs=(0,), **_VAR_DTYPES)
+register(
+    "InitializedValue", _initialized_value_kernel, stateful=True, ref_inputs=(0,), **_VAR_DTYPES
+)
+no_gradient("InitializedValue")
 no_gradient("AssignSub")  # an update, as Assign and AssignAdd
 
 
@@ -229,6 +237,26 @@ class Variable:
     def eval(self, session: Any = None) -> Any:
         """The variable's value, run in ``session`` (default: the default session)."""
         return run_in_default(self, None, session)
+
+    def load(self, value: Any, session: Any = None) -> None:
+        """Store ``value`` in the variable now, in ``session`` (default: the default
+        session), without adding ops to the graph (TF1's ``Variable.load``): the initializer
+        runs with ``value`` fed as the initial value."""
+        run_in_default(self.initializer, {self._initial_value: value}, session, "load")
+
+    def initialized_value(self) -> Tensor:
+        """The value once initialized, the initial value until then, so that another
+        variable's initial value can use it (TF1's ``initialized_value``)."""
+        ref = self._ref()
+        op = ref.graph.create_op(
+            "InitializedValue",
+            [ref, self._initial_value],
+            dtype=self.dtype,
+            shape=self.shape,
+            name=f"{self.op.name}/initialized_value",
+            colocate_with=ref.op,
+        )
+        return op.outputs[0]
 
     def __repr__(self) -> str:
         return f"<Variable {self.name!r} shape={self.shape} dtype={self.dtype.name}>"

@@ -1,0 +1,117 @@
+"""TF1's methods on sessions, graphs, tensors, variables and dtypes that programs and
+TensorFlow's own tests call: ``make_callable``, ``graph_def``, ``set_shape``, ``load``,
+``initialized_value``, feeding and fetching rules, ``gradient_override_map``, dtype
+comparisons."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import daskgraph.compat.v1 as tf
+
+
+@pytest.fixture(autouse=True)
+def _fresh_graph():
+    tf.reset_default_graph()
+    yield
+    tf.reset_default_graph()
+
+
+def test_make_callable_runs_with_positional_feeds():
+    x = tf.placeholder(tf.float32, [None])
+    y = tf.placeholder(tf.float32, [])
+    with tf.Session() as sess:
+        f = sess.make_callable([tf.reduce_sum(x) * y, x + 1.0], [x, y])
+        total, plus = f(np.array([1.0, 2.0]), 3.0)
+        assert total == 9.0 and plus.tolist() == [2.0, 3.0]
+        assert sess.make_callable(tf.constant(4))() == 4
+        with pytest.raises(TypeError, match="takes 2 positional"):
+            f(np.array([1.0]))
+        with pytest.raises(TypeError, match="accept_options"):
+            f(np.array([1.0]), 1.0, options=tf.RunOptions())
+        g = sess.make_callable(x * 2.0, [x], accept_options=True)
+        meta = tf.RunMetadata()
+        assert g(np.array([1.0]), options=tf.RunOptions(), run_metadata=meta).tolist() == [2.0]
+
+
+def test_graph_def_lists_nodes_with_inputs_and_devices():
+    with tf.device("/cpu:0"):
+        a = tf.constant(1.0, name="a")
+    b = tf.add(a, a, name="b")
+    with tf.Session() as sess:
+        nodes = {n.name: n for n in sess.graph_def.node}
+        assert sess.sess_str == ""
+    assert nodes["a"].op == "Const" and nodes["a"].device == "/device:CPU:0"
+    assert nodes["b"].input == ["a:0", "a:0"]
+    assert len(tf.get_default_graph().as_graph_def(from_version=1).node) == 1
+    assert b.op.get_attr("T") is tf.float32 and b.value_index == 0
+
+
+def test_set_shape_refines_and_refuses_incompatible():
+    x = tf.placeholder(tf.float32)
+    x.set_shape([None, 3])
+    assert x.shape.as_list() == [None, 3]
+    x.set_shape([2, None])
+    assert x.shape.as_list() == [2, 3]
+    with pytest.raises(ValueError, match="not compatible"):
+        x.set_shape([2, 4])
+
+
+def test_variable_load_and_initialized_value():
+    w = tf.Variable(2.0, name="w")
+    w2 = tf.Variable(w.initialized_value() * 3.0, name="w2")
+    with tf.Session() as sess:
+        sess.run(w2.initializer)  # w not initialized: its initial value is used
+        assert sess.run(w2) == 6.0
+        w.load(5.0, sess)
+        assert sess.run(w) == 5.0
+        assert sess.run(w.initialized_value()) == 5.0
+        with sess.as_default():
+            w.load(7.0)
+            assert w.eval() == 7.0
+
+
+def test_prevent_feeding_and_fetching():
+    g = tf.get_default_graph()
+    x = tf.constant(1.0)
+    y = x + 1.0
+    g.prevent_feeding(x)
+    g.prevent_fetching(y.op)
+    assert not g.is_feedable(x) and not g.is_fetchable(y) and g.is_fetchable(x)
+    with tf.Session() as sess:
+        with pytest.raises(ValueError, match="may not be fed"):
+            sess.run(y * 2.0, {x: 3.0})
+        with pytest.raises(ValueError, match="marked as not fetchable"):
+            sess.run(y)
+        assert sess.run(y * 2.0) == 4.0
+
+
+def test_gradient_override_map_uses_the_named_gradient():
+    @tf.RegisterGradient("TimesTen")
+    def _times_ten(op, grad):
+        return [grad * 10.0]
+
+    x = tf.constant(3.0)
+    g = tf.get_default_graph()
+    with g.gradient_override_map({"Identity": "TimesTen"}):
+        y = tf.identity(x)
+    z = tf.identity(x)
+    with tf.name_scope("outer"):
+        assert g.get_name_scope() == "outer"
+    with tf.Session() as sess:
+        assert sess.run(tf.gradients(y, x)[0]) == 10.0
+        assert sess.run(tf.gradients(z, x)[0]) == 1.0
+    with pytest.raises(TypeError, match="gradient_override_map"):
+        with g.gradient_override_map({"Identity": 3}):
+            pass
+
+
+def test_dtype_properties_and_comparisons():
+    assert tf.float32 == np.float32 and tf.float32 == "float32" and tf.float32 != tf.float64
+    assert tf.float32.base_dtype is tf.float32 and tf.int32.as_datatype_enum == 3
+    assert tf.uint8.is_unsigned and tf.bool.is_bool and not tf.float32.is_complex
+    assert (tf.int8.min, tf.int8.max, tf.int16.size) == (-128, 127, 2)
+    assert {tf.float32: "f"}[tf.float32] == "f"
+    with pytest.raises(TypeError, match="minimum/maximum"):
+        _ = tf.string.min
