@@ -165,7 +165,8 @@ def test_tensor_shape_is_tensorflow_2s_indexing_to_ints() -> None:
         u = tf.placeholder(tf.float32)
     shape = p.shape
     assert isinstance(shape, tf.TensorShape)
-    assert shape[0] is None and shape[1] == 3 and type(shape[1]) is int
+    assert shape[0] is None and shape[1] == 3 and isinstance(shape[1], int)
+    assert shape[1].value == 3  # TF1 programs read .value; the int has it too
     assert list(shape) == [None, 3]
     assert shape == [None, 3] and shape == (None, 3) and shape != [2, 3]
     assert shape.as_list() == [None, 3]
