@@ -4,14 +4,15 @@
 module only gathers the names of :mod:`daskgraph.optimizers`,
 :mod:`daskgraph.optimizers_more`, :mod:`daskgraph.saver` and
 :mod:`daskgraph.global_step`, the learning-rate schedules of :mod:`daskgraph.learning_rate`,
-moving averages (:mod:`daskgraph.moving_averages`) and data-parallel towers from
-:mod:`daskgraph.replicate`.
+moving averages (:mod:`daskgraph.moving_averages`), threads' :mod:`daskgraph.coordinator`
+and data-parallel towers from :mod:`daskgraph.replicate`.
 
 >>> import daskgraph as dg
 >>> dg.train.Saver is dg.saver.Saver and dg.train.Optimizer is dg.optimizers.Optimizer
 True
 """
 
+from daskgraph.coordinator import Coordinator, LooperThread, start_queue_runners
 from daskgraph.global_step import (
     create_global_step,
     get_global_step,
@@ -57,9 +58,11 @@ __all__ = [
     "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointState",
+    "Coordinator",
     "ExponentialMovingAverage",
     "FtrlOptimizer",
     "GradientDescentOptimizer",
+    "LooperThread",
     "MomentumOptimizer",
     "Optimizer",
     "RMSPropOptimizer",
@@ -84,5 +87,6 @@ __all__ = [
     "polynomial_decay",
     "replica_device_setter",
     "replicate",
+    "start_queue_runners",
     "update_checkpoint_state",
 ]

@@ -86,6 +86,8 @@ DIFFERENCES: dict[str, str] = {
     "random.truncated_normal": "other values than TensorFlow's for the same seed",
     "train.ExponentialMovingAverage": "a variable's average starts at the variable's initial "
     "value (TensorFlow: its current value when it is already initialized)",
+    "train.start_queue_runners": "daskgraph has no queue runners: starts (and returns) no "
+    "threads unless the collection holds objects with TensorFlow's `create_threads`",
     "train.Saver": "checkpoints are NumPy `.npz` files (the `checkpoint` state file is TF's "
     "text format): TensorFlow's checkpoints cannot be read",
     "train.Server": "one Dask scheduler for the cluster (at the first task) with a worker per "

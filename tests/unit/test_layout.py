@@ -66,7 +66,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "__init__ saver train compat compat._signatures compat.initializers compat.train "
             "compat.random compat.sessions compat.device_spec compat.v1 compat.table cli testing "
             "compat.behaviour compat.tf_compat "
-            "gradient_check "
+            "gradient_check coordinator "
             "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io",
         ),
     )
