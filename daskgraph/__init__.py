@@ -32,7 +32,7 @@ tying them together. Read the modules in that order; none imports a later one
   (submitting a run's tasks).
 """
 
-from daskgraph import dtypes, errors, initializers, nn, optimizers, saver, train
+from daskgraph import dtypes, errors, initializers, layers, losses, nn, optimizers, saver, train
 from daskgraph.config import GPUOptions, SessionConfig
 from daskgraph.device import DeviceSpec
 from daskgraph.drawing import visualize
@@ -115,6 +115,8 @@ __all__ = [
     "int32",
     "int64",
     "int8",
+    "layers",
+    "losses",
     "name_scope",
     "nn",
     "reset_default_graph",

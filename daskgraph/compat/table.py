@@ -92,6 +92,26 @@ DIFFERENCES: dict[str, str] = {
     "text format): TensorFlow's checkpoints cannot be read",
     "train.Server": "one Dask scheduler for the cluster (at the first task) with a worker per "
     "device of each task",
+    "layers.Layer": "no `InputSpec`, `get_weights`/`set_weights`, `add_variable`; an unnamed "
+    "layer's `name` is its scope's (TF counts layer objects per class)",
+    "layers.dense": "`kernel_constraint`/`bias_constraint` are refused",
+    "layers.Dense": "`kernel_constraint`/`bias_constraint` are refused",
+    "layers.conv2d": "`dilation_rate` must be 1; constraints are refused",
+    "layers.Conv2D": "`dilation_rate` must be 1; constraints are refused",
+    "layers.flatten": "needs the batch size or the other dimensions known when the graph is built",
+    "layers.Flatten": "needs the batch size or the other dimensions known when the graph is built",
+    "layers.dropout": "TF1's seed rules, NumPy's generators: other masks than TensorFlow's; a "
+    "bool tensor `training` runs both branches (see `cond`)",
+    "layers.Dropout": "TF1's seed rules, NumPy's generators: other masks than TensorFlow's",
+    "layers.batch_normalization": "`axis` is one int; `renorm`, `virtual_batch_size`, "
+    "`adjustment` and constraints are refused; with a bool tensor `training` the two update ops "
+    "(AssignSub, not TF's `cond` outputs) always run, moving the averages by zero when false",
+    "layers.BatchNormalization": "`axis` is one int; `renorm`, `virtual_batch_size`, "
+    "`adjustment` and constraints are refused; updates as `batch_normalization`'s",
+    "losses.compute_weighted_loss": "`weights` are checked against the losses' static shapes "
+    "only (TF adds a run-time check when they are unknown); so is every loss's",
+    "losses.sparse_softmax_cross_entropy": "a last label axis of size 1 is squeezed by static "
+    "rank only",
     "gfile.GFile": "over fsspec; modes `r+`/`w+`/`a+` read and write at one position, as "
     "Python's files (TensorFlow's keep separate read and write streams)",
     "gfile.Open": "as `gfile.GFile`",

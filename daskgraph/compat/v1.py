@@ -34,7 +34,7 @@ True
 
 import sys
 
-from daskgraph import dtypes, errors, nn
+from daskgraph import dtypes, errors, layers, losses, nn
 from daskgraph.compat import app, flags, gfile, initializers, io, logging, random, train
 from daskgraph.compat import tf_compat as compat
 from daskgraph.compat._signatures import (
@@ -350,6 +350,7 @@ __all__ = [
     "io",
     "is_tensor",
     "is_variable_initialized",
+    "layers",
     "less",
     "less_equal",
     "local_variables",
@@ -361,6 +362,7 @@ __all__ = [
     "logical_not",
     "logical_or",
     "logical_xor",
+    "losses",
     "matmul",
     "maximum",
     "minimum",

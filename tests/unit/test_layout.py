@@ -47,7 +47,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "ops.padding ops.ranges ops.elementwise_more ops.reduction_more ops.variable_status "
             "ops.control_flow ops.printing device_setter ops.pooling "
             "ops.math_extra ops.special "
-            "learning_rate ops.training_more optimizers_more moving_averages",
+            "learning_rate ops.training_more optimizers_more moving_averages "
+            "layers layers.base layers.core layers.convolutional layers.normalization losses",
         ),
         ("placement", "placement"),
         ("program", "program"),
