@@ -50,6 +50,7 @@ __all__ = [
     "InvalidArgumentError",
     "NotFoundError",
     "OpError",
+    "OpName",
     "OutOfRangeError",
     "PermissionDeniedError",
     "ResourceExhaustedError",
@@ -85,6 +86,42 @@ UNAUTHENTICATED = 16
 
 class DaskgraphError(Exception):
     """Base class of every daskgraph error."""
+
+
+class OpName(str):
+    """The name of the operation an error is about, which also stands for the operation
+    itself once a session has found it in its graph: it compares equal to the name and to
+    that operation (``err.op == "matmul"`` and, as TensorFlow's tests check,
+    ``err.op == c.op``), and reads the operation's attributes (``err.op.type``).
+
+    >>> class Op:
+    ...     type = "MatMul"
+    >>> op = Op()
+    >>> name = OpName("matmul", op)
+    >>> name == "matmul", name == op, name.type, str(name)
+    (True, True, 'MatMul', 'matmul')
+    """
+
+    def __new__(cls, name: str, operation: Any) -> OpName:
+        self = super().__new__(cls, name)
+        self.operation = operation
+        return self
+
+    def __eq__(self, other: Any) -> bool:
+        return other is self.operation or str.__eq__(self, other) is True
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = str.__hash__
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "operation":  # not set yet (unpickling)
+            raise AttributeError(attr)
+        return getattr(self.operation, attr)
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (str, (str(self),))  # the operation stays in its process
 
 
 class OpError(DaskgraphError):

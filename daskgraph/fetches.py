@@ -88,6 +88,11 @@ exist in the graph."
     )
 
 
+def _is_attrs(value: Any) -> bool:
+    """Whether ``value`` is an instance of an ``attrs`` class (fetched field by field)."""
+    return hasattr(type(value), "__attrs_attrs__")
+
+
 def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], Any]]:
     """The unique fetch items of a nested structure, and a function that rebuilds it."""
     items: list[Tensor | Operation] = []
@@ -95,7 +100,7 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
     path: list[int] = []  # ids of the structures enclosing the value being walked
 
     def walk(value: Any) -> Any:
-        if not isinstance(value, (list, tuple, Mapping)):
+        if not isinstance(value, (list, tuple, Mapping)) and not _is_attrs(value):
             return leaf(value)
         _check_nesting(value, path)
         path.append(id(value))
@@ -105,6 +110,9 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
             path.pop()
 
     def structure(value: Any) -> Any:
+        if _is_attrs(value):  # an attrs class: rebuilt from its fields, in order, as TF does
+            fields = [walk(getattr(value, f.name)) for f in type(value).__attrs_attrs__]
+            return lambda r: type(value)(*(p(r) for p in fields))
         if isinstance(value, (list, tuple)):
             parts = [walk(v) for v in value]
             if hasattr(value, "_fields"):  # a namedtuple

@@ -37,6 +37,8 @@ from daskgraph.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
+    OpError,
+    OpName,
     UnavailableError,
     UnreachableError,
     quote,
@@ -238,6 +240,9 @@ class Session:
             timeout_ms = (options and options.timeout_in_ms) or self._config.operation_timeout_in_ms
             with run_deadline(timeout_ms):
                 plan, results = self._run_attempts(items, feeds, step, values, trace)
+        except OpError as exc:
+            _attach_operation(exc, self._graph)
+            raise
         finally:
             self._under_way.end(number)
         if trace:
@@ -540,6 +545,21 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._conn.devices)} devices"
         return f"<daskgraph.Session {self._id} {state}>"
+
+
+def _attach_operation(exc: OpError, graph: Graph) -> None:
+    """Let the error's ``op`` (a name) stand for the graph's operation too, and fill in its
+    ``node_def``, as TensorFlow's errors carry the operation."""
+    name = exc.op
+    if not isinstance(name, str) or isinstance(name, OpName):
+        return
+    try:
+        op = graph.get_operation_by_name(name)
+    except KeyError:
+        return
+    exc.op = OpName(name, op)
+    if exc.node_def is None:
+        exc.node_def = op.node_def
 
 
 class _RunsUnderWay:

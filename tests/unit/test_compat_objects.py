@@ -5,6 +5,8 @@ comparisons."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -115,3 +117,30 @@ def test_dtype_properties_and_comparisons():
     assert {tf.float32: "f"}[tf.float32] == "f"
     with pytest.raises(TypeError, match="minimum/maximum"):
         _ = tf.string.min
+
+
+def test_errors_stand_for_the_graph_operation():
+    a = tf.placeholder(tf.float32, name="needs_feed")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            sess.run(a * 2.0)
+    err = info.value
+    assert err.op == a.op and err.op == "needs_feed" and err.op.type == "Placeholder"
+    assert err.node_def.name == "needs_feed"
+    assert pickle.loads(pickle.dumps(err)).op == "needs_feed"
+
+
+def test_attrs_classes_are_fetched_field_by_field():
+    attr = pytest.importorskip("attr")
+
+    @attr.s
+    class Pair:
+        first = attr.ib()
+        second = attr.ib()
+
+    x = tf.placeholder_with_default(1.0, [])
+    pair = Pair(x, Pair(x * 2.0, [x + 1.0]))
+    with tf.Session() as sess:
+        got = sess.run(pair, {x: 3.0})
+    assert isinstance(got, Pair) and isinstance(got.second, Pair)
+    assert (got.first, got.second.first, got.second.second) == (3.0, 6.0, [4.0])
