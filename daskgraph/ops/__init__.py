@@ -27,6 +27,28 @@ from daskgraph.ops.array import (
     reshape,
     transpose,
 )
+from daskgraph.ops.asserts import (
+    Assert,
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_integer,
+    assert_less,
+    assert_less_equal,
+    assert_near,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_none_equal,
+    assert_positive,
+    assert_rank,
+    assert_rank_at_least,
+    assert_same_float_dtype,
+    assert_scalar,
+    assert_type,
+    is_non_decreasing,
+    is_strictly_increasing,
+)
 from daskgraph.ops.control_flow import Print, cond, tuple
 from daskgraph.ops.printing import print_v2
 from daskgraph.ops.conv import (
@@ -134,6 +156,7 @@ from daskgraph.ops.nn import (
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
+from daskgraph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite
 from daskgraph.ops.padding import pad
 from daskgraph.ops.pooling import avg_pool, avg_pool_grad
 from daskgraph.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
@@ -303,15 +326,35 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-__all__ += [  # TF1's remaining math: ops.math_extra, ops.special
+__all__ += [  # TF1's remaining math: ops.math_extra, ops.special, ops.asserts, ops.numerics
+    "Assert",
     "accumulate_n",
     "acos",
     "acosh",
+    "add_check_numerics_ops",
     "asin",
     "asinh",
+    "assert_equal",
+    "assert_greater",
+    "assert_greater_equal",
+    "assert_integer",
+    "assert_less",
+    "assert_less_equal",
+    "assert_near",
+    "assert_negative",
+    "assert_non_negative",
+    "assert_non_positive",
+    "assert_none_equal",
+    "assert_positive",
+    "assert_rank",
+    "assert_rank_at_least",
+    "assert_same_float_dtype",
+    "assert_scalar",
+    "assert_type",
     "atan",
     "atan2",
     "atanh",
+    "check_numerics",
     "cosh",
     "digamma",
     "div_no_nan",
@@ -322,6 +365,8 @@ __all__ += [  # TF1's remaining math: ops.math_extra, ops.special
     "is_finite",
     "is_inf",
     "is_nan",
+    "is_non_decreasing",
+    "is_strictly_increasing",
     "lgamma",
     "log_sigmoid",
     "multiply_no_nan",
@@ -332,6 +377,7 @@ __all__ += [  # TF1's remaining math: ops.math_extra, ops.special
     "tan",
     "truncatediv",
     "truncatemod",
+    "verify_tensor_all_finite",
     "xdivy",
     "xlog1py",
     "xlogy",

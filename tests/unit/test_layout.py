@@ -46,7 +46,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "ops.training variable_scope initializers global_step optimizers replicate "
             "ops.padding ops.ranges ops.elementwise_more ops.reduction_more ops.variable_status "
             "ops.control_flow ops.printing device_setter ops.pooling "
-            "ops.math_extra ops.special "
+            "ops.math_extra ops.special ops.asserts ops.numerics "
             "learning_rate ops.training_more optimizers_more moving_averages "
             "layers layers.base layers.core layers.convolutional layers.normalization losses",
         ),
