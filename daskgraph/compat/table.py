@@ -64,7 +64,9 @@ DIFFERENCES: dict[str, str] = {
     "`import_scope` are ignored",
     "get_variable": "`partitioner`, `custom_getter` and `constraint` are refused",
     "assign": "`validate_shape` and `use_locking` are ignored",
-    "matmul": "no `adjoint_*`, `a_is_sparse`/`b_is_sparse`",
+    "matmul": "`a_is_sparse`/`b_is_sparse` and `grad_*` are ignored; `output_type` is refused",
+    "linalg.matmul": "`a_is_sparse`/`b_is_sparse` and `grad_*` are ignored; `output_type` is "
+    "refused",
     "gradients": "no `gate_gradients`, `aggregation_method`",
     "cond": "builds and runs both branches (the taken one's result is selected): a branch may "
     "not update variables, and an op failing in the branch not taken fails the run",
@@ -92,6 +94,27 @@ DIFFERENCES: dict[str, str] = {
     "text format): TensorFlow's checkpoints cannot be read",
     "train.Server": "one Dask scheduler for the cluster (at the first task) with a worker per "
     "device of each task",
+    "eye": "sizes and `batch_shape` must be known when the graph is built",
+    "linalg.eye": "sizes and `batch_shape` must be known when the graph is built",
+    "matrix_band_part": "`num_lower`/`num_upper` must be known when the graph is built",
+    "linalg.band_part": "`num_lower`/`num_upper` must be known when the graph is built",
+    "matrix_diag": "`k` is one diagonal (no band of diagonals `(low, high)`)",
+    "matrix_diag_part": "`k` is one diagonal (no band of diagonals `(low, high)`)",
+    "matrix_set_diag": "`k` is one diagonal (no band of diagonals `(low, high)`)",
+    "linalg.diag": "`k` is one diagonal (no band of diagonals `(low, high)`)",
+    "linalg.diag_part": "`k` is one diagonal (no band of diagonals `(low, high)`)",
+    "linalg.set_diag": "`k` is one diagonal (no band of diagonals `(low, high)`)",
+    "lin_space": "scalar `start` and `stop` only (no `axis`)",
+    "linspace": "scalar `start` and `stop` only (no `axis`)",
+    "qr": "its gradient needs m >= n (and a square matrix with `full_matrices`)",
+    "linalg.qr": "its gradient needs m >= n (and a square matrix with `full_matrices`)",
+    "svd": "only the singular values `s` have a gradient (not `u`, `v`)",
+    "linalg.svd": "only the singular values `s` have a gradient (not `u`, `v`)",
+    "einsum": "no gradient for an operand with a repeated letter (`ii`) or `...` after a letter",
+    "linalg.einsum": "no gradient for an operand with a repeated letter (`ii`) or `...` after a "
+    "letter",
+    "tensordot": "`axes` must be Python ints and the ranks known when the graph is built",
+    "linalg.tensordot": "`axes` must be Python ints and the ranks known when the graph is built",
     "layers.Layer": "no `InputSpec`, `get_weights`/`set_weights`, `add_variable`; an unnamed "
     "layer's `name` is its scope's (TF counts layer objects per class)",
     "layers.dense": "`kernel_constraint`/`bias_constraint` are refused",

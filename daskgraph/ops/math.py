@@ -63,7 +63,8 @@ _tanh = ArrayFunction("tanh")
 
 
 def _matmul(xp, a, b, *, transpose_a=False, transpose_b=False):
-    return xp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
+    a = xp.swapaxes(a, -1, -2) if transpose_a else a  # the last two axes, as for batches
+    return xp.matmul(a, xp.swapaxes(b, -1, -2) if transpose_b else b)
 
 
 def _add_n(xp, *inputs):
@@ -97,6 +98,7 @@ register("Sqrt", _sqrt, cpu=_FLOAT, gpu=_FLOAT)
 register("Exp", _exp, cpu=_FLOAT, gpu=_FLOAT)
 register("Tanh", _tanh, cpu=_FLOAT, gpu=_FLOAT)
 register("MatMul", _matmul, cpu=_NUM, gpu=_FLOAT)  # TensorFlow has no integer GPU MatMul
+register("BatchMatMulV2", _matmul, cpu=_NUM, gpu=_FLOAT)  # its gradient: ops/linalg.py
 register("AddN", _add_n, cpu=_NUM, gpu=_NUM)
 register("Sum", _sum, cpu=_NUM, gpu=_NUM)
 register("Mean", _mean, cpu=_NUM, gpu=_NUM)
@@ -233,11 +235,16 @@ def matmul(
     transpose_b: bool = False,
     name: str | None = None,
 ) -> Tensor:
-    """Matrix product of two rank-2 tensors.
+    """Matrix product of two tensors of rank >= 2: of two matrices (``MatMul``), or of the
+    matrices in the last two axes of each, batch axes broadcasting (``BatchMatMulV2``).
 
     Examples
     --------
     >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     y = matmul(dg.placeholder(dg.float32, [None, 2, 3]), dg.constant(1.0, shape=[3, 4]))
+    >>> y.op.type, y.shape
+    ('BatchMatMulV2', (None, 2, 4))
     >>> with dg.Graph().as_default():
     ...     m = matmul(dg.constant(1.0, shape=[2, 3]), dg.constant(1.0, shape=[4, 3]))
     Traceback (most recent call last):
@@ -246,21 +253,34 @@ def matmul(
     """
     a, b = _as_pair(a, b, "MatMul")
     for t in (a, b):
-        if t.shape is not None and len(t.shape) != 2:
+        if t.shape is not None and len(t.shape) < 2:
             raise ValueError(
-                f"matmul: {t.name!r} must be a matrix (rank 2); its shape is {t.shape}"
+                f"matmul: {t.name!r} must have rank >= 2 (a matrix, or a batch of them); its "
+                f"shape is {t.shape}"
             )
+    batched = any(t.shape is not None and len(t.shape) > 2 for t in (a, b))
     sa = a.shape if a.shape is not None else (None, None)
     sb = b.shape if b.shape is not None else (None, None)
-    rows, inner_a = (sa[1], sa[0]) if transpose_a else sa
-    inner_b, cols = (sb[1], sb[0]) if transpose_b else sb
+    rows, inner_a = (sa[-1], sa[-2]) if transpose_a else sa[-2:]
+    inner_b, cols = (sb[-1], sb[-2]) if transpose_b else sb[-2:]
     if inner_a is not None and inner_b is not None and inner_a != inner_b:
         raise ValueError(
             f"matmul: inner dimensions differ: {a.name!r} is {a.shape} and {b.name!r} is {b.shape}"
         )
+    shape: Shape | None = (rows, cols)
+    if batched:
+        batch = None
+        if a.shape is not None and b.shape is not None:
+            batch = broadcast_shape(a.shape[:-2], b.shape[:-2], "matmul")
+        shape = None if batch is None else (*batch, rows, cols)
     attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
     op = get_default_graph().create_op(
-        "MatMul", [a, b], dtype=a.dtype, shape=(rows, cols), attrs=attrs, name=name
+        "BatchMatMulV2" if batched else "MatMul",
+        [a, b],
+        dtype=a.dtype,
+        shape=shape,
+        attrs=attrs,
+        name=name or "MatMul",  # TensorFlow's name for both
     )
     return op.outputs[0]
 

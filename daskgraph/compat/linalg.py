@@ -1,0 +1,74 @@
+"""``tf.linalg``'s names for daskgraph's linear algebra ops (:mod:`daskgraph.ops.matrix`,
+:mod:`daskgraph.ops.linalg`, :mod:`daskgraph.ops.einsum`), and ``tf.linalg.matmul``, which is
+``tf.matmul`` with TF1's arguments. What ``tf.linalg`` has and daskgraph does not (``lu``,
+``expm``, the ``LinearOperator`` classes, ...) is absent.
+
+>>> import daskgraph.compat.v1 as tf
+>>> tf.linalg.inv is tf.matrix_inverse and tf.linalg.matmul is tf.matmul
+True
+"""
+
+from daskgraph import nn as _nn
+from daskgraph import ops as _ops
+from daskgraph.compat._signatures import matmul
+from daskgraph.ops.einsum import einsum, tensordot
+from daskgraph.ops.linalg import (
+    adjoint,
+    cholesky,
+    cholesky_solve,
+    cross,
+    logdet,
+    matvec,
+    qr,
+    svd,
+)
+from daskgraph.ops.linalg import matrix_determinant as det
+from daskgraph.ops.linalg import matrix_inverse as inv
+from daskgraph.ops.linalg import matrix_solve as solve
+from daskgraph.ops.linalg import matrix_triangular_solve as triangular_solve
+from daskgraph.ops.linalg import self_adjoint_eig as eigh
+from daskgraph.ops.linalg import self_adjoint_eigvals as eigvalsh
+from daskgraph.ops.matrix import diag as tensor_diag
+from daskgraph.ops.matrix import diag_part as tensor_diag_part
+from daskgraph.ops.matrix import eye, matrix_transpose, trace
+from daskgraph.ops.matrix import matrix_band_part as band_part
+from daskgraph.ops.matrix import matrix_diag as diag
+from daskgraph.ops.matrix import matrix_diag_part as diag_part
+from daskgraph.ops.matrix import matrix_set_diag as set_diag
+from daskgraph.ops.matrix import matrix_transpose as transpose
+
+__all__ = [
+    "adjoint",
+    "band_part",
+    "cholesky",
+    "cholesky_solve",
+    "cross",
+    "det",
+    "diag",
+    "diag_part",
+    "eigh",
+    "eigvalsh",
+    "einsum",
+    "eye",
+    "inv",
+    "logdet",
+    "matmul",
+    "matrix_transpose",
+    "matvec",
+    "qr",
+    "set_diag",
+    "solve",
+    "svd",
+    "tensor_diag",
+    "tensor_diag_part",
+    "tensordot",
+    "trace",
+    "transpose",
+    "triangular_solve",
+]
+
+# the norms are other modules'; tf.linalg has them once daskgraph does
+for _owner, _name in ((_ops, "norm"), (_ops, "global_norm"), (_nn, "l2_normalize")):
+    if hasattr(_owner, _name):
+        globals()[_name] = getattr(_owner, _name)
+        __all__.append(_name)
