@@ -12,7 +12,9 @@ and :mod:`~daskgraph.ops.random` the random ops with TensorFlow 1's seeds.
 :mod:`~daskgraph.ops.variable_status` and :mod:`~daskgraph.ops.control_flow` add the rest of
 the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uninitialized_variables``,
 ``cond``, ``Print``, ...); :mod:`~daskgraph.ops.pooling` adds ``avg_pool`` and
-:mod:`~daskgraph.ops.printing` ``tf.print``.
+:mod:`~daskgraph.ops.printing` ``tf.print``. Linear algebra: :mod:`~daskgraph.ops.matrix`
+(diagonals, bands, ``eye``, ``lin_space``, ``meshgrid``), :mod:`~daskgraph.ops.linalg`
+(inverses, solves, decompositions) and :mod:`~daskgraph.ops.einsum`.
 """
 
 from daskgraph.ops.array import (
@@ -50,13 +52,16 @@ from daskgraph.ops.asserts import (
     is_strictly_increasing,
 )
 from daskgraph.ops.control_flow import Print, cond, tuple
-from daskgraph.ops.printing import print_v2
 from daskgraph.ops.conv import (
     conv2d,
     conv2d_backprop_filter,
     conv2d_backprop_input,
     max_pool,
     max_pool_grad,
+)
+from daskgraph.ops.einsum import (
+    einsum,
+    tensordot,
 )
 from daskgraph.ops.elementwise import (
     floordiv,
@@ -84,6 +89,22 @@ from daskgraph.ops.elementwise_more import (
     truediv,
 )
 from daskgraph.ops.fill_ops import fill, one_hot, ones, ones_like, zeros, zeros_like
+from daskgraph.ops.linalg import (
+    adjoint,
+    cholesky,
+    cholesky_solve,
+    cross,
+    logdet,
+    matrix_determinant,
+    matrix_inverse,
+    matrix_solve,
+    matrix_triangular_solve,
+    matvec,
+    qr,
+    self_adjoint_eig,
+    self_adjoint_eigvals,
+    svd,
+)
 from daskgraph.ops.logic import (
     equal,
     greater,
@@ -144,6 +165,19 @@ from daskgraph.ops.math_extra import (
     xlog1py,
     xlogy,
 )
+from daskgraph.ops.matrix import (
+    diag,
+    diag_part,
+    eye,
+    lin_space,
+    matrix_band_part,
+    matrix_diag,
+    matrix_diag_part,
+    matrix_set_diag,
+    matrix_transpose,
+    meshgrid,
+    trace,
+)
 from daskgraph.ops.nn import (
     bias_add,
     dropout,
@@ -159,6 +193,7 @@ from daskgraph.ops.nn import (
 from daskgraph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite
 from daskgraph.ops.padding import pad
 from daskgraph.ops.pooling import avg_pool, avg_pool_grad
+from daskgraph.ops.printing import print_v2
 from daskgraph.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
 from daskgraph.ops.ranges import range, rank
 from daskgraph.ops.reduction import argmax, argmin, reduce_min, reduce_prod
@@ -204,6 +239,7 @@ __all__ = [
     "abs",
     "add",
     "add_n",
+    "adjoint",
     "argmax",
     "argmin",
     "assign",
@@ -214,6 +250,8 @@ __all__ = [
     "bias_add",
     "cast",
     "ceil",
+    "cholesky",
+    "cholesky_solve",
     "clip_by_value",
     "concat",
     "cond",
@@ -223,12 +261,17 @@ __all__ = [
     "conv2d_backprop_input",
     "convert_to_tensor",
     "cos",
+    "cross",
+    "diag",
+    "diag_part",
     "div",
     "divide",
     "dropout",
+    "einsum",
     "equal",
     "exp",
     "expand_dims",
+    "eye",
     "fill",
     "floor",
     "floordiv",
@@ -246,19 +289,32 @@ __all__ = [
     "l2_loss",
     "less",
     "less_equal",
+    "lin_space",
     "local_variables",
     "local_variables_initializer",
     "log",
     "log1p",
     "log_softmax",
+    "logdet",
     "logical_and",
     "logical_not",
     "logical_or",
     "logical_xor",
     "matmul",
+    "matrix_band_part",
+    "matrix_determinant",
+    "matrix_diag",
+    "matrix_diag_part",
+    "matrix_inverse",
+    "matrix_set_diag",
+    "matrix_solve",
+    "matrix_transpose",
+    "matrix_triangular_solve",
+    "matvec",
     "max_pool",
     "max_pool_grad",
     "maximum",
+    "meshgrid",
     "minimum",
     "mod",
     "multiply",
@@ -271,8 +327,9 @@ __all__ = [
     "pad",
     "placeholder",
     "placeholder_with_default",
-    "print_v2",
     "pow",
+    "print_v2",
+    "qr",
     "random_normal",
     "random_uniform",
     "range",
@@ -293,6 +350,8 @@ __all__ = [
     "reshape",
     "round",
     "rsqrt",
+    "self_adjoint_eig",
+    "self_adjoint_eigvals",
     "set_random_seed",
     "shape",
     "sigmoid",
@@ -313,8 +372,11 @@ __all__ = [
     "stop_gradient",
     "strided_slice",
     "subtract",
+    "svd",
     "tanh",
+    "tensordot",
     "tile",
+    "trace",
     "trainable_variables",
     "transpose",
     "truediv",

@@ -48,7 +48,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "ops.control_flow ops.printing device_setter ops.pooling "
             "ops.math_extra ops.special ops.asserts ops.numerics "
             "learning_rate ops.training_more optimizers_more moving_averages "
-            "layers layers.base layers.core layers.convolutional layers.normalization losses",
+            "layers layers.base layers.core layers.convolutional layers.normalization losses"
+            " ops.matrix ops.linalg ops.einsum",
         ),
         ("placement", "placement"),
         ("program", "program"),
@@ -68,7 +69,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "compat.random compat.sessions compat.device_spec compat.v1 compat.table cli testing "
             "compat.behaviour compat.tf_compat "
             "gradient_check coordinator "
-            "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io",
+            "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io"
+            " compat.linalg",
         ),
     )
 )
