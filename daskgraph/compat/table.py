@@ -115,8 +115,9 @@ DIFFERENCES: dict[str, str] = {
     "letter",
     "tensordot": "`axes` must be Python ints and the ranks known when the graph is built",
     "linalg.tensordot": "`axes` must be Python ints and the ranks known when the graph is built",
-    "layers.Layer": "no `InputSpec`, `get_weights`/`set_weights`, `add_variable`; an unnamed "
-    "layer's `name` is its scope's (TF counts layer objects per class)",
+    "layers.Layer": "no `input_spec`, `get_weights`/`set_weights`, `losses`/`updates` per "
+    "input; weight constraints are refused; an unnamed layer's `name` is its scope's (TF counts "
+    "layer objects per class)",
     "layers.dense": "`kernel_constraint`/`bias_constraint` are refused",
     "layers.Dense": "`kernel_constraint`/`bias_constraint` are refused",
     "layers.conv2d": "`dilation_rate` must be 1; constraints are refused",

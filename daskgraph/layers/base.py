@@ -172,17 +172,22 @@ class Layer:
         dtype: Any = None,
         initializer: Any = None,
         regularizer: Callable[[Variable], Any] | None = None,
-        trainable: bool = True,
+        trainable: bool | None = None,
+        constraint: Any = None,
+        **kwargs: Any,
     ) -> Variable:
         """A variable ``<scope>/<name>`` made with ``get_variable`` (or the existing one under
-        reuse); a new variable's regularization loss joins ``REGULARIZATION_LOSSES``."""
+        reuse); a new variable's regularization loss joins ``REGULARIZATION_LOSSES``.
+        ``constraint`` is refused; TF's other keywords (``use_resource``, ``partitioner``,
+        ...) are accepted when None."""
+        check_no_constraint("add_weight", constraint=constraint, **kwargs)
         before = set(map(id, global_variables()))
         variable = get_variable(
             name,
             shape,
             dtype if dtype is not None else self.dtype,
             initializer,
-            trainable=trainable and self.trainable,
+            trainable=(trainable is None or bool(trainable)) and self.trainable,
         )
         if regularizer is not None and id(variable) not in before:
             with name_scope(f"{variable.op.name}/Regularizer/"):
@@ -192,6 +197,8 @@ class Layer:
         if variable not in self._weights:
             self._weights.append(variable)
         return variable
+
+    add_variable = add_weight  # TF1's older name
 
     def add_loss(self, loss: Any) -> None:
         """Keep ``loss`` with the layer and add it to ``REGULARIZATION_LOSSES``."""

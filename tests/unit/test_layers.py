@@ -495,3 +495,44 @@ def test_a_tf1_training_loop_with_layers_and_losses_learns(graph):
         accuracy = (sess.run(logits, feed).argmax(1) == classes).mean()
     assert losses[-1] < 0.5 * losses[0]
     assert accuracy > 0.85
+
+
+def test_a_tf1_layer_subclass(graph):
+    class Scale(tf.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_variable("w", [input_shape[-1]], initializer=tf.ones_initializer(),
+                                       regularizer=tf.nn.l2_loss)  # fmt: skip
+            self.steps = self.add_weight("steps", [], tf.int32, trainable=False)
+
+        def call(self, inputs):
+            return inputs * self.w
+
+    layer = Scale(name="scale")
+    y = layer(dg.constant([[1.0, 2.0]]))
+    assert _names(layer.trainable_variables) == ["scale/w:0"]
+    assert _names(layer.non_trainable_variables) == ["scale/steps:0"]
+    assert [t.name for t in layer.losses] == ["scale/w/Regularizer/L2Loss:0"]
+    assert _initialized_run(y).tolist() == [[1.0, 2.0]]
+    with pytest.raises(ValueError, match="constraint is not supported"):
+        Scale.add_weight(layer, "v", [1], constraint=lambda v: v)
+
+
+@pytest.mark.virtual_gpus(1)
+def test_layers_on_a_virtual_gpu_give_the_cpu_values(dg_session):
+    x = sin(4, 6, 6, 2)
+    results = []
+    for device in ("/cpu:0", "/gpu:0"):
+        with dg.device(device), dg.variable_scope(device[1:4]):
+            h = dg.layers.conv2d(dg.constant(x), 3, 3, kernel_initializer=cinit([3, 3, 2, 3], 1),
+                                 activation=dg.nn.relu)  # fmt: skip
+            h = dg.layers.batch_normalization(h, training=True)
+            h = dg.layers.average_pooling2d(h, 2, 2)
+            logits = dg.layers.dense(dg.layers.flatten(h), 3, kernel_initializer=cinit([12, 3], 2))
+            loss = dg.losses.sparse_softmax_cross_entropy([0, 1, 2, 1], logits)
+            grads = dg.gradients(loss, tf.trainable_variables(scope=device[1:4]))
+        dg_session.run(dg.global_variables_initializer())
+        results.append(dg_session.run([loss, *grads]))
+        plan = dg_session.placement(loss)
+        assert all(device.upper()[1:4] in o.assigned for o in plan.ops if o.type == "Conv2D")
+    for cpu, gpu in zip(*results, strict=True):
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-5, atol=1e-6)
