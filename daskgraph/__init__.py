@@ -117,8 +117,6 @@ __all__ = [
     "int8",
     "layers",
     "losses",
-    "layers",
-    "losses",
     "name_scope",
     "nn",
     "reset_default_graph",
