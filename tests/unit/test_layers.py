@@ -536,3 +536,22 @@ def test_layers_on_a_virtual_gpu_give_the_cpu_values(dg_session):
         assert all(device.upper()[1:4] in o.assigned for o in plan.ops if o.type == "Conv2D")
     for cpu, gpu in zip(*results, strict=True):
         np.testing.assert_allclose(gpu, cpu, rtol=1e-5, atol=1e-6)
+
+
+def test_batch_normalization_gradient_against_finite_differences(graph):
+    x = dg.placeholder(dg.float64, [4, 3])
+    y = dg.layers.batch_normalization(x, training=True, gamma_initializer=cinit([3], 1),
+                                      beta_initializer=cinit([3], 2))  # fmt: skip
+    loss = dg.reduce_sum(y * sin(4, 3, offset=7).astype(np.float64))
+    (grad,) = dg.gradients(loss, [x])
+    point = sin(4, 3).astype(np.float64) * 2 + 1
+    with dg.Session() as sess:
+        sess.run(dg.global_variables_initializer())
+        analytic = sess.run(grad, {x: point})
+        numeric = np.zeros_like(point)
+        for index in np.ndindex(*point.shape):
+            step = np.zeros_like(point)
+            step[index] = 1e-5
+            up, down = sess.run(loss, {x: point + step}), sess.run(loss, {x: point - step})
+            numeric[index] = (up - down) / 2e-5
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-7)
