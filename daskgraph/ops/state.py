@@ -213,7 +213,19 @@ class Variable:
         """The tensor that reads the variable (``name/read``)."""
         return self._snapshot
 
-    read_value = value
+    def read_value(self) -> Tensor:
+        """A new read of the variable, made where it is called: inside
+        ``control_dependencies`` it reads after those ops ran (TF1's ``read_value``)."""
+        ref = self._ref()
+        with graph_name_scope(ref.graph, f"{self.op.name}/"):
+            return ref.graph.create_op(
+                "Identity",
+                [ref],
+                dtype=self.dtype,
+                shape=self.shape,
+                name="read",
+                colocate_with=self._variable_op,
+            ).outputs[0]
 
     def _as_tensor(self) -> Tensor:
         return self._snapshot

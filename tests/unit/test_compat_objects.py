@@ -144,3 +144,14 @@ def test_attrs_classes_are_fetched_field_by_field():
         got = sess.run(pair, {x: 3.0})
     assert isinstance(got, Pair) and isinstance(got.second, Pair)
     assert (got.first, got.second.first, got.second.second) == (3.0, 6.0, [4.0])
+
+
+def test_read_value_under_control_dependencies_reads_after_them():
+    v = tf.get_variable("v", shape=(), initializer=tf.zeros_initializer())
+    assignment = v.assign_add(1.0)
+    with tf.control_dependencies([assignment]):
+        w = v.read_value()
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(w) == 1.0 and sess.run(w) == 2.0
+        assert sess.run(v.value()) == 2.0  # the plain read has no dependency
