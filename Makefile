@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test lint bench reliability check-newest clean
+.PHONY: demo test lint bench reliability check-newest gpu-check clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ $(BENCH_STAMP): $(STAMP)
 		echo "note: the bench extra did not install fully; TensorFlow rows will say n/a"; \
 		$(PY) -m pip install --quiet -c constraints.txt matplotlib || true; \
 	fi
+
+# Every GPU claim checked on this machine's NVIDIA GPU (virtual GPUs where there is none, saying
+# what was skipped): at most 8 minutes; the report goes into docs/gpu.md (see that page).
+# Where the dependencies are already importable (the accelerator machine: wheels on PYTHONPATH),
+# name that Python and no virtual environment is made: make gpu-check GPU_CHECK_PYTHON=python3
+GPU_CHECK_PYTHON ?=
+gpu-check: $(if $(GPU_CHECK_PYTHON),,$(STAMP))
+	$(or $(GPU_CHECK_PYTHON),$(PY)) -m benchmarks.gpu_check $(GPU_CHECK_ARGS)
 
 check-newest:  ## the suite against the newest dask/distributed releases (.venv-newest)
 	.ci/newest

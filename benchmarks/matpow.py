@@ -197,7 +197,6 @@ def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
         copies = traced_copies(sess, total, feeds)
     finally:
         sess.close()
-    matrix = size * size * 4
     record = common_record(args, "gpu", size, n, peak, times, results, "cupy")
     record.update(
         device=found[0].describe(),
@@ -205,22 +204,29 @@ def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
         cupy_tf32_client=os.environ["CUPY_TF32"],
         cupy_tf32_gpu_worker=seen.get("CUPY_TF32"),
         cupy_version=cp.__version__,
-        bytes={
-            "measured_daskgraph": copies,
-            "placement_implies": {
-                "host_to_device": 2 * matrix,
-                "device_to_host": 2 * matrix,
-                "why": "A and B are fed to GPU:0; A^n and B^n both leave it for add_n on CPU:0",
-            },
-            "minimum": {
-                "host_to_device": 2 * matrix,
-                "device_to_host": matrix,
-                "why": "the two inputs in, the sum out (add_n on the GPU, as the CuPy baseline)",
-            },
-            "cupy_baseline": {"host_to_device": 2 * matrix, "device_to_host": matrix},
-        },
+        bytes=gpu_bytes(size, copies),
     )
     return record
+
+
+def gpu_bytes(size: int, copies: dict[str, Any]) -> dict[str, Any]:
+    """A GPU record's ``bytes``: the copies measured (:func:`traced_copies`), against what the
+    placement implies, the minimum, and the CuPy baseline's, for ``size`` x ``size`` float32."""
+    matrix = size * size * 4
+    return {
+        "measured_daskgraph": copies,
+        "placement_implies": {
+            "host_to_device": 2 * matrix,
+            "device_to_host": 2 * matrix,
+            "why": "A and B are fed to GPU:0; A^n and B^n both leave it for add_n on CPU:0",
+        },
+        "minimum": {
+            "host_to_device": 2 * matrix,
+            "device_to_host": matrix,
+            "why": "the two inputs in, the sum out (add_n on the GPU, as the CuPy baseline)",
+        },
+        "cupy_baseline": {"host_to_device": 2 * matrix, "device_to_host": matrix},
+    }
 
 
 def run_cpu(args: argparse.Namespace) -> dict[str, Any]:
