@@ -140,6 +140,17 @@ DIFFERENCES: dict[str, str] = {
     "Python's files (TensorFlow's keep separate read and write streams)",
     "gfile.Open": "as `gfile.GFile`",
     "gfile.FastGFile": "as `gfile.GFile`",
+    "test.TestCase": "sessions are daskgraph's (the embedded cluster, or the Dask config's); no "
+    "`assertProtoEquals`, `captureWritesToStream`; `evaluate` takes tensors, not callables or "
+    "sparse/ragged values",
+    "test.is_gpu_available": "counts NVIDIA GPUs and virtual GPUs (`daskgraph.virtual-gpus`); "
+    "`cuda_only=True` counts NVIDIA GPUs only; a virtual GPU's compute capability is (0, 0)",
+    "test.gpu_device_name": "`/device:GPU:0` where an NVIDIA or virtual GPU would be a session's",
+    "test.is_built_with_cuda": "whether CuPy (daskgraph's GPU arrays) is installed",
+    "test.is_built_with_gpu_support": "whether CuPy is installed or virtual GPUs are configured",
+    "test.compute_gradient": "real float dtypes only; a gradient that is None counts as zeros",
+    "test.compute_gradient_error": "real float dtypes only; a gradient that is None counts as "
+    "zeros",
 }
 
 

@@ -35,7 +35,18 @@ True
 import sys
 
 from daskgraph import dtypes, errors, layers, losses, nn
-from daskgraph.compat import app, flags, gfile, initializers, io, linalg, logging, random, train
+from daskgraph.compat import (
+    app,
+    flags,
+    gfile,
+    initializers,
+    io,
+    linalg,
+    logging,
+    random,
+    test,
+    train,
+)
 from daskgraph.compat import tf_compat as compat
 from daskgraph.compat._signatures import (
     GraphKeys,
@@ -477,6 +488,7 @@ __all__ = [
     "svd",
     "tanh",
     "tensordot",
+    "test",
     "tile",
     "to_double",
     "to_float",

@@ -69,7 +69,9 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "compat.random compat.sessions compat.device_spec compat.v1 compat.table cli testing "
             "compat.behaviour compat.tf_compat "
             "gradient_check coordinator "
-            "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io"
+            "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io "
+            "compat.local_devices compat.assertions compat.testcase compat.gradient_checker "
+            "compat.test"
             " compat.linalg",
         ),
     )
