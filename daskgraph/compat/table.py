@@ -82,6 +82,15 @@ DIFFERENCES: dict[str, str] = {
     "nn.conv2d": "NHWC only, no dilations",
     "nn.max_pool": "NHWC only",
     "nn.avg_pool": "NHWC only",
+    "nn.avg_pool2d": "NHWC only",
+    "nn.max_pool2d": "NHWC only",
+    "nn.conv2d_transpose": "NHWC only, no dilations",
+    "nn.embedding_lookup": "the partitions are concatenated for each lookup (the whole table "
+    "is copied) and the gradient is dense (TensorFlow's is `IndexedSlices`)",
+    "nn.fused_batch_norm": "composed of ordinary ops; a float16 `x` needs float16 `scale`, "
+    "`offset`, `mean`, `variance` (TensorFlow takes float32)",
+    "nn.swish": "no second derivative (`sigmoid`'s gradient has none)",
+    "nn.silu": "no second derivative (`sigmoid`'s gradient has none)",
     "nn.dropout": "TF1's seed rules, NumPy's generators: other masks than TensorFlow's",
     "random.normal": "other values than TensorFlow's for the same seed",
     "random.uniform": "other values than TensorFlow's for the same seed",

@@ -11,12 +11,25 @@ and :mod:`~daskgraph.ops.random` the random ops with TensorFlow 1's seeds.
 :mod:`~daskgraph.ops.padding`, :mod:`~daskgraph.ops.ranges`,
 :mod:`~daskgraph.ops.variable_status` and :mod:`~daskgraph.ops.control_flow` add the rest of
 the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uninitialized_variables``,
-``cond``, ``Print``, ...); :mod:`~daskgraph.ops.pooling` adds ``avg_pool`` and
+``cond``, ``Print``, ...); :mod:`~daskgraph.ops.pooling` adds ``avg_pool``;
+:mod:`~daskgraph.ops.activations`, :mod:`~daskgraph.ops.nn_more`,
+:mod:`~daskgraph.ops.normalization`, :mod:`~daskgraph.ops.top_k` and
+:mod:`~daskgraph.ops.embedding` the rest of ``tf.nn`` and
 :mod:`~daskgraph.ops.printing` ``tf.print``. Linear algebra: :mod:`~daskgraph.ops.matrix`
 (diagonals, bands, ``eye``, ``lin_space``, ``meshgrid``), :mod:`~daskgraph.ops.linalg`
 (inverses, solves, decompositions) and :mod:`~daskgraph.ops.einsum`.
 """
 
+from daskgraph.ops.activations import (
+    crelu,
+    elu,
+    leaky_relu,
+    selu,
+    silu,
+    softplus,
+    softsign,
+    swish,
+)
 from daskgraph.ops.array import (
     cast,
     constant,
@@ -88,6 +101,7 @@ from daskgraph.ops.elementwise_more import (
     squared_difference,
     truediv,
 )
+from daskgraph.ops.embedding import embedding_lookup
 from daskgraph.ops.fill_ops import fill, one_hot, ones, ones_like, zeros, zeros_like
 from daskgraph.ops.linalg import (
     adjoint,
@@ -190,9 +204,26 @@ from daskgraph.ops.nn import (
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
+from daskgraph.ops.nn_more import (
+    conv2d_transpose,
+    log_poisson_loss,
+    relu_layer,
+    sigmoid_cross_entropy_with_logits,
+    weighted_cross_entropy_with_logits,
+    xw_plus_b,
+    zero_fraction,
+)
+from daskgraph.ops.normalization import (
+    batch_normalization,
+    fused_batch_norm,
+    l2_normalize,
+    local_response_normalization,
+    lrn,
+    moments,
+)
 from daskgraph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite
 from daskgraph.ops.padding import pad
-from daskgraph.ops.pooling import avg_pool, avg_pool_grad
+from daskgraph.ops.pooling import avg_pool, avg_pool2d, avg_pool_grad, max_pool2d
 from daskgraph.ops.printing import print_v2
 from daskgraph.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
 from daskgraph.ops.ranges import range, rank
@@ -222,6 +253,7 @@ from daskgraph.ops.state import (
     trainable_variables,
     variables_initializer,
 )
+from daskgraph.ops.top_k import in_top_k, top_k
 from daskgraph.ops.variable_status import (
     LOCAL_VARIABLES,
     initialize_all_variables,
@@ -246,7 +278,9 @@ __all__ = [
     "assign_add",
     "assign_sub",
     "avg_pool",
+    "avg_pool2d",
     "avg_pool_grad",
+    "batch_normalization",
     "bias_add",
     "cast",
     "ceil",
@@ -259,8 +293,10 @@ __all__ = [
     "conv2d",
     "conv2d_backprop_filter",
     "conv2d_backprop_input",
+    "conv2d_transpose",
     "convert_to_tensor",
     "cos",
+    "crelu",
     "cross",
     "diag",
     "diag_part",
@@ -268,6 +304,8 @@ __all__ = [
     "divide",
     "dropout",
     "einsum",
+    "elu",
+    "embedding_lookup",
     "equal",
     "exp",
     "expand_dims",
@@ -276,6 +314,7 @@ __all__ = [
     "floor",
     "floordiv",
     "floormod",
+    "fused_batch_norm",
     "gather",
     "global_variables",
     "global_variables_initializer",
@@ -283,23 +322,29 @@ __all__ = [
     "greater_equal",
     "group",
     "identity",
+    "in_top_k",
     "initialize_all_variables",
     "initialize_local_variables",
     "is_variable_initialized",
     "l2_loss",
+    "l2_normalize",
+    "leaky_relu",
     "less",
     "less_equal",
     "lin_space",
+    "local_response_normalization",
     "local_variables",
     "local_variables_initializer",
     "log",
     "log1p",
+    "log_poisson_loss",
     "log_softmax",
     "logdet",
     "logical_and",
     "logical_not",
     "logical_or",
     "logical_xor",
+    "lrn",
     "matmul",
     "matrix_band_part",
     "matrix_determinant",
@@ -312,11 +357,13 @@ __all__ = [
     "matrix_triangular_solve",
     "matvec",
     "max_pool",
+    "max_pool2d",
     "max_pool_grad",
     "maximum",
     "meshgrid",
     "minimum",
     "mod",
+    "moments",
     "multiply",
     "negative",
     "no_op",
@@ -346,22 +393,28 @@ __all__ = [
     "reduce_sum",
     "relu",
     "relu6",
+    "relu_layer",
     "report_uninitialized_variables",
     "reshape",
     "round",
     "rsqrt",
     "self_adjoint_eig",
     "self_adjoint_eigvals",
+    "selu",
     "set_random_seed",
     "shape",
     "sigmoid",
+    "sigmoid_cross_entropy_with_logits",
     "sign",
+    "silu",
     "sin",
     "size",
     "slice",
     "softmax",
     "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2",
+    "softplus",
+    "softsign",
     "sparse_softmax_cross_entropy_with_logits",
     "split",
     "sqrt",
@@ -373,9 +426,11 @@ __all__ = [
     "strided_slice",
     "subtract",
     "svd",
+    "swish",
     "tanh",
     "tensordot",
     "tile",
+    "top_k",
     "trace",
     "trainable_variables",
     "transpose",
@@ -384,7 +439,10 @@ __all__ = [
     "tuple",
     "unstack",
     "variables_initializer",
+    "weighted_cross_entropy_with_logits",
     "where",
+    "xw_plus_b",
+    "zero_fraction",
     "zeros",
     "zeros_like",
 ]

@@ -8,8 +8,9 @@ half before). Their gradients are ops of their own, as in TensorFlow:
 The kernels are im2col over the array API: the (padded) input is viewed as windows with
 ``as_strided`` (no copy until the one reshape to im2col rows) and one ``matmul`` multiplies
 them with the filter; the backward passes add window gradients back with one strided add per
-filter tap. So they run on NumPy and CuPy alike. The backward ops themselves have no
-gradients (no second derivatives).
+filter tap. So they run on NumPy and CuPy alike. ``Conv2DBackpropInput`` (which is
+``conv2d_transpose``) has a gradient, as in TensorFlow; the other backward ops have none (no
+second derivatives).
 
 >>> import daskgraph as dg
 >>> with dg.Graph().as_default():
@@ -462,3 +463,18 @@ def _max_pool_grad_fn(op: Operation, grad: Tensor) -> list[Tensor]:
     x, y = op.inputs[0], op.outputs[0]
     ksize, strides = [1, *op.attrs["ksize"], 1], [1, *op.attrs["strides"], 1]
     return [max_pool_grad(x, y, grad, ksize, strides, op.attrs["padding"])]
+
+
+@register_gradient("Conv2DBackpropInput")
+def _conv2d_backprop_input_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    """As TensorFlow's (``conv2d_transpose`` is this op): none for the sizes, then
+    ``conv2d_backprop_filter(grad, ...)`` for the filter and ``conv2d(grad, filter)`` for the
+    gradient input, both linear maps' adjoints."""
+    _, w, out_backprop = op.inputs
+    strides = [1, *op.attrs["strides"], 1]
+    padding = op.attrs["padding"]
+    return [
+        None,
+        conv2d_backprop_filter(grad, _sizes_of(w, False), out_backprop, strides, padding),
+        conv2d(grad, w, strides, padding),
+    ]

@@ -246,7 +246,6 @@ def log_softmax(
 
 # -- losses ---------------------------------------------------------------------------------------
 def softmax_cross_entropy_with_logits_v2(
-    *,
     labels: Any,
     logits: Any,
     axis: int | None = None,
@@ -262,9 +261,8 @@ def softmax_cross_entropy_with_logits_v2(
 
 
 def softmax_cross_entropy_with_logits(
-    *,
-    labels: Any,
-    logits: Any,
+    labels: Any = None,
+    logits: Any = None,
     dim: int = -1,
     name: str | None = None,
     axis: int | None = None,
@@ -346,7 +344,7 @@ def softmax_cross_entropy_grad(
 
 
 def sparse_softmax_cross_entropy_with_logits(
-    *, labels: Any, logits: Any, name: str | None = None
+    labels: Any = None, logits: Any = None, name: str | None = None
 ) -> Tensor:
     """Per-example cross entropy between integer class ``labels`` (shape ``logits.shape[:-1]``,
     values in ``[0, classes)``) and ``logits`` (classes on the last axis). No gradient flows

@@ -32,11 +32,12 @@ from daskgraph.ops.conv import (
     _sizes_of,
     _spatial,
     _windows,
+    max_pool,
     output_size,
 )
 from daskgraph.ops.registry import register
 
-__all__ = ["avg_pool", "avg_pool_grad"]
+__all__ = ["avg_pool", "avg_pool2d", "avg_pool_grad", "max_pool2d"]
 
 _FLOAT = dtypes.FLOATING
 _SIZES = frozenset({dtypes.int32, dtypes.int64})
@@ -117,6 +118,10 @@ padding
     shape = _out_shape(x.shape, window, stride, padding, channels, where)
     attrs = {"ksize": window, "strides": stride, "padding": padding}
     return new_tensor("AvgPool", [x], x.dtype, shape, name, **attrs)
+
+
+avg_pool2d = avg_pool  # TensorFlow 1's other names for the 2-D poolings
+max_pool2d = max_pool
 
 
 def avg_pool_grad(

@@ -474,23 +474,6 @@ def test_gpu_questions_follow_the_virtual_gpus_setting(monkeypatch: pytest.Monke
     assert tf.test.mock is unittest.mock
 
 
-def test_force_gpu_runs_on_a_virtual_gpu() -> None:
-    class Case(tf.test.TestCase):
-        def testOnGpu(self):
-            with self.session(force_gpu=True) as sess:
-                y = tf.constant([1.0, 2.0]) * 3.0
-                self.assertAllClose(self.evaluate(y), [3.0, 6.0])
-                plan = sess.placement(y)
-                self.assertEqual(
-                    {o.assigned for o in plan.ops}, {"/job:localhost/replica:0/task:0/device:GPU:0"}
-                )
-
-    config = {"daskgraph.virtual-gpus": 1, "daskgraph.local.processes": False}
-    with dask.config.set(config):
-        result = run_case(Case, "testOnGpu")
-    assert result.wasSuccessful(), outcome(result)
-
-
 def test_compute_gradient_jacobians() -> None:
     x_value = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     w_value = np.array([[1.0, -1.0], [0.5, 2.0], [0.0, 1.0]])
@@ -563,3 +546,21 @@ def test_main_runs_the_tests_of_main_and_exits_with_their_status(tmp_path) -> No
     assert "Ran 3 tests" in done.stderr  # with the test_session that skips itself
     assert "FAILED (failures=1, skipped=1)" in done.stderr
     assert "FAIL: testFails" in done.stderr and "testPasses" not in done.stderr.split("FAIL")[0]
+
+
+# last: a cluster of another shape (a virtual GPU) replaces the default one
+def test_force_gpu_runs_on_a_virtual_gpu() -> None:
+    class Case(tf.test.TestCase):
+        def testOnGpu(self):
+            with self.session(force_gpu=True) as sess:
+                y = tf.constant([1.0, 2.0]) * 3.0
+                self.assertAllClose(self.evaluate(y), [3.0, 6.0])
+                plan = sess.placement(y)
+                self.assertEqual(
+                    {o.assigned for o in plan.ops}, {"/job:localhost/replica:0/task:0/device:GPU:0"}
+                )
+
+    config = {"daskgraph.virtual-gpus": 1, "daskgraph.local.processes": False}
+    with dask.config.set(config):
+        result = run_case(Case, "testOnGpu")
+    assert result.wasSuccessful(), outcome(result)

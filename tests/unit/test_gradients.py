@@ -181,7 +181,7 @@ def test_a_wrong_gradient_is_caught_by_the_checker():
 #: backward ops, which have no gradient of their own yet (no second derivatives through them):
 #: differentiating through one raises the registry's LookupError, naming it
 NO_SECOND_DERIVATIVE = {
-    "BiasAddGrad", "ConcatSlice", "Conv2DBackpropFilter", "Conv2DBackpropInput", "MaxPoolGrad",
+    "BiasAddGrad", "ConcatSlice", "Conv2DBackpropFilter", "MaxPoolGrad",
     "ProdGrad", "Relu6Grad", "ReluGrad", "SigmoidGrad", "SoftmaxCrossEntropyWithLogitsGrad",
     "SparseSoftmaxCrossEntropyWithLogitsGrad",
 }  # fmt: skip
