@@ -15,7 +15,7 @@ only their import changed) from the programs' own headers. Regenerate the page w
 
     python -m daskgraph.compat.table > docs/compat.md
 
->>> status("", "Session")[0], status("", "while_loop")[0]
+>>> status("", "Session")[0], status("", "sparse_placeholder")[0]
 ('partial', 'missing')
 """
 
@@ -99,10 +99,25 @@ DIFFERENCES: dict[str, str] = {
     "value (TensorFlow: its current value when it is already initialized)",
     "train.start_queue_runners": "daskgraph has no queue runners: starts (and returns) no "
     "threads unless the collection holds objects with TensorFlow's `create_threads`",
+    "summary.FileWriter": "no `session` (TF2 writer resource), `add_run_metadata` or "
+    "`add_meta_graph`; the graph's nodes carry names, op types, inputs, requested devices, "
+    "dtypes and output shapes, not constants' values",
+    "summary.image": "encoding the PNG images needs Pillow",
+    "summary.tensor_summary": "`summary_description` and `display_name` are ignored; of "
+    "`summary_metadata` only the plugin name is kept",
     "train.Saver": "checkpoints are NumPy `.npz` files (the `checkpoint` state file is TF's "
     "text format): TensorFlow's checkpoints cannot be read",
     "train.Server": "one Dask scheduler for the cluster (at the first task) with a worker per "
     "device of each task",
+    "while_loop": "one op running `cond` and `body` in-process on one device, which has kernels "
+    "for all their ops (they are not placed one by one); no gradients; the body may not create "
+    "or update variables (it reads their values of the run); `parallel_iterations` and "
+    "`swap_memory` are ignored",
+    "map_fn": "one op applying `fn` in-process on one device; no gradients; `fn` may not create "
+    "or update variables",
+    "scan": "as `map_fn`: one op, no gradients",
+    "foldl": "as `map_fn`: one op, no gradients",
+    "foldr": "as `map_fn`: one op, no gradients",
     "eye": "sizes and `batch_shape` must be known when the graph is built",
     "linalg.eye": "sizes and `batch_shape` must be known when the graph is built",
     "matrix_band_part": "`num_lower`/`num_upper` must be known when the graph is built",

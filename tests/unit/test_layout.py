@@ -36,7 +36,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "daskgraph"
 STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
     (name, frozenset("daskgraph" if m == "__init__" else f"daskgraph.{m}" for m in modules.split()))
     for name, modules in (
-        ("foundation", "errors dtypes config tls footprint deadline greeting tensor_shape"),
+        ("foundation", "errors dtypes config tls footprint deadline greeting tensor_shape nest"),
         ("device", "device gpus cuda_specs topology"),
         (
             "graph",
@@ -47,10 +47,13 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "ops.padding ops.ranges ops.elementwise_more ops.reduction_more ops.variable_status "
             "ops.control_flow ops.printing device_setter ops.pooling ops.activations ops.nn_more "
             "ops.normalization ops.top_k ops.embedding "
-            "ops.math_extra ops.special ops.asserts ops.numerics "
-            "learning_rate ops.training_more optimizers_more moving_averages "
-            "layers layers.base layers.core layers.convolutional layers.normalization losses"
-            " ops.matrix ops.linalg ops.einsum",
+            "ops.math_extra ops.special ops.asserts ops.numerics ops.norms ops.cumulative "
+            "ops.segments "
+            "ops.matrix ops.linalg ops.einsum "
+            "learning_rate ops.training_more optimizers_more moving_averages ops.summary_ops "
+            "summary_writer "
+            "layers layers.base layers.core layers.convolutional layers.normalization losses "
+            "ops.bundle ops.subgraph ops.script_ops ops.loops data",
         ),
         ("placement", "placement"),
         ("program", "program"),
@@ -69,11 +72,11 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "__init__ saver train compat compat._signatures compat.initializers compat.train "
             "compat.random compat.sessions compat.device_spec compat.v1 compat.table cli testing "
             "compat.behaviour compat.tf_compat "
-            "gradient_check coordinator "
+            "gradient_check coordinator summary "
             "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io "
             "compat.local_devices compat.assertions compat.testcase compat.gradient_checker "
-            "compat.test"
-            " compat.linalg",
+            "compat.test "
+            "compat.linalg",
         ),
     )
 )
