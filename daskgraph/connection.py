@@ -109,8 +109,8 @@ class Connection:
             self._owns_client = True
             return Client(target, set_as_default=False)
         raise TypeError(
-            "Session target must be None (embedded cluster), a scheduler address string, a "
-            f"distributed.Client or a Dask cluster object; got {target!r}"
+            "Session target must be a string (a scheduler address; '' for the embedded "
+            f"cluster), a distributed.Client or a Dask cluster object; got {target!r}"
         )
 
     # -- devices --------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ __all__ = [
     "FailedPreconditionError",
     "InternalError",
     "InvalidArgumentError",
+    "InvalidTargetError",
     "NotFoundError",
     "OpError",
     "OpName",
@@ -193,6 +194,15 @@ class NotFoundError(OpError, KeyError):
     error_code = NOT_FOUND
 
     __str__ = OpError.__str__  # KeyError would quote the message
+
+
+class InvalidTargetError(InvalidArgumentError, NotFoundError):
+    """A session target that names no cluster daskgraph can reach: not an address
+    (``"INVALID_TARGET"``), or of an unknown scheme. An ``InvalidArgumentError``, and also a
+    ``NotFoundError``, which is what TensorFlow raises ("No session factory registered for the
+    given session options"); field ``target``."""
+
+    __str__ = OpError.__str__
 
 
 class ResourceExhaustedError(OpError, MemoryError):

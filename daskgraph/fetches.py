@@ -165,10 +165,15 @@ def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list
         raise TypeError(f"feed_dict must be a dict of tensor -> value; got {feed_dict!r}")
     tensors, values = [], []
     keys: dict[Tensor, Any] = {}
-    for key, value in feed_dict.items():
+    for key, value in _feed_pairs(feed_dict):
         tensor = resolve(key, graph, "Feed key")
         if not isinstance(tensor, Tensor):
-            raise TypeError(f"Feed key {key!r} is an operation; feed one of its output tensors.")
+            what = f"The name {key!r} refers" if isinstance(key, str) else f"{key!r} is"
+            raise TypeError(
+                f"Cannot interpret feed_dict key as Tensor: {what} to an Operation, not a Tensor. "
+                'Tensor names must be of the form "<op_name>:<output_index>"; feed one of its '
+                "output tensors."
+            )
         if not graph.is_feedable(tensor):
             raise ValueError(f"Tensor {tensor.name} may not be fed.")
         if tensor in keys:
@@ -182,12 +187,40 @@ def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list
     return tensors, values
 
 
+def _feed_pairs(feed_dict: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+    """The ``(key, value)`` pairs of ``feed_dict``, a key that is a (nested) tuple or list of
+    tensors paired element by element with its value, as TensorFlow does."""
+    pairs: list[tuple[Any, Any]] = []
+
+    def add(key: Any, value: Any) -> None:
+        if isinstance(key, (tuple, list)):
+            if not isinstance(value, (tuple, list)) or len(value) != len(key):
+                raise ValueError(
+                    f"The feed_dict key {quote(key)} is a {type(key).__name__} of {len(key)} "
+                    f"tensors; its value must be a tuple or list of as many values, got "
+                    f"{quote(value)}"
+                )
+            for k, v in zip(key, value, strict=True):
+                add(k, v)
+        else:
+            pairs.append((key, value))
+
+    for key, value in feed_dict.items():
+        add(key, value)
+    return pairs
+
+
 def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
     dtype = tensor.dtype
     if isinstance(value, (Tensor, Operation)):
         raise TypeError(
             f"The value of a feed cannot be a Tensor ({value!r}); feed NumPy arrays or Python "
             f"values to {tensor.name!r}."
+        )
+    if dtype.name == "string" and isinstance(value, (int, float, np.number)):
+        raise TypeError(
+            f"Type of feed value {value!r} with type {type(value)} is not compatible with Tensor "
+            f"type <dtype: 'string'> of {tensor.name!r}: feed str or bytes values."
         )
     array = np.asarray(value, dtype=dtype.numpy if dtype.name == "string" else None)
     if dtype.name == "string":

@@ -348,6 +348,11 @@ def _reshape_grad(op: Operation, grad: Tensor) -> list[Tensor]:
     return [backprop.reshape_like(grad, op.inputs[0])]
 
 
+@register_gradient("ReshapeTo")
+def _reshape_to_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    return [backprop.reshape_like(grad, op.inputs[0]), None]
+
+
 @register_gradient("Transpose")
 def _transpose_grad(op: Operation, grad: Tensor) -> list[Tensor]:
     perm = op.attrs.get("perm")
@@ -367,7 +372,15 @@ def _cast_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     return [None]
 
 
-for _op_type in ("Const", "Placeholder", "VariableV2", "NoOp", "Assign", "AssignAdd"):
+for _op_type in (
+    "Const",
+    "Placeholder",
+    "VariableV2",
+    "NoOp",
+    "Assign",
+    "AssignAdd",
+    "ShapeFromParts",
+):
     no_gradient(_op_type)
 for _op_type in ("SumToShapeOf", "ReduceGrad", "ReshapeLike", "ExtremumGrad"):
     no_gradient(_op_type)  # second derivatives through these are not supported yet

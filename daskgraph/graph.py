@@ -100,6 +100,8 @@ class Graph:
         >>> g.unique_name("a"), g.unique_name("a"), g.unique_name("a_1")
         ('a', 'a_1', 'a_1_1')
         """
+        if isinstance(name, bytes):  # TF1 accepts names as bytes too
+            name = name.decode()
         current = _name_stack.get()
         if current is not None and current[1] and current[0] is self:
             name = f"{current[1]}/{name}"

@@ -38,7 +38,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import dask.config
 from dask.utils import parse_timedelta
 
-from daskgraph.errors import DeadlineExceededError, InvalidArgumentError, UnreachableError
+from daskgraph.errors import (
+    DeadlineExceededError,
+    InvalidArgumentError,
+    InvalidTargetError,
+    UnreachableError,
+)
 from daskgraph.greeting import (
     GREETING_SHARE,
     is_dask_greeting,
@@ -230,6 +235,7 @@ def resolve_target(target: str) -> Target:
     ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
     Invalid session target 'ftp://x:1': unknown scheme 'ftp'. Accepted: 'grpc://host:port'
     (as TensorFlow 1 programs write it), 'tcp://host:port', 'tls://host:port' or 'host:port'.
+    (No session factory registered for the given session options: {target: ftp://x:1}.)
     """
     if not isinstance(target, str):
         raise InvalidArgumentError(
@@ -250,8 +256,10 @@ def resolve_target(target: str) -> Target:
     else:
         why = ""
     if why:
-        raise InvalidArgumentError(
-            f"Invalid session target {target!r}: {why}. Accepted: {_FORMS}.", target=target
+        raise InvalidTargetError(
+            f"Invalid session target {target!r}: {why}. Accepted: {_FORMS}. (No session factory "
+            f"registered for the given session options: {{target: {target}}}.)",
+            target=target,
         )
     with _servers_lock:
         newest_first = list(reversed(_servers))

@@ -135,9 +135,11 @@ class Session:
         security: Any = None,
     ) -> None:
         if graph is not None and not isinstance(graph, Graph):
-            raise TypeError(f"graph must be a daskgraph Graph; got {graph!r}")
+            raise TypeError(f"graph must be a tf.Graph (a daskgraph Graph); got {graph!r}")
         if config is not None and not isinstance(config, SessionConfig):
-            raise TypeError(f"config must be a SessionConfig (or tf.ConfigProto); got {config!r}")
+            raise TypeError(
+                f"config must be a tf.ConfigProto (a daskgraph SessionConfig); got {config!r}"
+            )
         self._graph = graph if graph is not None else get_default_graph()
         self._config = (config or SessionConfig()).validate()
         self._id = uuid.uuid4().hex[:12]
@@ -227,6 +229,10 @@ class Session:
         the timing of each op.
         """
         self._check_usable()
+        if not len(self._graph):
+            raise RuntimeError(
+                "The Session graph is empty. Add operations to the graph before calling run()."
+            )
         _check_run_arguments(options, run_metadata)
         items, rebuild = flatten_fetches(fetches, self._graph)
         feeds, values = check_feeds(feed_dict, self._graph)
@@ -535,6 +541,11 @@ class Session:
         return default_session.as_default(self)
 
     def __enter__(self) -> Session:
+        if self._tokens:
+            raise RuntimeError(
+                "Session context managers are not re-entrant. Use `Session.as_default()` if you "
+                "want to enter a session multiple times."
+            )
         self._tokens.append(default_session.push(self))
         return self
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import warnings
 from typing import Any, ClassVar
 
 from daskgraph import config, default_session, session
@@ -222,6 +223,13 @@ class RunOptions(session.RunOptions):
     def __init__(self, **fields: Any) -> None:
         super().__init__(**_set_fields(self, fields, ("trace_level", "timeout_in_ms")))
 
+    def HasField(self, name: str) -> bool:
+        """Whether the field ``name`` differs from its default (protocol buffer style)."""
+        defaults = {"trace_level": 0, "timeout_in_ms": 0, **self._TF1_FIELDS}
+        if name not in defaults:
+            raise ValueError(f'Protocol message RunOptions has no non-repeated field "{name}"')
+        return getattr(self, name) != defaults[name]
+
 
 class RunMetadata(session.RunMetadata):
     """``tf.RunMetadata``: ``step_stats`` (filled by a traced run), and TensorFlow's other
@@ -234,20 +242,39 @@ class RunMetadata(session.RunMetadata):
         self.function_graphs: list[Any] = []
         self.session_metadata = None
 
+    def HasField(self, name: str) -> bool:
+        """Whether a traced run filled the field ``name`` (``step_stats`` once traced)."""
+        if name == "step_stats":
+            return bool(self.step_stats.dev_stats)
+        if name in ("cost_graph", "session_metadata"):
+            return getattr(self, name) is not None
+        raise ValueError(f'Protocol message RunMetadata has no non-repeated field "{name}"')
+
 
 class InteractiveSession(session.Session):
     """``tf.InteractiveSession``: a session that makes itself the default session as it is
     created (so ``tensor.eval()`` and ``op.run()`` need no ``with`` block), until
     :meth:`close`."""
 
+    _active_session_count = 0  # open interactive sessions, as TensorFlow counts them
+
     def __init__(self, target: Any = None, graph: Any = None, config: Any = None) -> None:
         super().__init__(target, graph, config)
+        if InteractiveSession._active_session_count > 0:
+            warnings.warn(
+                "An interactive session is already active. This can cause out-of-memory "
+                "errors in some cases. You must explicitly call `InteractiveSession.close()` "
+                "to release resources held by the other session(s).",
+                stacklevel=2,
+            )
+        InteractiveSession._active_session_count += 1
         self._default_token: Any = default_session.push(self)
 
     def close(self) -> None:
         """Stop being the default session, and close (see :meth:`Session.close`)."""
         token, self._default_token = self._default_token, None
         if token is not None:
+            InteractiveSession._active_session_count -= 1
             try:
                 default_session.pop(token)
             except ValueError:  # closed in another thread or context: it was not the default

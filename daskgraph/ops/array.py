@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from daskgraph import dtypes
-from daskgraph.errors import quote
+from daskgraph.errors import InvalidArgumentError, quote
 from daskgraph.graph import Operation, Shape, Tensor, as_operation, get_default_graph
 from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.tensor_shape import TensorShape, dimension_value
@@ -35,6 +35,7 @@ __all__ = [
     "placeholder",
     "placeholder_with_default",
     "reshape",
+    "shape_tensor",
     "transpose",
 ]
 
@@ -50,6 +51,31 @@ def _identity_kernel(xp, x):
 
 def _reshape_kernel(xp, x, *, shape):
     return xp.reshape(x, shape)
+
+
+def _shape_from_parts_kernel(xp, *parts, template):
+    sizes, given = [], iter(parts)
+    for size in template:
+        sizes.append(int(xp.asarray(next(given)).reshape(()).tolist()) if size is None else size)
+    return xp.asarray(sizes, dtype=xp.int32)
+
+
+def _reshape_to_kernel(xp, x, shape):
+    dims = tuple(int(d) for d in xp.asarray(shape).reshape(-1).tolist())
+    known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+    size = int(np.prod(x.shape, dtype=np.int64))
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        raise InvalidArgumentError(f"reshape: at most one dimension may be -1, got {list(dims)}")
+    if -1 not in dims and known != size:
+        raise InvalidArgumentError(
+            f"Input to reshape is a tensor with {size} values, but the requested shape has {known}"
+        )
+    if -1 in dims and (known == 0 or size % known):
+        raise InvalidArgumentError(
+            f"Input to reshape is a tensor with {size} values, but the requested shape requires "
+            f"a multiple of {known}"
+        )
+    return xp.reshape(x, dims)
 
 
 def _transpose_kernel(xp, x, *, perm):
@@ -74,6 +100,8 @@ register("Identity", _identity_kernel, gpu=GPU_NUMERIC)
 register("PlaceholderWithDefault", _identity_kernel, gpu=GPU_NUMERIC)
 register("Reshape", _reshape_kernel)
 register("Transpose", _transpose_kernel)
+register("ShapeFromParts", _shape_from_parts_kernel, cpu={dtypes.int32}, gpu={dtypes.int32})
+register("ReshapeTo", _reshape_to_kernel)
 register("Cast", _cast_kernel, cpu=CPU_ALL - {dtypes.string})
 register("NoOp", _no_op_kernel)
 
@@ -235,10 +263,90 @@ def identity(x: Any, name: str | None = None) -> Tensor:
     return _unary("Identity", x, x.shape, name)
 
 
+def shape_tensor(shape: Any, where: str) -> Tensor | None:
+    """``shape`` as a 1-D int32 tensor when it is computed by the graph (a tensor, or a list
+    mixing Python ints and scalar tensors such as ``[tf.shape(x)[0], -1]``); None when it is
+    all Python ints (or a constant), known when the graph is built.
+
+    >>> from daskgraph.graph import Graph, new_tensor
+    >>> with Graph().as_default():
+    ...     n = new_tensor("Placeholder", [], dtypes.int32, ())
+    ...     shape_tensor([n, -1], "reshape").op.type, shape_tensor([2, 3], "reshape")
+    ('ShapeFromParts', None)
+    """
+    if hasattr(shape, "_as_tensor"):
+        shape = shape._as_tensor()
+    if isinstance(shape, Tensor):
+        if shape.op.type == "Const":
+            return None
+        if not shape.dtype.is_integer or (shape.shape is not None and len(shape.shape) != 1):
+            raise TypeError(
+                f"{where}: a shape tensor must be a 1-D integer tensor; {shape.name!r} is "
+                f"{shape.dtype.name} of shape {shape.shape}"
+            )
+        return shape
+    if not isinstance(shape, (list, tuple)):
+        return None
+    parts = [p._as_tensor() if hasattr(p, "_as_tensor") else p for p in shape]
+    tensors = [p for p in parts if isinstance(p, Tensor)]
+    if not tensors:
+        return None
+    for t in tensors:
+        if not t.dtype.is_integer or (t.shape is not None and tuple(t.shape) not in ((), (1,))):
+            raise TypeError(
+                f"{where}: each tensor in a shape list must be an integer scalar; {t.name!r} "
+                f"is {t.dtype.name} of shape {t.shape}"
+            )
+    template = tuple(None if isinstance(p, Tensor) else int(dimension_value(p)) for p in parts)
+    op = get_default_graph().create_op(
+        "ShapeFromParts",
+        tensors,
+        dtype=dtypes.int32,
+        shape=(len(parts),),
+        attrs={"template": template},
+        name="shape",
+    )
+    return op.outputs[0]
+
+
+def _static_of_shape_list(shape: Any) -> Shape | None:
+    """The sizes of a shape argument known when the graph is built (None where computed)."""
+    if isinstance(shape, Tensor) and shape.op.type == "Const":
+        return _static_of_shape_list(np.asarray(shape.op.attrs["value"]).reshape(-1).tolist())
+    if isinstance(shape, Tensor):
+        n = None if shape.shape is None else shape.shape[0]
+        return None if n is None else (None,) * n
+    dims = []
+    for d in shape:
+        d = None if isinstance(d, Tensor) or hasattr(d, "_as_tensor") else int(dimension_value(d))
+        dims.append(None if d is None or d < 0 else d)
+    return tuple(dims)
+
+
 def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Tensor:
-    """Reshape ``x``; one dimension may be -1 (inferred), as in ``tf.reshape``."""
+    """Reshape ``x``; one dimension may be -1 (inferred), as in ``tf.reshape``. ``shape`` may
+    be computed by the graph: a 1-D integer tensor, or a list mixing ints and scalar tensors
+    (``reshape(x, [shape(x)[0], -1])``).
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     x = dg.placeholder(dg.float32, [None, 2, 3])
+    ...     y = reshape(x, [dg.shape(x)[0], -1])
+    ...     with dg.Session() as sess:
+    ...         y.shape, sess.run(y, {x: np.ones((4, 2, 3))}).shape
+    ((None, None), (4, 6))
+    """
     x = convert_to_tensor(x)
-    dims = tuple(int(d) for d in shape)
+    computed = shape_tensor(shape, "reshape")
+    if computed is None and isinstance(shape, Tensor):  # a constant: an input all the same,
+        computed = shape  # so that a value fed for it reshapes, as in TensorFlow
+    if computed is not None:
+        static = _static_of_shape_list(shape)
+        op = get_default_graph().create_op(
+            "ReshapeTo", [x, computed], dtype=x.dtype, shape=static, name=name or "Reshape"
+        )
+        return op.outputs[0]
+    dims = tuple(int(dimension_value(d)) for d in shape)
     if dims.count(-1) > 1 or any(d < -1 for d in dims):
         raise ValueError(f"reshape: at most one dimension may be -1, others >= 0; got {dims}")
     static = tuple(None if d == -1 else d for d in dims)

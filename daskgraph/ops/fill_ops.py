@@ -27,7 +27,7 @@ from daskgraph import dtypes
 from daskgraph.gradients import no_gradient, register_gradient
 from daskgraph.graph import Shape, Tensor, get_default_graph
 from daskgraph.graph import _name_scope as graph_name_scope
-from daskgraph.ops.array import constant, convert_to_tensor
+from daskgraph.ops.array import constant, convert_to_tensor, shape_tensor
 from daskgraph.ops.math import reduce_sum
 from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.slicing import _static_ints
@@ -94,6 +94,8 @@ def shape_argument(dims: Any, where: str) -> tuple[Shape | None, list[Tensor]]:
     >>> shape_argument([2, 3], "fill")
     ((2, 3), [])
     """
+    if isinstance(dims, (list, tuple)) and any(isinstance(d, Tensor) for d in dims):
+        return None, [shape_tensor(dims, where)]  # [shape(x)[0], 10]: packed at run time
     if isinstance(dims, Tensor) and dims.op.type != "Const":
         if dims.dtype not in _INDEX or (dims.shape is not None and len(dims.shape) != 1):
             raise TypeError(
