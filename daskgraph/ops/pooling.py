@@ -120,8 +120,29 @@ padding
     return new_tensor("AvgPool", [x], x.dtype, shape, name, **attrs)
 
 
-avg_pool2d = avg_pool  # TensorFlow 1's other names for the 2-D poolings
-max_pool2d = max_pool
+avg_pool2d = avg_pool  # TensorFlow 1's other name for it
+
+
+def max_pool2d(
+    input: Any,
+    ksize: Sequence[int],
+    strides: Sequence[int],
+    padding: str,
+    data_format: str = "NHWC",
+    name: str | None = None,
+) -> Tensor:
+    """:func:`~daskgraph.ops.conv.max_pool` under TensorFlow 1's other name, whose first
+    argument is ``input``.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     x = dg.zeros([1, 4, 4, 2])
+    ...     max_pool2d(input=x, ksize=2, strides=2, padding="VALID").shape
+    (1, 2, 2, 2)
+    """
+    return max_pool(input, ksize, strides, padding, data_format=data_format, name=name)
 
 
 def avg_pool_grad(

@@ -156,3 +156,20 @@ def test_tf1_keyword_names_and_positional_labels():
     np.testing.assert_allclose(got[6], -log_sm1[[0, 1, 2], [1, 0, 1]], rtol=1e-12)
     for same in got[8:]:
         np.testing.assert_array_equal(same, logits)
+
+
+def test_dropout_takes_keep_prob_or_rate_and_a_fed_keep_prob():
+    x = np.ones((4, 500))
+    with dg.Graph().as_default():
+        by_keep = tf.nn.dropout(x, keep_prob=0.75, seed=3)
+        by_rate = tf.nn.dropout(x, rate=0.25, seed=3)
+        keep = tf.placeholder(tf.float64, [])
+        fed = tf.nn.dropout(x, keep)
+        with dg.Session() as sess:
+            a, b, c = sess.run([by_keep, by_rate, fed], {keep: 1.0})
+        with pytest.raises(ValueError, match="exactly one of keep_prob and rate"):
+            tf.nn.dropout(x, keep_prob=0.5, rate=0.5)
+    assert set(np.unique(a).tolist()) == {0.0, 4 / 3}
+    assert 0.7 < (a > 0).mean() < 0.8
+    np.testing.assert_array_equal(a, b)  # the same draws, kept with the same probability
+    np.testing.assert_array_equal(c, x)

@@ -97,3 +97,15 @@ def test_avg_pool_on_a_virtual_gpu_with_an_open_batch_size(dg_session):
     np.testing.assert_allclose(got, expected, rtol=1e-5)
     reference = _ref_avg_pool_grad(x.shape, 2 * expected, (3, 3), (2, 2), "SAME")
     np.testing.assert_allclose(grad, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_tf1_other_names_avg_pool2d_and_max_pool2d():
+    x = RNG.normal(size=(1, 4, 4, 2))
+    with dg.Graph().as_default():
+        avg = dg.nn.avg_pool2d(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        big = dg.nn.max_pool2d(input=dg.constant(x), ksize=2, strides=2, padding="VALID")
+        with dg.Session() as sess:
+            got_avg, got_max = sess.run([avg, big])
+    blocks = x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 1, 3, 2, 4, 5).reshape(1, 2, 2, 4, 2)
+    np.testing.assert_allclose(got_avg, blocks.mean(3), rtol=1e-12)
+    np.testing.assert_array_equal(got_max, blocks.max(3))
