@@ -37,8 +37,6 @@ from benchmarks.gpu_report import NO_GPU
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0, GPU1 = LOCAL + "CPU:0", LOCAL + "GPU:0", LOCAL + "GPU:1"
 MiB, GiB = 2**20, 2**30
-#: the memory cap the memory checks give a real GPU's worker: 5% of the GPU (4 GiB of 80)
-FRACTION = 0.05
 #: MiB of each logical GPU where a real GPU is split in two (towers, training)
 LOGICAL_MIB = 2048
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -167,6 +167,9 @@ def test_matpow_targets_on_a_made_up_gpu_record() -> None:
     assert "1.33x the minimum (goal 1.05x; the placement, the sum on /cpu:0, implies 1.33x)" in (
         slow.reason
     )
+    beyond = verdict(gpu_record(1.0, 1.0, 1_200_000_000))
+    assert "1.67x the minimum" in beyond.reason
+    assert "1.25x what the placement implies (copies beyond the device boundary)" in beyond.reason
     mixed = verdict(gpu_record(1.0, 1.0, 400_000_000, worker_tf32="1"))
     assert mixed.reason == "CUPY_TF32 differs: here '0', on the GPU worker '1'"
 
@@ -238,3 +241,21 @@ def test_the_make_target_runs_the_check() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert "gpu-check:" in makefile and "-m benchmarks.gpu_check" in makefile
     assert os.path.exists(ROOT / "docs" / "gpu.md")
+
+
+def test_the_digits_travel_without_scikit_learn(tmp_path, monkeypatch) -> None:
+    """The accelerator machine has no scikit-learn: ``--save-digits`` keeps the example's split
+    in a file carried there, which the training check reads instead."""
+    monkeypatch.setattr(gpu_clusters, "DIGITS_NPZ", tmp_path / "digits.npz")
+    assert gpu_check.main(["--save-digits"]) == 0
+    example = gpu_clusters.load_example()
+    want = example.load_digits_data()
+    real_find_spec = gpu_clusters.importlib.util.find_spec
+    monkeypatch.setattr(
+        gpu_clusters.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "sklearn" else real_find_spec(name, *a),
+    )
+    got = gpu_clusters.digits(example)
+    assert len(got) == 4 and all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+    assert [g.dtype for g in got] == [np.float32, np.float32, np.int64, np.int64]
