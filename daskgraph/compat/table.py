@@ -139,6 +139,13 @@ DIFFERENCES: dict[str, str] = {
     "letter",
     "tensordot": "`axes` must be Python ints and the ranks known when the graph is built",
     "linalg.tensordot": "`axes` must be Python ints and the ranks known when the graph is built",
+    "gather_nd": "`batch_dims` must be 0",
+    "space_to_depth": "NHWC only",
+    "depth_to_space": "NHWC only",
+    "scatter_mul": "no GPU kernel: a variable on a GPU needs soft placement (it then lives on the "
+    "CPU)",
+    "scatter_div": "no GPU kernel: a variable on a GPU needs soft placement (it then lives on the "
+    "CPU)",
     "layers.Layer": "no `input_spec`, `get_weights`/`set_weights`, `losses`/`updates` per "
     "input; weight constraints are refused; an unnamed layer's `name` is its scope's (TF counts "
     "layer objects per class)",

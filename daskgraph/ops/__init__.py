@@ -17,7 +17,10 @@ the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uniniti
 :mod:`~daskgraph.ops.embedding` the rest of ``tf.nn`` and
 :mod:`~daskgraph.ops.printing` ``tf.print``. Linear algebra: :mod:`~daskgraph.ops.matrix`
 (diagonals, bands, ``eye``, ``lin_space``, ``meshgrid``), :mod:`~daskgraph.ops.linalg`
-(inverses, solves, decompositions) and :mod:`~daskgraph.ops.einsum`.
+(inverses, solves, decompositions) and :mod:`~daskgraph.ops.einsum`; indexing:
+:mod:`~daskgraph.ops.indexing` (``gather_nd``, ``boolean_mask``, ``reverse``, ...),
+:mod:`~daskgraph.ops.sorting` (``sort``, ``unique``, ``dynamic_partition``, ...) and
+:mod:`~daskgraph.ops.scatter` (``scatter_nd``, ``tensor_scatter_*``, variable scatters).
 """
 
 from daskgraph.ops.activations import (
@@ -104,6 +107,17 @@ from daskgraph.ops.elementwise_more import (
 )
 from daskgraph.ops.embedding import embedding_lookup
 from daskgraph.ops.fill_ops import fill, one_hot, ones, ones_like, zeros, zeros_like
+from daskgraph.ops.indexing import (
+    batch_gather,
+    boolean_mask,
+    broadcast_to,
+    depth_to_space,
+    gather_nd,
+    reverse,
+    reverse_sequence,
+    sequence_mask,
+    space_to_depth,
+)
 from daskgraph.ops.linalg import (
     adjoint,
     cholesky,
@@ -242,6 +256,24 @@ from daskgraph.ops.random import random_normal, random_uniform, set_random_seed,
 from daskgraph.ops.ranges import range, rank
 from daskgraph.ops.reduction import argmax, argmin, reduce_min, reduce_prod
 from daskgraph.ops.reduction_more import reduce_all, reduce_any, reduce_logsumexp
+from daskgraph.ops.scatter import (
+    scatter_add,
+    scatter_div,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    scatter_nd,
+    scatter_nd_add,
+    scatter_nd_sub,
+    scatter_nd_update,
+    scatter_sub,
+    scatter_update,
+    tensor_scatter_add,
+    tensor_scatter_max,
+    tensor_scatter_min,
+    tensor_scatter_sub,
+    tensor_scatter_update,
+)
 from daskgraph.ops.script_ops import numpy_function, py_func
 from daskgraph.ops.segments import (
     bincount,
@@ -271,6 +303,14 @@ from daskgraph.ops.shape_ops import (
     unstack,
 )
 from daskgraph.ops.slicing import gather, slice, strided_slice
+from daskgraph.ops.sorting import (
+    argsort,
+    dynamic_partition,
+    dynamic_stitch,
+    sort,
+    unique,
+    unique_with_counts,
+)
 from daskgraph.ops.special import digamma, erf, erfc, lgamma
 from daskgraph.ops.state import (
     Variable,
@@ -303,14 +343,18 @@ __all__ = [
     "adjoint",
     "argmax",
     "argmin",
+    "argsort",
     "assign",
     "assign_add",
     "assign_sub",
     "avg_pool",
     "avg_pool2d",
     "avg_pool_grad",
+    "batch_gather",
     "batch_normalization",
     "bias_add",
+    "boolean_mask",
+    "broadcast_to",
     "cast",
     "ceil",
     "cholesky",
@@ -327,11 +371,14 @@ __all__ = [
     "cos",
     "crelu",
     "cross",
+    "depth_to_space",
     "diag",
     "diag_part",
     "div",
     "divide",
     "dropout",
+    "dynamic_partition",
+    "dynamic_stitch",
     "einsum",
     "elu",
     "embedding_lookup",
@@ -347,6 +394,7 @@ __all__ = [
     "foldr",
     "fused_batch_norm",
     "gather",
+    "gather_nd",
     "global_variables",
     "global_variables_initializer",
     "greater",
@@ -430,12 +478,26 @@ __all__ = [
     "relu_layer",
     "report_uninitialized_variables",
     "reshape",
+    "reverse",
+    "reverse_sequence",
     "round",
     "rsqrt",
     "scan",
+    "scatter_add",
+    "scatter_div",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "scatter_nd",
+    "scatter_nd_add",
+    "scatter_nd_sub",
+    "scatter_nd_update",
+    "scatter_sub",
+    "scatter_update",
     "self_adjoint_eig",
     "self_adjoint_eigvals",
     "selu",
+    "sequence_mask",
     "set_random_seed",
     "shape",
     "sigmoid",
@@ -450,6 +512,8 @@ __all__ = [
     "softmax_cross_entropy_with_logits_v2",
     "softplus",
     "softsign",
+    "sort",
+    "space_to_depth",
     "sparse_softmax_cross_entropy_with_logits",
     "split",
     "sqrt",
@@ -463,6 +527,11 @@ __all__ = [
     "svd",
     "swish",
     "tanh",
+    "tensor_scatter_add",
+    "tensor_scatter_max",
+    "tensor_scatter_min",
+    "tensor_scatter_sub",
+    "tensor_scatter_update",
     "tensordot",
     "tile",
     "top_k",
@@ -472,6 +541,8 @@ __all__ = [
     "truediv",
     "truncated_normal",
     "tuple",
+    "unique",
+    "unique_with_counts",
     "unstack",
     "variables_initializer",
     "weighted_cross_entropy_with_logits",

@@ -53,7 +53,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "learning_rate ops.training_more optimizers_more moving_averages ops.summary_ops "
             "summary_writer "
             "layers layers.base layers.core layers.convolutional layers.normalization losses "
-            "ops.bundle ops.subgraph ops.script_ops ops.loops data",
+            "ops.bundle ops.subgraph ops.script_ops ops.loops data"
+            " ops.indexing ops.sorting ops.scatter",
         ),
         ("placement", "placement"),
         ("program", "program"),
