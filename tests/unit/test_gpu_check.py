@@ -259,3 +259,38 @@ def test_the_digits_travel_without_scikit_learn(tmp_path, monkeypatch) -> None:
     got = gpu_clusters.digits(example)
     assert len(got) == 4 and all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
     assert [g.dtype for g in got] == [np.float32, np.float32, np.int64, np.int64]
+
+
+@pytest.mark.virtual_gpus(2)
+def test_the_workers_gpu_is_read_from_their_cuda_visible_devices(dg_session, monkeypatch) -> None:
+    """What the real-GPU checks ask each GPU worker (its CUDA_VISIBLE_DEVICES), here of the
+    virtual GPUs' workers, threads of this process."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    seen = gpu_sessions.worker_gpus(dg_session)
+    assert seen == {GPU0: "3", GPU0.replace("GPU:0", "GPU:1"): "3"}
+    right, wrong = Findings(), Findings()
+    gpu_sessions.on_the_gpu(right, dg_session, Target(True, "3"))
+    gpu_sessions.on_the_gpu(wrong, dg_session, Target(True, "0"))
+    assert right.problems == [] and len(wrong.problems) == 2
+    assert wrong.problems[0] == f"the worker of {GPU0} sees GPU '3' first, not '0'"
+
+
+def test_the_pool_probe_reads_rmmsetup_and_the_pool_through_adaptors(monkeypatch) -> None:
+    """What the memory checks ask a dask-cuda worker, against stand-ins for its RMMSetup
+    plugin and RMM's resources (a statistics adaptor over the pool)."""
+
+    class RMMSetup:
+        initial_pool_size, maximum_pool_size = 256 * 2**20, 4 * 2**30
+
+    pool = SimpleNamespace(pool_size=lambda: 512 * 2**20)
+    adaptor = SimpleNamespace(upstream_mr=pool)
+    rmm = SimpleNamespace(mr=SimpleNamespace(get_current_device_resource=lambda: adaptor))
+    monkeypatch.setitem(sys.modules, "rmm", rmm)
+    probe = gpu_clusters.pool_probe()
+    worker = SimpleNamespace(plugins={"rmm-setup": RMMSetup(), "other": object()})
+    assert probe(worker) == {"rmm_setup": (256 * 2**20, 4 * 2**30), "pool_bytes": 512 * 2**20}
+    monkeypatch.setitem(sys.modules, "rmm", None)  # no RMM: nothing observable
+    assert probe(SimpleNamespace(plugins={})) == {"rmm_setup": None, "pool_bytes": None}
+    f = Findings()
+    gpu_clusters._check_pool(f, probe(worker) | {"rmm_setup": (256 * 2**20, None)}, (1, 2), None)
+    assert f.problems == [f"RMMSetup (initial, maximum) = ({256 * 2**20}, None), want (1, 2)"]
