@@ -32,7 +32,18 @@ tying them together. Read the modules in that order; none imports a later one
   (submitting a run's tasks).
 """
 
-from daskgraph import dtypes, errors, initializers, layers, losses, nn, optimizers, saver, train
+from daskgraph import (
+    data,
+    dtypes,
+    errors,
+    initializers,
+    layers,
+    losses,
+    nn,
+    optimizers,
+    saver,
+    train,
+)
 from daskgraph.config import GPUOptions, SessionConfig
 from daskgraph.device import DeviceSpec
 from daskgraph.drawing import visualize
@@ -104,6 +115,7 @@ __all__ = [
     "bool_",
     "colocate_with",
     "control_dependencies",
+    "data",
     "device",
     "dtypes",
     "errors",

@@ -105,6 +105,14 @@ DIFFERENCES: dict[str, str] = {
     "summary.image": "encoding the PNG images needs Pillow",
     "summary.tensor_summary": "`summary_description` and `display_name` are ignored; of "
     "`summary_metadata` only the plugin name is kept",
+    "train.WorkerSessionCreator": "variables live per session in daskgraph, so a non-chief's "
+    "session never sees the chief's initialization: it waits `max_wait_secs`, then fails",
+    "train.MonitoredTrainingSession": "`is_chief=False` waits for a chief whose variables it "
+    "cannot share (see `WorkerSessionCreator`); no meta graph is written",
+    "train.CheckpointSaverHook": "no meta graph (`.meta`) is written; `graph.pbtxt` and the "
+    "event file's graph are daskgraph's GraphDef (no constants' values)",
+    "train.write_graph": "a daskgraph graph is written as daskgraph's GraphDef (names, op types, "
+    "inputs, devices, dtypes, shapes; no constants' values)",
     "train.Saver": "checkpoints are NumPy `.npz` files (the `checkpoint` state file is TF's "
     "text format): TensorFlow's checkpoints cannot be read",
     "train.Server": "one Dask scheduler for the cluster (at the first task) with a worker per "
@@ -118,6 +126,14 @@ DIFFERENCES: dict[str, str] = {
     "scan": "as `map_fn`: one op, no gradients",
     "foldl": "as `map_fn`: one op, no gradients",
     "foldr": "as `map_fn`: one op, no gradients",
+    "data.Dataset": "`from_tensor_slices`, `from_tensors`, `range`, `zip`, `batch`, `repeat`, "
+    "`shuffle`, `map`, `filter`, `take`, `skip`, `concatenate`, `apply`, `prefetch`/`cache` "
+    "(no-ops: `cache` does not keep a shuffled epoch's order) and the iterators only (no file "
+    "readers, `padded_batch`, `interleave`, `flat_map`, ...); `map`/`filter` functions are "
+    "traced once, run on the CPU worker and may not create or update variables; shuffled "
+    "orders differ from TensorFlow's",
+    "data.Iterator": "no string handles (`from_string_handle`, `string_handle`), no "
+    "`get_next_as_optional`",
     "eye": "sizes and `batch_shape` must be known when the graph is built",
     "linalg.eye": "sizes and `batch_shape` must be known when the graph is built",
     "matrix_band_part": "`num_lower`/`num_upper` must be known when the graph is built",
@@ -182,6 +198,29 @@ DIFFERENCES: dict[str, str] = {
     "test.compute_gradient": "real float dtypes only; a gradient that is None counts as zeros",
     "test.compute_gradient_error": "real float dtypes only; a gradient that is None counts as "
     "zeros",
+    "cumsum": "`axis` must be known when the graph is built (an int or a constant)",
+    "cumprod": "`axis` must be known when the graph is built (an int or a constant)",
+    "math.cumsum": "`axis` must be known when the graph is built (an int or a constant)",
+    "math.cumprod": "`axis` must be known when the graph is built (an int or a constant)",
+    "norm": "no spectral norm (`ord=2` over two axes)",
+    "confusion_matrix": "`num_classes` must be a Python int or None",
+    "math.confusion_matrix": "`num_classes` must be a Python int or None",
+    "add_check_numerics_ops": "outputs of stateful ops (variables, assignments, random ops) are "
+    "not checked: checking them would run them again",
+    "rint": "integer tensors come back unchanged (TensorFlow refuses them)",
+    "math.rint": "integer tensors come back unchanged (TensorFlow refuses them)",
+    "conj": "real tensors only (daskgraph has no complex dtypes)",
+    "real": "real tensors only (daskgraph has no complex dtypes)",
+    "imag": "real tensors only (daskgraph has no complex dtypes)",
+    "angle": "real tensors only (daskgraph has no complex dtypes)",
+    "math.conj": "real tensors only (daskgraph has no complex dtypes)",
+    "math.real": "real tensors only (daskgraph has no complex dtypes)",
+    "math.imag": "real tensors only (daskgraph has no complex dtypes)",
+    "math.angle": "real tensors only (daskgraph has no complex dtypes)",
+    "assert_rank": "a rank given as a tensor computed at run time is not itself checked to be a "
+    "scalar",
+    "assert_rank_at_least": "a rank given as a tensor computed at run time is not itself "
+    "checked to be a scalar",
 }
 
 

@@ -53,7 +53,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "learning_rate ops.training_more optimizers_more moving_averages ops.summary_ops "
             "summary_writer "
             "layers layers.base layers.core layers.convolutional layers.normalization losses "
-            "ops.bundle ops.subgraph ops.script_ops ops.loops data"
+            "ops.bundle ops.subgraph ops.script_ops ops.loops ops.dataset_ops data"
             " ops.indexing ops.sorting ops.scatter",
         ),
         ("placement", "placement"),
@@ -72,11 +72,13 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "api",
             "__init__ saver train compat compat._signatures compat.initializers compat.train "
             "compat.random compat.sessions compat.device_spec compat.v1 compat.table cli testing "
+            "compat.data "
             "compat.behaviour compat.tf_compat "
-            "gradient_check coordinator summary "
+            "gradient_check coordinator summary session_hooks session_manager monitored_session "
             "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io "
             "compat.local_devices compat.assertions compat.testcase compat.gradient_checker "
             "compat.test "
+            "compat.math "
             "compat.linalg",
         ),
     )
