@@ -4,7 +4,8 @@ no-NaN and ``x * log(y)`` divisions and products, truncating division, and the s
 composites ``scalar_mul``, ``accumulate_n`` and ``polyval``, each with its gradient.
 
 Each op is TensorFlow's (``Acos``, ``Atan2``, ``IsNan``, ``DivNoNan``, ``Xlogy``,
-``TruncateDiv``, ...) with one kernel over the array API.
+``TruncateDiv``, ...) with one kernel over the array API. ``conj``, ``real``, ``imag`` and
+``angle`` are TensorFlow's for real tensors (daskgraph has no complex dtypes).
 
 >>> import daskgraph as dg
 >>> with dg.Graph().as_default():
@@ -20,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.gradients import no_gradient, register_gradient, unbroadcast
@@ -28,7 +31,7 @@ from daskgraph.ops.array import cast, convert_to_tensor
 from daskgraph.ops.elementwise import _float_unary, floordiv, reciprocal, sigmoid
 from daskgraph.ops.elementwise_more import rsqrt
 from daskgraph.ops.fill_ops import zeros_like
-from daskgraph.ops.logic import not_equal
+from daskgraph.ops.logic import not_equal, where
 from daskgraph.ops.math import _as_pair, add_n, broadcast_shape, multiply, negative, square
 from daskgraph.ops.registry import ArrayFunction, register
 
@@ -36,21 +39,27 @@ __all__ = [
     "accumulate_n",
     "acos",
     "acosh",
+    "angle",
     "asin",
     "asinh",
     "atan",
     "atan2",
     "atanh",
+    "conj",
     "cosh",
     "div_no_nan",
     "expm1",
     "floor_div",
+    "imag",
+    "invert_permutation",
     "is_finite",
     "is_inf",
     "is_nan",
     "log_sigmoid",
     "multiply_no_nan",
+    "nextafter",
     "polyval",
+    "real",
     "reciprocal_no_nan",
     "scalar_mul",
     "sinh",
@@ -151,6 +160,29 @@ register("Xlogy", _xlogy, cpu=_FLOAT, gpu=_FLOAT)
 register("Xlog1py", _xlog1py, cpu=_FLOAT, gpu=_FLOAT)
 register("TruncateDiv", _truncate_div, cpu=_NUM, gpu=_NUM)
 register("TruncateMod", _truncate_mod, cpu=_NUM, gpu=_NUM)
+_F32_F64 = frozenset({dtypes.float32, dtypes.float64})
+_INDEX = frozenset({dtypes.int32, dtypes.int64})
+
+
+def _invert_permutation(xp, x):
+    """``y[x[i]] = i``, after checking that ``x`` is a permutation of ``0 .. n-1``."""
+    n = x.shape[0]
+    if n and (int(x.min()) < 0 or int(x.max()) >= n):
+        bad = int(x.min()) if int(x.min()) < 0 else int(x.max())
+        raise InvalidArgumentError(f"{bad} is not between 0 and {n}", op="InvertPermutation")
+    out = xp.full(n, -1, dtype=x.dtype)
+    out[x] = xp.arange(n, dtype=x.dtype)
+    if n and bool(xp.any(out < 0)):
+        counts = xp.bincount(x, minlength=n)
+        duplicated = int(xp.argmax(counts > 1))
+        raise InvalidArgumentError(
+            f"{duplicated} is duplicated in the input.", op="InvertPermutation"
+        )
+    return out
+
+
+register("InvertPermutation", _invert_permutation, cpu=_INDEX, gpu=_INDEX)
+register("NextAfter", ArrayFunction("nextafter"), cpu=_F32_F64, gpu=_F32_F64)
 
 
 # -- builders -------------------------------------------------------------------------------------
@@ -359,6 +391,70 @@ def truncatemod(x: Any, y: Any, name: str | None = None) -> Tensor:
     return _numeric_binary("TruncateMod", x, y, name, "truncatemod")
 
 
+def nextafter(x1: Any, x2: Any, name: str | None = None) -> Tensor:
+    """The next representable value after ``x1`` in the direction of ``x2``, elementwise
+    (float32 or float64). Not differentiable.
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     n = nextafter(dg.constant([1.0], dg.float64), 2.0)
+    ...     with dg.Session() as sess:
+    ...         float(sess.run(n)[0] - 1.0)
+    2.220446049250313e-16
+    """
+    return _float_binary("NextAfter", x1, x2, name, "nextafter")
+
+
+def invert_permutation(x: Any, name: str | None = None) -> Tensor:
+    """The inverse of the permutation ``x`` of ``0 .. n-1`` (an int32 or int64 vector):
+    ``y[x[i]] = i``. A value out of range or repeated fails the run, as in TensorFlow.
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     y = invert_permutation([3, 4, 0, 2, 1])
+    ...     with dg.Session() as sess:
+    ...         sess.run(y).tolist()
+    [2, 4, 3, 0, 1]
+    """
+    x = convert_to_tensor(x)
+    if x.dtype not in _INDEX or (x.shape is not None and len(x.shape) != 1):
+        raise TypeError(f"invert_permutation: expects an int32 or int64 vector; got {x!r}")
+    return _make("InvertPermutation", [x], x.dtype, x.shape, name)
+
+
+def conj(x: Any, name: str | None = None) -> Tensor:
+    """The complex conjugate of ``x``: ``x`` itself for a real tensor, as TensorFlow returns
+    it (daskgraph has no complex dtypes)."""
+    return convert_to_tensor(x)
+
+
+def real(input: Any, name: str | None = None) -> Tensor:
+    """The real part of ``input``: the real tensor itself, as TensorFlow returns it."""
+    return convert_to_tensor(input)
+
+
+def imag(input: Any, name: str | None = None) -> Tensor:
+    """The imaginary part of ``input``: zeros of its shape for a real tensor."""
+    x = convert_to_tensor(input)
+    return zeros_like(x, name=name or "Imag")
+
+
+def angle(input: Any, name: str | None = None) -> Tensor:
+    """The argument of ``input``: pi where a real tensor is negative, else 0 (TensorFlow's
+    ``tf.math.angle`` of a real tensor).
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     a = angle(dg.constant([-1.0, 0.0, 2.0], dg.float64))
+    ...     with dg.Session() as sess:
+    ...         sess.run(a).tolist()
+    [3.141592653589793, 0.0, 0.0]
+    """
+    x = convert_to_tensor(input)
+    with name_scope(name or "Angle"):
+        return where(x < 0, convert_to_tensor(np.pi, dtype=x.dtype), zeros_like(x))
+
+
 def floor_div(x: Any, y: Any, name: str | None = None) -> Tensor:
     """``floor(x / y)`` elementwise (``tf.floor_div``: the same op as :func:`floordiv`)."""
     return floordiv(x, y, name=name)
@@ -545,5 +641,13 @@ def _xlog1py_grad(op: Operation, grad: Tensor) -> list[Tensor]:
     return [unbroadcast(gx, x), unbroadcast(gy, y)]
 
 
-for _op_type in ("IsNan", "IsInf", "IsFinite", "TruncateDiv", "TruncateMod"):
+for _op_type in (
+    "IsNan",
+    "IsInf",
+    "IsFinite",
+    "TruncateDiv",
+    "TruncateMod",
+    "NextAfter",
+    "InvertPermutation",
+):
     no_gradient(_op_type)

@@ -1,5 +1,5 @@
-"""Special functions of TensorFlow 1's math: ``erf``, ``erfc``, ``lgamma`` and ``digamma``,
-with their gradients.
+"""Special functions of TensorFlow 1's math: ``erf``, ``erfc``, ``lgamma``, ``digamma`` and
+``lbeta``, with their gradients.
 
 NumPy has none of them, so the kernels take them where they are: CuPy's
 ``cupyx.scipy.special`` on a GPU, SciPy's ``scipy.special`` on NumPy when SciPy is installed
@@ -25,12 +25,13 @@ import numpy as np
 
 from daskgraph import dtypes
 from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph
+from daskgraph.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.elementwise import _float_unary
-from daskgraph.ops.math import exp, negative, square
+from daskgraph.ops.math import exp, negative, reduce_sum, square
 from daskgraph.ops.registry import register
 
-__all__ = ["digamma", "erf", "erfc", "lgamma"]
+__all__ = ["digamma", "erf", "erfc", "lbeta", "lgamma"]
 
 _FLOAT = dtypes.FLOATING
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -174,6 +175,22 @@ def digamma(x: Any, name: str | None = None) -> Tensor:
     [-0.577216, nan]
     """
     return _float_unary("Digamma", x, name, "digamma")
+
+
+def lbeta(x: Any, name: str | None = None) -> Tensor:
+    """The log of the multivariate beta function along the last axis:
+    ``sum(lgamma(x), -1) - lgamma(sum(x, -1))`` (``tf.math.lbeta``).
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     b = lbeta(dg.constant([[1.0, 1.0], [2.0, 3.0]], dg.float64))
+    ...     with dg.Session() as sess:
+    ...         [round(float(v), 6) for v in sess.run(b)]
+    [0.0, -2.484907]
+    """
+    with name_scope(name or "lbeta"):
+        x = convert_to_tensor(x, name="x")
+        return reduce_sum(lgamma(x), axis=-1) - lgamma(reduce_sum(x, axis=-1))
 
 
 def _trigamma_of(x: Tensor) -> Tensor:

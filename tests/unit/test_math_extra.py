@@ -197,3 +197,29 @@ def test_on_a_virtual_gpu(dg_session):
     assert div.tolist() == [1.0, 1.0, 0.0]
     assigned = {op.name: op.assigned for op in dg_session.placement(outs).ops}
     assert all("GPU" in assigned[t.op.name] for t in outs)
+
+
+def test_invert_permutation_and_its_errors():
+    assert _run(dg.invert_permutation, np.array([3, 4, 0, 2, 1], np.int32)).tolist() == [
+        2,
+        4,
+        3,
+        0,
+        1,
+    ]  # TensorFlow's value
+    with pytest.raises(dg.errors.InvalidArgumentError, match="3 is not between 0 and 2"):
+        _run(dg.invert_permutation, np.array([0, 3], np.int32))
+    with pytest.raises(dg.errors.InvalidArgumentError, match=r"0 is duplicated in the input\."):
+        _run(dg.invert_permutation, np.array([0, 0], np.int64))
+
+
+def test_real_tensor_complex_helpers_lbeta_and_nextafter():
+    x = np.array([-1.0, 0.0, 2.0])
+    angle, imag, real, conj = _run(lambda t: [dg.angle(t), dg.imag(t), dg.real(t), dg.conj(t)], x)
+    assert angle.tolist() == [np.pi, 0.0, 0.0] and imag.tolist() == [0.0, 0.0, 0.0]
+    assert real.tolist() == conj.tolist() == x.tolist()
+    b = _run(dg.lbeta, np.array([[1.0, 1.0], [2.0, 3.0], [0.5, 0.5]]))
+    np.testing.assert_allclose(b, [0.0, np.log(1 / 12), np.log(np.pi)], rtol=1e-12)
+    check_gradients(dg.lbeta, [RNG.uniform(0.5, 3.0, (2, 3))])
+    up = _run(dg.nextafter, np.array([1.0, 1.0]), np.array([2.0, 0.0]))
+    assert up.tolist() == [np.nextafter(1.0, 2.0), np.nextafter(1.0, 0.0)]
