@@ -368,6 +368,12 @@ class Saver:
                 self._restore_op = group(*assigns, name="restore_all")
         return self._restore_feeds
 
+    def build(self) -> None:
+        """Make the restore ops now (else the first :meth:`restore` makes them), so that the
+        graph can be finalized before restoring, as TensorFlow's ``Saver.build``."""
+        if self._variables:
+            self._restore_ops()
+
     def as_saver_def(self) -> None:
         """Not supported: daskgraph has no protocol buffers."""
         raise NotImplementedError("Saver.as_saver_def: daskgraph has no SaverDef protos")

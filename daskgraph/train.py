@@ -4,8 +4,10 @@
 module only gathers the names of :mod:`daskgraph.optimizers`,
 :mod:`daskgraph.optimizers_more`, :mod:`daskgraph.saver` and
 :mod:`daskgraph.global_step`, the learning-rate schedules of :mod:`daskgraph.learning_rate`,
-moving averages (:mod:`daskgraph.moving_averages`), threads' :mod:`daskgraph.coordinator`
-and data-parallel towers from :mod:`daskgraph.replicate`.
+moving averages (:mod:`daskgraph.moving_averages`), threads' :mod:`daskgraph.coordinator`,
+monitored sessions and their hooks (:mod:`daskgraph.monitored_session`,
+:mod:`daskgraph.session_hooks`, :mod:`daskgraph.session_manager`) and data-parallel towers from
+:mod:`daskgraph.replicate`.
 
 >>> import daskgraph as dg
 >>> dg.train.Saver is dg.saver.Saver and dg.train.Optimizer is dg.optimizers.Optimizer
@@ -30,6 +32,14 @@ from daskgraph.learning_rate import (
     piecewise_constant_decay,
     polynomial_decay,
 )
+from daskgraph.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    SessionCreator,
+    SingularMonitoredSession,
+    WorkerSessionCreator,
+)
 from daskgraph.moving_averages import ExponentialMovingAverage
 from daskgraph.optimizers import (
     AdamOptimizer,
@@ -52,22 +62,66 @@ from daskgraph.saver import (
     latest_checkpoint,
     update_checkpoint_state,
 )
+from daskgraph.session_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    FeedFnHook,
+    FinalOpsHook,
+    GlobalStepWaiterHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+    StepCounterHook,
+    StopAtStepHook,
+    SummarySaverHook,
+    write_graph,
+)
+from daskgraph.session_manager import Scaffold, SessionManager
 
 __all__ = [
     "AdadeltaOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
     "CheckpointState",
+    "ChiefSessionCreator",
     "Coordinator",
     "ExponentialMovingAverage",
+    "FeedFnHook",
+    "FinalOpsHook",
     "FtrlOptimizer",
+    "GlobalStepWaiterHook",
     "GradientDescentOptimizer",
+    "LoggingTensorHook",
     "LooperThread",
     "MomentumOptimizer",
+    "MonitoredSession",
+    "MonitoredTrainingSession",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
     "Optimizer",
     "RMSPropOptimizer",
     "Replicas",
     "Saver",
+    "Scaffold",
+    "SecondOrStepTimer",
+    "SessionCreator",
+    "SessionManager",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "SingularMonitoredSession",
+    "StepCounterHook",
+    "StopAtStepHook",
+    "SummarySaverHook",
+    "WorkerSessionCreator",
     "average_gradients",
     "checkpoint_exists",
     "cosine_decay",
@@ -89,4 +143,5 @@ __all__ = [
     "replicate",
     "start_queue_runners",
     "update_checkpoint_state",
+    "write_graph",
 ]
