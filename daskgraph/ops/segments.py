@@ -71,7 +71,8 @@ def _scatter(xp, kind: str, out, ids, values) -> None:
         getattr(cupyx, f"scatter_{'add' if kind == 'sum' else kind}")(out, ids, values)
     else:  # what CuPy cannot scatter goes through the host
         host = xp.asnumpy(out)
-        _scatter(np, kind, host, xp.asnumpy(ids), xp.asnumpy(values))
+        ids = tuple(map(xp.asnumpy, ids)) if isinstance(ids, tuple) else xp.asnumpy(ids)
+        _scatter(np, kind, host, ids, xp.asnumpy(values))
         out[...] = xp.asarray(host)
 
 

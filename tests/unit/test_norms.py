@@ -356,3 +356,21 @@ def test_on_a_virtual_gpu(dg_session):
     assert dg_session.run(g).tolist() == [[1.0, 1.0], [2.0, 2.0], [2.0, 2.0]]
     assigned = {op.name: op.assigned for op in dg_session.placement(outs).ops}
     assert all("GPU" in assigned[t.op.name] for t in outs)
+
+
+def test_scatter_goes_through_the_host_for_what_cupy_cannot_scatter():
+    """On CuPy, products and dtypes cupyx cannot scatter are done on the host (here a
+    stand-in array module that is not NumPy, so the kernel takes its CuPy branch)."""
+    from daskgraph.ops import segments
+
+    class NotNumPy:
+        asnumpy = staticmethod(np.asarray)
+        asarray = staticmethod(np.asarray)
+
+    out = np.ones(3)
+    segments._scatter(NotNumPy, "prod", out, np.array([0, 0, 2]), np.array([2.0, 3.0, 4.0]))
+    assert out.tolist() == [6.0, 1.0, 4.0]
+    pairs = np.zeros((2, 2), np.int64)
+    ids = (np.array([0, 1, 1]), np.array([1, 1, 1]))
+    segments._scatter(NotNumPy, "sum", pairs, ids, np.array([1, 2, 3], np.int64))
+    assert pairs.tolist() == [[0, 1], [0, 5]]
