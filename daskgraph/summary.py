@@ -58,14 +58,34 @@ _PROTOS = {
 
 __all__ += sorted(_PROTOS)  # the protocol buffer classes, loaded lazily
 
+#: the protocol buffer classes TF1 also has at the top level (``tf.Summary``, ...)
+_TOP_LEVEL_PROTOS = {
+    "Event": "event_pb2",
+    "SessionLog": "event_pb2",
+    "Summary": "summary_pb2",
+    "SummaryMetadata": "summary_pb2",
+    "HistogramProto": "summary_pb2",
+}
+
+
+def proto_class(name: str, where: str = "daskgraph.summary") -> Any:
+    """The protocol buffer class ``name`` (``Summary``, ``Event``, ``SessionLog``, ...:
+    tensorboardX's copies of TensorFlow's); AttributeError naming ``where`` for others.
+
+    >>> proto_class("Summary").__name__
+    'Summary'
+    """
+    module = _PROTOS.get(name) or _TOP_LEVEL_PROTOS.get(name)
+    if module is None:
+        raise AttributeError(f"module {where!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"tensorboardX.proto.{module}"), name)
+
 
 def __getattr__(name: str) -> Any:
     """The protocol buffer classes, imported on first use (tensorboardX takes a while)."""
-    module = _PROTOS.get(name)
-    if module is None:
+    if name not in _PROTOS:
         raise AttributeError(f"module 'daskgraph.summary' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"tensorboardX.proto.{module}"), name)
-    globals()[name] = value
+    value = globals()[name] = proto_class(name)
     return value
 
 

@@ -766,3 +766,9 @@ newaxis = None
 #: the TensorFlow API version followed (``tf.__version__``)
 __version__ = VERSION
 compat.v1 = sys.modules[__name__]  # tf.compat.v1 is this module, as in TensorFlow
+
+
+def __getattr__(name: str) -> object:
+    """TF1's protocol buffer classes ``tf.Summary``, ``tf.Event``, ``tf.SessionLog``,
+    ``tf.SummaryMetadata`` and ``tf.HistogramProto``, loaded on first use."""
+    return summary.proto_class(name, __name__)

@@ -226,3 +226,5 @@ def test_file_writer_cache_shares_one_writer_per_directory(tmp_path) -> None:
 def test_compat_v1_has_the_summary_namespace() -> None:
     assert tf.summary.scalar is summary.scalar and tf.summary.FileWriter is summary.FileWriter
     assert tf.summary.Summary is Summary and tf.summary.Event is Event
+    assert tf.Summary is Summary and tf.Event is Event and tf.SessionLog is SessionLog
+    assert tf.HistogramProto().num == 0 and not hasattr(tf, "NoSuchProto")
