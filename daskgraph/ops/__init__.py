@@ -21,6 +21,8 @@ the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uniniti
 :mod:`~daskgraph.ops.indexing` (``gather_nd``, ``boolean_mask``, ``reverse``, ...),
 :mod:`~daskgraph.ops.sorting` (``sort``, ``unique``, ``dynamic_partition``, ...) and
 :mod:`~daskgraph.ops.scatter` (``scatter_nd``, ``tensor_scatter_*``, variable scatters).
+Training: :mod:`~daskgraph.ops.training` and :mod:`~daskgraph.ops.training_more` (the
+optimizers' fused updates); :mod:`~daskgraph.ops.summary_ops` the TensorBoard summaries.
 """
 
 from daskgraph.ops.activations import (
