@@ -162,6 +162,8 @@ DIFFERENCES: dict[str, str] = {
     "CPU)",
     "scatter_div": "no GPU kernel: a variable on a GPU needs soft placement (it then lives on the "
     "CPU)",
+    "linalg.lstsq": "always the fast path (Cholesky on the regularised normal equations), as "
+    "with `fast=True`; the matrix's size must be known when the graph is built",
     "layers.Layer": "no `input_spec`, `get_weights`/`set_weights`, `losses`/`updates` per "
     "input; weight constraints are refused; an unnamed layer's `name` is its scope's (TF counts "
     "layer objects per class)",

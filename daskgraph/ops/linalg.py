@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from daskgraph import dtypes
-from daskgraph.gradients import register_gradient, unbroadcast
+from daskgraph.gradients import no_gradient, register_gradient, unbroadcast
 from daskgraph.graph import Operation, Shape, Tensor, get_default_graph, new_tensor
 from daskgraph.graph import _name_scope as graph_name_scope
 from daskgraph.ops.array import convert_to_tensor
@@ -49,14 +49,18 @@ __all__ = [
     "cholesky_solve",
     "cross",
     "logdet",
+    "lstsq",
     "matrix_determinant",
     "matrix_inverse",
+    "matrix_rank",
     "matrix_solve",
     "matrix_triangular_solve",
     "matvec",
+    "pinv",
     "qr",
     "self_adjoint_eig",
     "self_adjoint_eigvals",
+    "slogdet",
     "split_outputs",
     "svd",
 ]
@@ -64,6 +68,7 @@ __all__ = [
 _LINALG = frozenset({dtypes.float32, dtypes.float64})  # LAPACK's and cuSOLVER's real types
 
 Qr = namedtuple("Qr", ["q", "r"])
+LogMatrixDeterminant = namedtuple("LogMatrixDeterminant", ["sign", "log_abs_determinant"])
 
 
 # -- kernels --------------------------------------------------------------------------------------
@@ -126,6 +131,32 @@ def _cross_kernel(xp, a, b):
     return xp.cross(a, b)
 
 
+def _slogdet_kernel(xp, x, *, part):
+    sign, logdet = xp.linalg.slogdet(x)
+    return xp.asarray(sign if part == "sign" else logdet)
+
+
+def _default_rcond(x: Any) -> float:
+    """TensorFlow's ``pinv`` cutoff: ``10 * max(m, n) * eps`` times the largest singular value."""
+    return 10.0 * max(x.shape[-2:]) * float(np.finfo(x.dtype).eps)
+
+
+def _pinv_kernel(xp, x, *, rcond):
+    u, s, vh = xp.linalg.svd(x, full_matrices=False)
+    rcond = _default_rcond(x) if rcond is None else rcond
+    cutoff = rcond * s.max(axis=-1, keepdims=True) if s.size else s
+    inverse = xp.where(s > cutoff, 1 / xp.where(s > cutoff, s, 1), 0)
+    return xp.matmul(_t(xp, vh) * inverse[..., None, :], _t(xp, u))
+
+
+def _matrix_rank_kernel(xp, x, *, tol):
+    s = xp.linalg.svd(x, compute_uv=False)
+    if tol is None:
+        eps = float(np.finfo(x.dtype).eps)
+        tol = max(x.shape[-2:]) * eps * s.max(axis=-1, keepdims=True) if s.size else 0
+    return (s > tol).sum(axis=-1).astype(np.int32)
+
+
 register("MatrixInverse", _inverse_kernel, cpu=_LINALG, gpu=_LINALG)
 register("MatrixDeterminant", _determinant_kernel, cpu=_LINALG, gpu=_LINALG)
 register("MatrixSolve", _solve_kernel, cpu=_LINALG, gpu=_LINALG)
@@ -135,6 +166,10 @@ register("Qr", _qr_kernel, cpu=_LINALG, gpu=_LINALG)
 register("Svd", _svd_kernel, cpu=_LINALG, gpu=_LINALG)
 register("SelfAdjointEigV2", _eigh_kernel, cpu=_LINALG, gpu=_LINALG)
 register("Cross", _cross_kernel, cpu=dtypes.NUMERIC, gpu=dtypes.NUMERIC)
+register("LogMatrixDeterminant", _slogdet_kernel, cpu=_LINALG, gpu=_LINALG)
+register("MatrixPinv", _pinv_kernel, cpu=_LINALG, gpu=_LINALG)
+register("MatrixRank", _matrix_rank_kernel, cpu=_LINALG | {dtypes.int32},
+         gpu=_LINALG | {dtypes.int32})  # fmt: skip
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -323,6 +358,88 @@ def self_adjoint_eigvals(tensor: Any, name: str | None = None) -> Tensor:
     return split_outputs("SelfAdjointEigV2", [x], [("e", x.dtype, e_shape)], name)[0]
 
 
+def slogdet(input: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The sign and the log of the absolute value of the determinant of each square matrix:
+    ``(sign, log_abs_determinant)``, steadier than ``log(abs(det))`` for large matrices.
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     sign, logdet = slogdet(dg.constant([[2.0, 0.0], [0.0, -3.0]]))
+    ...     with dg.Session() as sess:
+    ...         print(sess.run(sign), round(float(sess.run(logdet)), 6))
+    -1.0 1.791759
+    """
+    x = _float_matrix(input, "slogdet")
+    shape = None if x.shape is None else x.shape[:-2]
+    parts = [("sign", x.dtype, shape), ("log_abs_determinant", x.dtype, shape)]
+    sign, logdet = split_outputs("LogMatrixDeterminant", [x], parts, name)
+    return LogMatrixDeterminant(sign, logdet)
+
+
+def pinv(
+    a: Any, rcond: float | None = None, validate_args: bool = False, name: str | None = None
+) -> Tensor:
+    """The Moore-Penrose pseudo-inverse of each matrix, singular values below ``rcond`` times
+    the largest (TensorFlow's default: ``10 * max(m, n) * eps``) taken as zero.
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     p = pinv(dg.constant([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]))
+    ...     with dg.Session() as sess:
+    ...         print(sess.run(p))
+    [[1.  0.  0. ]
+     [0.  0.5 0. ]]
+    """
+    x = _float_matrix(a, "pinv", square=False)
+    shape = None if x.shape is None else (*x.shape[:-2], x.shape[-1], x.shape[-2])
+    cut = None if rcond is None else float(rcond)
+    return new_tensor("MatrixPinv", [x], x.dtype, shape, name or "pinv", rcond=cut)
+
+
+def matrix_rank(
+    a: Any, tol: float | None = None, validate_args: bool = False, name: str | None = None
+) -> Tensor:
+    """The number of singular values of each matrix above ``tol`` (default: ``max(m, n) *
+    eps`` times the largest), as int32."""
+    x = _float_matrix(a, "matrix_rank", square=False)
+    shape = None if x.shape is None else x.shape[:-2]
+    cut = None if tol is None else float(tol)
+    return new_tensor("MatrixRank", [x], dtypes.int32, shape, name or "matrix_rank", tol=cut)
+
+
+def lstsq(
+    matrix: Any, rhs: Any, l2_regularizer: float = 0.0, fast: bool = True,
+    name: str | None = None,
+) -> Tensor:  # fmt: skip
+    """The least-squares solution ``X`` of ``matrix @ X = rhs`` (minimum norm when there are
+    fewer rows than columns), with an optional L2 penalty: TensorFlow's fast path, the
+    Cholesky solve of the regularised normal equations (matrix sizes known when built).
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     a = dg.constant(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+    ...     x = lstsq(a, np.ones((3, 1)))
+    ...     with dg.Session() as sess:
+    ...         print(np.round(sess.run(x).ravel(), 6))
+    [-1.  1.]
+    """
+    a = _float_matrix(matrix, "lstsq", square=False)
+    b = _float_matrix(convert_to_tensor(rhs, dtype=a.dtype), "lstsq", square=False)
+    if a.shape is None or None in a.shape[-2:]:
+        raise ValueError("lstsq: the matrix's number of rows and columns must be known")
+    m, n = a.shape[-2:]
+    penalty = float(l2_regularizer)
+
+    def regularised(gram: Tensor) -> Tensor:
+        return matrix_set_diag(gram, matrix_diag_part(gram) + penalty) if penalty else gram
+
+    if m >= n:
+        gram = regularised(matmul(a, a, transpose_a=True))
+        return cholesky_solve(cholesky(gram), matmul(a, b, transpose_a=True), name=name)
+    gram = regularised(matmul(a, a, transpose_b=True))
+    return matmul(a, cholesky_solve(cholesky(gram), b), transpose_a=True, name=name)
+
+
 def cross(a: Any, b: Any, name: str | None = None) -> Tensor:
     """The cross product of the 3-element vectors in the last axis of ``a`` and ``b`` (of one
     shape).
@@ -486,3 +603,31 @@ def _eigh_grad(op: Operation, grad: Tensor) -> list[Tensor]:
 def _cross_grad(op: Operation, grad: Tensor) -> list[Tensor]:
     a, b = op.inputs
     return [cross(b, grad), cross(grad, a)]
+
+
+@register_gradient("LogMatrixDeterminant")
+def _slogdet_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    """``log|det A|`` changes by ``A^-T``; the sign is piecewise constant."""
+    if op.attrs["part"] == "sign":
+        return [None]
+    scale = expand_dims(expand_dims(grad, -1), -1)
+    return [multiply(scale, matrix_inverse(op.inputs[0], adjoint=True))]
+
+
+@register_gradient("MatrixPinv")
+def _pinv_grad(op: Operation, grad: Tensor) -> list[Tensor]:
+    """Golub and Pereyra's derivative of ``X = A+``, as the adjoint of ``dA -> dX``:
+    ``-X^T G X^T + (I - A X) G^T X X^T + X^T X G^T (I - X A)``."""
+    a, x = op.inputs[0], op.outputs[0]
+    g_t = matrix_transpose(grad)
+    xxt = matmul(x, x, transpose_b=True)
+    xtx = matmul(x, x, transpose_a=True)
+    first = negative(matmul(matmul(x, grad, transpose_a=True), x, transpose_b=True))
+    left = matmul(g_t, xxt)
+    second = left - matmul(matmul(a, x), left)
+    right = matmul(xtx, g_t)
+    third = right - matmul(right, matmul(x, a))
+    return [first + second + third]
+
+
+no_gradient("MatrixRank")

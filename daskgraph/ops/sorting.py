@@ -1,5 +1,6 @@
-"""Sorting and partitioning ops: ``sort``, ``argsort``, ``unique`` (and ``unique_with_counts``),
-``dynamic_partition`` and ``dynamic_stitch``, with gradients where TensorFlow has them.
+"""Sorting and partitioning ops: ``sort``, ``argsort``, ``searchsorted``, ``unique`` (and
+``unique_with_counts``), ``dynamic_partition`` and ``dynamic_stitch``, with gradients where
+TensorFlow has them.
 
 Sorts are stable, as TensorFlow's (whose ``argsort`` keeps equal values in their order in both
 directions). TensorFlow's multi-output ``Unique`` and ``DynamicPartition`` are one op per
@@ -34,6 +35,7 @@ __all__ = [
     "argsort",
     "dynamic_partition",
     "dynamic_stitch",
+    "searchsorted",
     "sort",
     "unique",
     "unique_with_counts",
@@ -124,6 +126,20 @@ def _stitch_kernel(xp, *inputs):
     return out
 
 
+def _searchsorted_kernel(xp, sequence, values, *, side, out_type):
+    if sequence.shape[:-1] != values.shape[:-1]:
+        raise ValueError(
+            f"searchsorted: the leading dimensions of sorted_sequence {tuple(sequence.shape)} and "
+            f"values {tuple(values.shape)} must match"
+        )
+    rows = sequence.reshape(-1, sequence.shape[-1])
+    wanted = values.reshape(-1, values.shape[-1])
+    found = xp.zeros(wanted.shape, dtype=np.int64)
+    for i in range(rows.shape[0]):  # one search per row (the innermost axis), as TensorFlow
+        found[i] = xp.searchsorted(rows[i], wanted[i], side=side)
+    return found.reshape(values.shape).astype(out_type)
+
+
 register("Sort", _sort_kernel, cpu=_NO_STRINGS, gpu=GPU_NUMERIC)
 register("ArgSort", _argsort_kernel, cpu=_NO_STRINGS, gpu=GPU_NUMERIC)
 register("PermuteLikeSort", _permute_kernel, cpu=_NO_STRINGS, gpu=GPU_NUMERIC)
@@ -132,6 +148,7 @@ register("UniqueWithCounts", _unique_kernel, cpu=_NO_STRINGS, gpu=GPU_NUMERIC)
 register("DynamicPartition", _partition_kernel, cpu=CPU_ALL, gpu=GPU_NUMERIC)
 register("DynamicPartitionGrad", _partition_grad_kernel, cpu=_NO_STRINGS, gpu=GPU_NUMERIC)
 register("DynamicStitch", _stitch_kernel, cpu=CPU_ALL, gpu=GPU_NUMERIC)
+register("SearchSorted", _searchsorted_kernel, cpu=_NO_STRINGS, gpu=GPU_NUMERIC)
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -311,6 +328,36 @@ def dynamic_stitch(indices: Sequence[Any], data: Sequence[Any], name: str | None
     return new_tensor("DynamicStitch", [*index_tensors, *values], values[0].dtype, shape, name)
 
 
+def searchsorted(
+    sorted_sequence: Any, values: Any, side: str = "left", out_type: Any = dtypes.int32,
+    name: str | None = None,
+) -> Tensor:  # fmt: skip
+    """Where each of ``values`` would go in ``sorted_sequence`` to keep it sorted, searching
+    the innermost axis row by row (leading axes match), as ``numpy.searchsorted``.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     i = searchsorted(dg.constant([[1, 3, 5], [2, 4, 6]]), dg.constant([[3, 6], [1, 7]]))
+    ...     with dg.Session() as sess:
+    ...         print(sess.run(i).tolist())
+    [[1, 3], [0, 3]]
+    """
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right'; got {side!r}")
+    seq = convert_to_tensor(sorted_sequence)
+    vals = convert_to_tensor(values, dtype=None if _is_tensor(values) else seq.dtype)
+    if vals.dtype != seq.dtype:
+        raise TypeError(f"searchsorted: values must be {seq.dtype.name}; got {vals.dtype.name}")
+    for t in (seq, vals):
+        if t.shape is not None and not t.shape:
+            raise ValueError(f"searchsorted: {t.name!r} must have rank >= 1")
+    out = _index_dtype(out_type, "searchsorted")
+    return new_tensor("SearchSorted", [seq, vals], out, vals.shape, name or "SearchSorted",
+                      side=side, out_type=out.numpy)  # fmt: skip
+
+
 def _is_tensor(value: Any) -> bool:
     return isinstance(value, Tensor) or hasattr(value, "_as_tensor")
 
@@ -353,5 +400,5 @@ def _stitch_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     return [None] * half + [gather(grad, i) for i in op.inputs[:half]]
 
 
-for _type in ("ArgSort", "Unique", "UniqueWithCounts"):
+for _type in ("ArgSort", "Unique", "UniqueWithCounts", "SearchSorted"):
     no_gradient(_type)

@@ -176,6 +176,15 @@ def test_sort_and_argsort_as_tensorflow():
         tf.sort(dg.constant(S), direction="UP")
 
 
+def test_searchsorted_and_where_with_one_argument():
+    shape, got = _run(lambda a, b: tf.searchsorted(a, b), np.array([[1, 3, 5], [2, 4, 6]]),
+                      np.array([[3, 6], [1, 7]]))  # fmt: skip
+    assert shape == (2, 2) and got.dtype == np.int32 and got.tolist() == [[1, 3], [0, 3]]
+    assert _run(lambda: tf.searchsorted([1, 3, 5], [3, 6], side="right"))[1].tolist() == [2, 3]
+    shape, got = _run(lambda: tf.where([[True, False], [False, True]]))
+    assert shape == (None, 2) and got.dtype == np.int64 and got.tolist() == [[0, 0], [1, 1]]
+
+
 @pytest.mark.parametrize("direction", ["ASCENDING", "DESCENDING"])
 def test_sort_gradient(direction):
     check_gradients(lambda x: tf.sort(x, axis=0, direction=direction), [RNG.normal(size=(4, 3))])

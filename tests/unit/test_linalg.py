@@ -237,6 +237,32 @@ def test_svd_vectors_have_no_gradient_here():
             dg.gradients(u, [x])
 
 
+def test_slogdet_pinv_rank_and_lstsq_as_tensorflow():
+    shapes, (sign, logdet) = _run(tf.linalg.slogdet, np.array([[2.0, 0.0], [0.0, -3.0]]))
+    assert shapes == [(), ()] and sign == -1.0
+    np.testing.assert_allclose(logdet, 1.791759469228055)  # TensorFlow's
+    a = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    shape, got = _run(tf.linalg.pinv, a)
+    assert shape == (2, 3)
+    np.testing.assert_allclose(got, [[-4 / 3, -1 / 3, 2 / 3], [13 / 12, 1 / 3, -5 / 12]])
+    rank = _run(tf.linalg.matrix_rank, np.array([[1.0, 2.0], [2.0, 4.0], [0.0, 0.0]]))[1]
+    assert rank == 1 and rank.dtype == np.int32
+    assert _run(tf.linalg.matrix_rank, a)[1] == 2
+    np.testing.assert_allclose(_run(tf.linalg.lstsq, a, np.ones((3, 1)))[1], [[-1.0], [1.0]])
+    wide, b = RNG.normal(size=(2, 4)), RNG.normal(size=(2, 1))
+    np.testing.assert_allclose(_run(tf.linalg.lstsq, wide, b)[1], np.linalg.pinv(wide) @ b)
+    got = _run(lambda u, v: tf.linalg.lstsq(u, v, l2_regularizer=0.5), a, np.ones((3, 1)))[1]
+    np.testing.assert_allclose(got, np.linalg.solve(a.T @ a + 0.5 * np.eye(2), a.T @ np.ones(3))
+                               [:, None])  # fmt: skip
+
+
+def test_slogdet_pinv_and_lstsq_gradients():
+    check_gradients(lambda t: tf.linalg.slogdet(t)[1], [RNG.normal(size=(2, 3, 3))])
+    check_gradients(tf.linalg.pinv, [RNG.normal(size=(3, 2))])
+    check_gradients(tf.linalg.pinv, [RNG.normal(size=(2, 3))])
+    check_gradients(tf.linalg.lstsq, [RNG.normal(size=(3, 2)), RNG.normal(size=(3, 1))])
+
+
 # -- einsum, tensordot, cross ---------------------------------------------------------------------
 EINSUMS = [
     ("ij,jk->ik", [(2, 3), (3, 4)]),
