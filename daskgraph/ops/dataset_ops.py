@@ -279,9 +279,9 @@ class Map(Stage):
 
     def elements(self, ctx: Context) -> Iterator[Element]:
         """The mapped elements."""
-        extra = [ctx.captured[i] for i in self.captures]
+        fn = self.fn.bind(np, ctx.store, [ctx.captured[i] for i in self.captures])
         for element in self.input.elements(ctx):
-            yield tuple(self.fn.run(np, ctx.store, [*element, *extra]))
+            yield tuple(fn(element))
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,10 +294,9 @@ class Filter(Stage):
 
     def elements(self, ctx: Context) -> Iterator[Element]:
         """The elements kept."""
-        extra = [ctx.captured[i] for i in self.captures]
+        predicate = self.predicate.bind(np, ctx.store, [ctx.captured[i] for i in self.captures])
         for element in self.input.elements(ctx):
-            (keep,) = self.predicate.run(np, ctx.store, [*element, *extra])
-            if bool(keep):
+            if bool(predicate(element)[0]):
                 yield element
 
 

@@ -61,12 +61,13 @@ class WhilePlan:
         values = list(inputs[:n])
         limit = int(inputs[n]) if self.has_limit else None
         captures = list(inputs[n + self.has_limit :])
+        cond = self.cond.bind(xp, store, captures)
+        body = self.body.bind(xp, store, captures)
         count = 0
         while limit is None or count < limit:
-            (go,) = self.cond.run(xp, store, values + captures)
-            if not bool(go):
+            if not bool(cond(values)[0]):
                 break
-            values = self.body.run(xp, store, values + captures)
+            values = body(values)
             count += 1
         return tuple(values)
 
@@ -94,9 +95,9 @@ class ScanPlan:
         order = list(range(self._length(elems)))
         if self.reverse:
             order.reverse()
+        fn = self.fn.bind(xp, store, captures)
         if self.mode == "map":
-            rows = [(i, self.fn.run(xp, store, [e[i] for e in elems] + captures)) for i in order]
-            return self._stacked(xp, rows)
+            return self._stacked(xp, [(i, fn([e[i] for e in elems])) for i in order])
         rows = []
         if not acc:
             if not order:
@@ -108,7 +109,7 @@ class ScanPlan:
             acc = [e[first] for e in elems]
             rows.append((first, acc))
         for i in order:
-            acc = self.fn.run(xp, store, acc + [e[i] for e in elems] + captures)
+            acc = fn(acc + [e[i] for e in elems])
             rows.append((i, acc))
         return tuple(acc) if self.mode == "fold" else self._stacked(xp, rows)
 

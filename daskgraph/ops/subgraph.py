@@ -29,7 +29,8 @@ refused: their effect would be hidden inside one op.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -38,7 +39,7 @@ from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError, OpError, UnimplementedError
 from daskgraph.graph import Graph, Operation, Shape, Tensor, get_default_graph
 from daskgraph.graph import _name_scope as graph_name_scope
-from daskgraph.ops.registry import lookup
+from daskgraph.ops.registry import ArrayFunction, lookup
 from daskgraph.scopes import colocate_with
 
 __all__ = ["Compiled", "Step", "Subgraph", "Tracer"]
@@ -68,6 +69,7 @@ class Subgraph:
     steps: tuple[Step, ...]
     outputs: tuple[int, ...]
     n_slots: int
+    n_params: int
 
     @property
     def stateful(self) -> bool:
@@ -75,30 +77,75 @@ class Subgraph:
         return any(step.stateful for step in self.steps)
 
     def run(self, xp: Any, store: Any, values: Sequence[Any]) -> list[Any]:
-        """The function's results for ``values`` (arguments, then captured values), with the
-        kernels of the array module ``xp`` (``store``: the worker's variable store, for
-        stateful steps). A kernel's failure names its op."""
-        slots = list(values)
-        slots.extend([None] * (self.n_slots - len(slots)))
+        """The function's results for ``values`` (arguments, then captured values); see
+        :meth:`bind`."""
+        return self.bind(xp, store, values[self.n_params :])(values[: self.n_params])
+
+    def bind(
+        self, xp: Any, store: Any, captured: Sequence[Any]
+    ) -> Callable[[Sequence[Any]], list[Any]]:
+        """The function of its arguments alone, for the ``captured`` values, with the kernels
+        of the array module ``xp`` (``store``: the worker's variable store, for stateful
+        steps). Steps that read no argument (constants, a captured weight's transpose) run
+        here, once, not on every call. A kernel's failure names its op."""
         gpu = xp.__name__ != "numpy"
+        base: list[Any] = [None] * self.n_slots
+        base[self.n_params : self.n_params + len(captured)] = captured
+        known = set(range(self.n_params, self.n_params + len(captured)))
+        steps = []
         for step in self.steps:
-            kernel = step.gpu_kernel if gpu and step.gpu_kernel is not None else step.kernel
-            args = [slots[a] for a in step.args]
-            try:
-                if step.stateful:
-                    result = kernel(xp, store, *args, **step.attrs)
+            fn = _bound(step, xp, store, gpu)
+            if not step.stateful and all(a in known for a in step.args):
+                try:
+                    result = fn(*[base[a] for a in step.args])
+                except Exception:  # it raises again where the step runs, if it does
+                    pass
                 else:
-                    result = kernel(xp, *args, **step.attrs)
-            except OpError:
-                raise
-            except Exception as exc:
-                raise InvalidArgumentError(
-                    f"{step.op_name} ({step.op_type}) failed: {type(exc).__name__}: {exc}",
-                    op=step.op_name,
-                ) from exc
-            if step.out >= 0:
-                slots[step.out] = result
-        return [slots[s] for s in self.outputs]
+                    if step.out >= 0:
+                        base[step.out] = result
+                        known.add(step.out)
+                    continue
+            steps.append((fn, step.args, step.out, step))
+        outputs, n_params = self.outputs, self.n_params
+
+        def call(params: Sequence[Any]) -> list[Any]:
+            slots = base.copy()
+            slots[:n_params] = params
+            for fn, args, out, step in steps:
+                try:
+                    result = fn(*[slots[a] for a in args])
+                except OpError:
+                    raise
+                except Exception as exc:
+                    error = _failed(step, exc)
+                    if error is exc:
+                        raise
+                    raise error from exc
+                if out >= 0:
+                    slots[out] = result
+            return [slots[s] for s in outputs]
+
+        return call
+
+
+def _bound(step: Step, xp: Any, store: Any, gpu: bool) -> Callable[..., Any]:
+    """The step's kernel as a function of its inputs alone."""
+    kernel = step.gpu_kernel if gpu and step.gpu_kernel is not None else step.kernel
+    if step.stateful:
+        return functools.partial(kernel, xp, store, **step.attrs)
+    if isinstance(kernel, ArrayFunction) and not step.attrs:
+        return getattr(xp, kernel.name)
+    return functools.partial(kernel, xp, **step.attrs)
+
+
+def _failed(step: Step, exc: Exception) -> Exception:
+    """A step's failure, naming its op; out-of-memory errors pass on as they are (the
+    owning op's failure reports them as such)."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return exc
+    return InvalidArgumentError(
+        f"{step.op_name} ({step.op_type}) failed: {type(exc).__name__}: {exc}", op=step.op_name
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +288,8 @@ class Tracer:
             gpu_kernel = opdef.gpu_kernel
             step = Step(op.name, op.type, opdef.kernel, gpu_kernel, op.attrs, args, out, False)
             steps.append(step._replace(stateful=opdef.stateful))
-        return Subgraph(tuple(steps), tuple(slot[t] for t in outputs), len(slot))
+        outs = tuple(slot[t] for t in outputs)
+        return Subgraph(tuple(steps), outs, len(slot), len(self._params))
 
     def device_types(self, compiled: Compiled) -> set[str]:
         """The device types with a kernel for every op of the compiled subgraphs."""

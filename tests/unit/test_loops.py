@@ -212,3 +212,18 @@ def test_compat_names(graph):
         foldl,
         foldr,
     )
+
+
+def test_ops_reading_no_loop_variable_run_once_and_fail_only_when_reached(graph):
+    m = dg.placeholder(dg.float32, [None, None])
+    n = dg.placeholder(dg.int32, [])
+    total = while_loop(
+        lambda i, v: i < n, lambda i, v: (i + 1, v + dg.reduce_sum(dg.matmul(m, m))), (0, 0.0)
+    )[1]
+    square = np.full((2, 2), 0.5, np.float32)
+    with dg.Session() as sess:
+        assert sess.run(total, {m: square, n: 3}) == 6.0
+        wide = np.ones((2, 3), np.float32)  # matmul(m, m) fails, in the body only
+        assert sess.run(total, {m: wide, n: 0}) == 0.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="body/MatMul"):
+            sess.run(total, {m: wide, n: 1})
