@@ -887,7 +887,8 @@ def test_variable_builds_tf1_ops() -> None:
     assert v.name == "v:0"
     assert v.initializer is ops["v/Assign"]
     assert v.value() is ops["v/read"].outputs[0]
-    assert v.read_value() is v.value()
+    again = v.read_value()  # a new read each call, as TF1's (control dependencies apply)
+    assert again is not v.value() and again.op.type == "Identity" and again.op.inputs == (v._ref(),)
     assert v.initial_value is ops["v/initial_value"].outputs[0]
     assert (v.dtype, v.shape) == (dg.float32, (2,))
     assert dg.global_variables(g) == [v]
