@@ -331,3 +331,20 @@ def test_run_step_fn() -> None:
             pytest.raises(ValueError, match="`step_fn` may either have one `step_context`"),
         ):
             other.run_step_fn(lambda context: None)
+
+
+@pytest.mark.virtual_gpus(1)
+def test_master_is_the_session_target(dg_client) -> None:
+    address = dg_client.scheduler.address
+    with dg.Graph().as_default():
+        with dg.device("/gpu:0"):
+            w, _, _, train = _model()
+        hooks = [StopAtStepHook(last_step=2)]
+        with SingularMonitoredSession(hooks=hooks, master=address) as sess:
+            session = sess.raw_session()
+            assert session.client.scheduler.address == address
+            assert any(d.device_type == "GPU" for d in session.list_devices())
+            value = sess.run(w)
+            while not sess.should_stop():
+                sess.run(train)
+    np.testing.assert_allclose(value, [1.0, -2.0])
