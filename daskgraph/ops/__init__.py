@@ -21,6 +21,10 @@ the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uniniti
 :mod:`~daskgraph.ops.indexing` (``gather_nd``, ``boolean_mask``, ``reverse``, ...),
 :mod:`~daskgraph.ops.sorting` (``sort``, ``unique``, ``dynamic_partition``, ...) and
 :mod:`~daskgraph.ops.scatter` (``scatter_nd``, ``tensor_scatter_*``, variable scatters).
+:mod:`~daskgraph.ops.script_ops` calls Python (``py_func``), :mod:`~daskgraph.ops.loops`
+loops (``while_loop``, ``map_fn``, ``scan``, folds) over functions traced by
+:mod:`~daskgraph.ops.subgraph`, and :mod:`~daskgraph.ops.dataset_ops` runs ``tf.data``
+pipelines; ops with several results bundle them (:mod:`~daskgraph.ops.bundle`).
 Training: :mod:`~daskgraph.ops.training` and :mod:`~daskgraph.ops.training_more` (the
 optimizers' fused updates); :mod:`~daskgraph.ops.summary_ops` the TensorBoard summaries.
 """
