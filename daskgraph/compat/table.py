@@ -158,10 +158,6 @@ DIFFERENCES: dict[str, str] = {
     "gather_nd": "`batch_dims` must be 0",
     "space_to_depth": "NHWC only",
     "depth_to_space": "NHWC only",
-    "scatter_mul": "no GPU kernel: a variable on a GPU needs soft placement (it then lives on the "
-    "CPU)",
-    "scatter_div": "no GPU kernel: a variable on a GPU needs soft placement (it then lives on the "
-    "CPU)",
     "linalg.lstsq": "always the fast path (Cholesky on the regularised normal equations), as "
     "with `fast=True`; the matrix's size must be known when the graph is built",
     "layers.Layer": "no `input_spec`, `get_weights`/`set_weights`, `losses`/`updates` per "

@@ -5,7 +5,7 @@ with their gradients.
 Indices are checked when the op runs, as TensorFlow's CPU kernels check them: one out of range
 fails the run with TensorFlow's message. The gradients of the gathering ops add the incoming
 gradient into zeros of the input's runtime shape at the gathered places (repeated places adding
-up): ``numpy.add.at`` on a CPU, ``cupyx.scatter_add`` on a GPU (:func:`scatter_add_into`).
+up): ``numpy.add.at`` on a CPU, ``cupyx.scatter_add`` on a GPU (:func:`scatter_into`).
 
 >>> import daskgraph as dg
 >>> with dg.Graph().as_default():
@@ -39,28 +39,37 @@ __all__ = [
     "gather_nd",
     "reverse",
     "reverse_sequence",
-    "scatter_add_into",
+    "scatter_into",
     "sequence_mask",
     "space_to_depth",
 ]
 
 INDEX_DTYPES = frozenset({dtypes.int32, dtypes.int64})
+_CUPY_ATOMICS = {"add": "scatter_add", "maximum": "scatter_max", "minimum": "scatter_min"}
 _NUMERIC_GRAD = dtypes.NUMERIC  # the gradients' kernels add numbers
 
 
 # -- kernels --------------------------------------------------------------------------------------
-def scatter_add_into(xp: Any, out: Any, index: Any, updates: Any) -> Any:
-    """``out[index] += updates``, repeated places adding up; returns ``out``.
+def scatter_into(xp: Any, out: Any, index: tuple, updates: Any, ufunc: str = "add") -> Any:
+    """``out[index] = ufunc(out[index], updates)`` with repeated places accumulating, as
+    ``numpy.<ufunc>.at``; returns ``out``. CuPy's atomics (``cupyx.scatter_add/max/min`` for
+    float32, float64 and int32) do it on a GPU; other dtypes and ufuncs go through the host.
 
-    >>> scatter_add_into(np, np.zeros(3), (np.array([0, 0, 2]),), np.array([1.0, 2.0, 5.0]))
+    >>> scatter_into(np, np.zeros(3), (np.array([0, 0, 2]),), np.array([1.0, 2.0, 5.0]))
     array([3., 0., 5.])
     """
     if xp is np:
-        np.add.at(out, index, updates)
-    else:  # CuPy: atomic adds
-        import cupyx
+        getattr(np, ufunc).at(out, index, updates)
+        return out
+    if ufunc in _CUPY_ATOMICS and out.dtype.name in ("float32", "float64", "int32"):
+        import cupyx  # only on CuPy workers
 
-        cupyx.scatter_add(out, index, xp.asarray(updates))
+        values = xp.broadcast_to(xp.asarray(updates, dtype=out.dtype), out[index].shape)
+        getattr(cupyx, _CUPY_ATOMICS[ufunc])(out, index, values)
+        return out
+    host = xp.asnumpy(out)
+    scatter_into(np, host, tuple(xp.asnumpy(i) for i in index), xp.asnumpy(updates), ufunc)
+    out[...] = xp.asarray(host)
     return out
 
 
@@ -94,7 +103,7 @@ def _gather_nd_grad_kernel(xp, grad, params, indices):
     index = nd_index(xp, params.shape, indices, "gather_nd")
     if not index:
         return out + xp.asarray(grad).reshape((-1, *params.shape)).sum(axis=0)
-    return scatter_add_into(xp, out, index, grad)
+    return scatter_into(xp, out, index, grad)
 
 
 def _batch_index(xp: Any, params: Any, indices: Any) -> tuple[Any, ...]:
@@ -119,7 +128,7 @@ def _batch_gather_kernel(xp, params, indices):
 def _batch_gather_grad_kernel(xp, grad, params, indices):
     index = _batch_index(xp, params, indices)
     index = tuple(xp.broadcast_to(i, indices.shape) for i in index)
-    return scatter_add_into(xp, xp.zeros(params.shape, dtype=grad.dtype), index, grad)
+    return scatter_into(xp, xp.zeros(params.shape, dtype=grad.dtype), index, grad)
 
 
 def _mask_index(x: Any, mask: Any, axis: int) -> tuple[Any, ...]:

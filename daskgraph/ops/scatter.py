@@ -23,14 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from daskgraph import dtypes
 from daskgraph.gradients import no_gradient, register_gradient
 from daskgraph.graph import Operation, Shape, Tensor, new_tensor
 from daskgraph.ops.array import cast, convert_to_tensor, identity
 from daskgraph.ops.fill_ops import runtime_shape, shape_argument, zeros_like
-from daskgraph.ops.indexing import INDEX_DTYPES, gather_nd, nd_index, scatter_add_into
+from daskgraph.ops.indexing import INDEX_DTYPES, gather_nd, nd_index, scatter_into
 from daskgraph.ops.logic import equal
 from daskgraph.ops.math import negative
 from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
@@ -57,8 +55,7 @@ __all__ = [
 ]
 
 _NO_STRINGS = CPU_ALL - {dtypes.string}
-# GPU atomics (cupyx.scatter_add/max/min) for float32/float64 (int32/int64 for the indices)
-_GPU_ATOMIC = frozenset({dtypes.float32, dtypes.float64}) | INDEX_DTYPES
+_UFUNCS = {"add": "add", "max": "maximum", "min": "minimum", "mul": "multiply"}
 
 
 # -- kernels --------------------------------------------------------------------------------------
@@ -67,19 +64,16 @@ def _apply(xp: Any, mode: str, out: Any, index: tuple, updates: Any) -> Any:
     updates = xp.asarray(updates, dtype=out.dtype)
     if mode == "update":
         out[index] = updates
-    elif mode in ("add", "sub"):
-        scatter_add_into(xp, out, index, updates if mode == "add" else -updates)
-    elif xp is not np and mode in ("max", "min"):
-        import cupyx
-
-        target = out[index]
-        getattr(cupyx, f"scatter_{mode}")(out, index, xp.broadcast_to(updates, target.shape))
-    else:  # NumPy's ufunc.at: maximum, minimum, multiply, divide
-        ufunc = {"max": np.maximum, "min": np.minimum, "mul": np.multiply, "div": np.divide}[mode]
-        if mode == "div" and out.dtype.kind in "iu":
-            ufunc = np.floor_divide
-        ufunc.at(out, index, updates)
-    return out
+        return out
+    if mode == "sub":
+        return scatter_into(xp, out, index, -updates)
+    if mode == "div" and out.dtype.kind in "iu":  # TensorFlow's integer division truncates
+        divisors = scatter_into(xp, xp.ones(out.shape, out.dtype), index, updates, "multiply")
+        out[...] = xp.abs(out) // xp.abs(divisors) * xp.sign(out) * xp.sign(divisors)
+        return out
+    if mode == "div":
+        return scatter_into(xp, out, index, updates, "divide")
+    return scatter_into(xp, out, index, updates, _UFUNCS[mode])
 
 
 def _first_axis_index(xp: Any, shape: tuple[int, ...], indices: Any) -> tuple[Any]:
@@ -129,23 +123,15 @@ _TENSOR_OPS = {
 }  # fmt: skip
 
 
-def _gpu_dtypes(mode: str) -> frozenset | None:
-    """The GPU's dtypes for an update ``mode``: any for plain updates, atomics' for the rest;
-    none for ``mul``/``div`` (CuPy has no scatter of those)."""
-    if mode in ("mul", "div"):
-        return None
-    return GPU_NUMERIC if mode == "update" else _GPU_ATOMIC
-
-
 for _type, _mode in _VARIABLE_OPS.items():
-    _cpu = dtypes.NUMERIC if _mode != "update" else _NO_STRINGS
-    register(_type, _variable_scatter_kernel, cpu=_cpu, gpu=_gpu_dtypes(_mode), stateful=True,
-             ref_inputs=(0,))  # fmt: skip
+    _kinds = _NO_STRINGS if _mode == "update" else dtypes.NUMERIC
+    register(_type, _variable_scatter_kernel, cpu=_kinds, gpu=_kinds & GPU_NUMERIC,
+             stateful=True, ref_inputs=(0,))  # fmt: skip
     no_gradient(_type)
 for _type, _mode in _TENSOR_OPS.items():
-    _cpu = dtypes.NUMERIC if _mode != "update" else _NO_STRINGS
-    register(_type, _tensor_scatter_kernel, cpu=_cpu, gpu=_gpu_dtypes(_mode))
-register("ScatterNd", _scatter_nd_kernel, cpu=dtypes.NUMERIC, gpu=_GPU_ATOMIC)
+    _kinds = _NO_STRINGS if _mode == "update" else dtypes.NUMERIC
+    register(_type, _tensor_scatter_kernel, cpu=_kinds, gpu=_kinds & GPU_NUMERIC)
+register("ScatterNd", _scatter_nd_kernel, cpu=dtypes.NUMERIC, gpu=dtypes.NUMERIC)
 
 
 # -- shapes ---------------------------------------------------------------------------------------
@@ -239,14 +225,15 @@ def scatter_sub(
 def scatter_mul(
     ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None
 ) -> Tensor:
-    """Multiply the rows ``indices`` of the variable ``ref`` by ``updates`` (CPU only)."""
+    """Multiply the rows ``indices`` of the variable ``ref`` by ``updates``."""
     return _variable_scatter("ScatterMul", ref, indices, updates, name, "scatter_mul")
 
 
 def scatter_div(
     ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None
 ) -> Tensor:
-    """Divide the rows ``indices`` of the variable ``ref`` by ``updates`` (CPU only)."""
+    """Divide the rows ``indices`` of the variable ``ref`` by ``updates`` (integers truncated
+    toward zero, as TensorFlow's)."""
     return _variable_scatter("ScatterDiv", ref, indices, updates, name, "scatter_div")
 
 
@@ -270,6 +257,7 @@ def scatter_nd_update(
     """Store ``updates`` at the coordinates in the last axis of ``indices`` of ``ref``.
 
     >>> import daskgraph as dg
+    >>> import numpy as np
     >>> with dg.Graph().as_default():
     ...     v = dg.Variable(np.zeros((2, 2)))
     ...     up = scatter_nd_update(v, [[0, 1], [1, 0]], [5.0, 6.0])

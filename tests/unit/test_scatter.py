@@ -4,12 +4,15 @@ signatures), their errors, and a variable on a virtual GPU."""
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.gradient_check import check_gradients
+from daskgraph.ops.indexing import scatter_into
 
 RNG = np.random.default_rng(5)
 
@@ -92,6 +95,15 @@ def test_scatter_ops_update_the_variable_across_runs():
             assert sess.run(v).tolist() == [[4.0, 5.0], [100.0, 50.0], [-1.0, 8.0]]
 
 
+def test_integer_scatter_div_truncates_as_tensorflow():
+    with dg.Graph().as_default():
+        v = dg.Variable([-7, 7, 9, 100])
+        div = tf.scatter_div(v, [0, 1, 2, 3, 3], [2, -2, 2, 3, -4])
+        with dg.Session() as sess:
+            sess.run(v.initializer)
+            assert sess.run(div).tolist() == [-3, -3, 4, -8]  # TensorFlow's first three
+
+
 def test_scatter_nd_variable_updates():
     with dg.Graph().as_default():
         v = dg.Variable(np.zeros((2, 3), np.int32))
@@ -140,3 +152,12 @@ def test_variable_scatter_on_a_virtual_gpu(dg_session):
     placed = {o.name: o.assigned for o in dg_session.placement(add, {rows: [0]}).ops}
     assert "GPU" in placed[add.op.name].upper()
     assert dg_session.run(v).tolist() == [[2, 2], [0, 0], [0, 0], [4, 4]]
+
+
+def test_scatter_into_goes_through_the_host_for_what_cupy_cannot_scatter():
+    device = types.SimpleNamespace(asnumpy=np.array, asarray=np.asarray)  # copies, as CuPy
+    out = np.array([1, 2, 3], dtype=np.int64)
+    assert scatter_into(device, out, (np.array([0, 0, 2]),), np.array([5, 5, 1])) is out
+    assert out.tolist() == [11, 2, 4]
+    scatter_into(device, out, (np.array([1, 1]),), np.array([3, 2]), "multiply")
+    assert out.tolist() == [11, 12, 4]
