@@ -133,6 +133,33 @@ class Dataset:
         return Dataset(_Leaf(None), [(dtype, ())], (), lambda index: stage)
 
     @staticmethod
+    def from_generator(
+        generator: Callable[..., Any],
+        output_types: Any,
+        output_shapes: Any = None,
+        args: Any = None,
+    ) -> Dataset:
+        """The elements ``generator(*args)`` yields, called on the CPU worker each time the
+        iterator starts (pickled there with cloudpickle when it lives in another process), of
+        the structure and dtypes ``output_types`` (and ``output_shapes``, default unknown).
+        ``args`` are tensors or values, given to it as NumPy values."""
+        if not callable(generator):
+            raise TypeError("from_generator: generator must be a callable")
+        template, specs = _declared(output_types, output_shapes, "from_generator")
+        parts, captures = [], []
+        if args is not None:
+            _, parts, _, captures = _components(tuple(args), "from_generator args")
+        shallow = nest.map_structure(lambda _: 0, template)
+        numpy_types = tuple(d.numpy for d, _ in specs)
+        shapes = tuple(s for _, s in specs)
+
+        def build(index: Callable[[Tensor], int]) -> stages.Stage:
+            given = tuple(stages.Captured(index(p)) if isinstance(p, Tensor) else p for p in parts)
+            return stages.Generator(generator, given, shallow, numpy_types, shapes)
+
+        return Dataset(template, specs, captures, build)
+
+    @staticmethod
     def zip(datasets: Any) -> Dataset:
         """Elements side by side: a (nested) tuple or dict of datasets gives elements of that
         structure; it ends with the shortest."""
@@ -210,6 +237,18 @@ class Dataset:
     def skip(self, count: int) -> Dataset:
         """All elements but the first ``count`` (none for -1)."""
         return self._then(None, lambda stage: stages.Skip(stage, int(count)))
+
+    def unbatch(self) -> Dataset:
+        """Each element's components split along their first dimension, one element a row."""
+        for _, shape in self._specs:
+            if shape is not None and len(shape) == 0:
+                raise ValueError("unbatch: the components must have rank >= 1")
+        specs = [(d, None if s is None else tuple(s[1:])) for d, s in self._specs]
+        return self._then(specs, stages.Unbatch)
+
+    def enumerate(self, start: int = 0) -> Dataset:
+        """``(index, element)`` pairs, the index (int64) counting from ``start``."""
+        return Dataset.zip((Dataset.range(int(start), 2**63 - 1), self))
 
     def prefetch(self, buffer_size: int) -> Dataset:
         """The same elements (elements are made when a run asks for one)."""
@@ -338,6 +377,19 @@ def _components(tensors: Any, where: str) -> tuple[Any, list[Any], list[Spec], l
     return blank, parts, specs, captures
 
 
+def _declared(types: Any, shapes: Any, where: str) -> tuple[Any, list[Spec]]:
+    """The structure (with blank leaves) and specs of declared ``output_types`` and
+    ``output_shapes`` (default: unknown shapes)."""
+    template = _template(types)
+    found = [dtypes.as_dtype(t) for t in _leaves(template)]
+    if shapes is None:
+        given: list[Any] = [None] * len(found)
+    else:
+        given = nest.flatten_up_to(nest.map_structure(lambda _: 0, template), shapes)
+    specs = [(t, as_shape(s, where)) for t, s in zip(found, given, strict=True)]
+    return nest.pack_sequence_as(template, [_Leaf(None)] * len(found)), specs
+
+
 def _parts_builder(kind: type, parts: list[Any]) -> Builder:
     def build(index: Callable[[Tensor], int]) -> stages.Stage:
         return kind(tuple(stages.Captured(index(p)) if isinstance(p, Tensor) else p for p in parts))
@@ -389,16 +441,7 @@ class Iterator:
     ) -> Iterator:
         """An iterator over no dataset yet, for elements of ``output_types`` (and
         ``output_shapes``, default unknown); :meth:`make_initializer` gives it one."""
-        template = _template(output_types)
-        types = [dtypes.as_dtype(t) for t in _leaves(template)]
-        if output_shapes is None:
-            shapes: list[Any] = [None] * len(types)
-        else:
-            shapes = nest.flatten_up_to(nest.map_structure(lambda _: 0, template), output_shapes)
-        specs = [
-            (t, as_shape(s, "Iterator.from_structure")) for t, s in zip(types, shapes, strict=True)
-        ]
-        return Iterator(nest.pack_sequence_as(template, [_Leaf(None)] * len(types)), specs)
+        return Iterator(*_declared(output_types, output_shapes, "Iterator.from_structure"))
 
     @property
     def initializer(self) -> Operation:

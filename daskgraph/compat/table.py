@@ -126,12 +126,12 @@ DIFFERENCES: dict[str, str] = {
     "scan": "as `map_fn`: one op, no gradients",
     "foldl": "as `map_fn`: one op, no gradients",
     "foldr": "as `map_fn`: one op, no gradients",
-    "data.Dataset": "`from_tensor_slices`, `from_tensors`, `range`, `zip`, `batch`, `repeat`, "
-    "`shuffle`, `map`, `filter`, `take`, `skip`, `concatenate`, `apply`, `prefetch`/`cache` "
-    "(no-ops: `cache` does not keep a shuffled epoch's order) and the iterators only (no file "
-    "readers, `padded_batch`, `interleave`, `flat_map`, ...); `map`/`filter` functions are "
-    "traced once, run on the CPU worker and may not create or update variables; shuffled "
-    "orders differ from TensorFlow's",
+    "data.Dataset": "`from_tensor_slices`, `from_tensors`, `from_generator`, `range`, `zip`, "
+    "`batch`, `unbatch`, `repeat`, `shuffle`, `map`, `filter`, `take`, `skip`, `concatenate`, "
+    "`enumerate`, `apply`, `prefetch`/`cache` (no-ops: `cache` does not keep a shuffled "
+    "epoch's order) and the iterators only (no file readers, `padded_batch`, `interleave`, "
+    "`flat_map`, ...); `map`/`filter` functions are traced once, run on the CPU worker and may "
+    "not create or update variables; shuffled orders differ from TensorFlow's",
     "data.Iterator": "no string handles (`from_string_handle`, `string_handle`), no "
     "`get_next_as_optional`",
     "eye": "sizes and `batch_shape` must be known when the graph is built",

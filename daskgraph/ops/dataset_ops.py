@@ -34,10 +34,16 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError
+from daskgraph import dtypes, nest
+from daskgraph.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    OpError,
+    OutOfRangeError,
+)
 from daskgraph.gradients import no_gradient
 from daskgraph.ops.registry import CPU_ALL, register
+from daskgraph.ops.script_ops import python_error
 from daskgraph.ops.subgraph import Subgraph
 
 __all__ = [
@@ -46,6 +52,7 @@ __all__ = [
     "Concatenate",
     "Context",
     "Filter",
+    "Generator",
     "IteratorState",
     "Map",
     "Range",
@@ -56,6 +63,7 @@ __all__ = [
     "Stage",
     "Take",
     "Tensors",
+    "Unbatch",
     "Zip",
 ]
 
@@ -191,7 +199,11 @@ def _stacked(values: Sequence[Any], where: str) -> np.ndarray:
             f"{where}: cannot batch components of different shapes {sorted(shapes)}",
             op="BatchDataset",
         )
-    return np.stack(values)
+    stacked = np.stack(values)
+    if stacked.dtype.kind in "SU":  # strings stay objects (bytes), as a string tensor's are
+        stacked = np.empty(len(values), dtype=object)
+        stacked[:] = list(values)
+    return stacked
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +337,72 @@ class Zip(Stage):
             yield tuple(v for part in parts for v in part)
 
 
+@dataclass(frozen=True, slots=True)
+class Unbatch(Stage):
+    """Each element's components split along their first dimension, one element per row."""
+
+    input: Stage
+
+    def elements(self, ctx: Context) -> Iterator[Element]:
+        """The rows."""
+        for element in self.input.elements(ctx):
+            yield from Slices(element).elements(ctx)
+
+
+@dataclass(frozen=True, slots=True)
+class Generator(Stage):
+    """``from_generator``: what ``generator(*args)`` yields, each element flattened along
+    ``template`` and its components converted to ``dtypes`` (NumPy dtypes), checked against
+    the static ``shapes``."""
+
+    generator: Any
+    args: tuple
+    template: Any
+    dtypes: tuple
+    shapes: tuple
+
+    def elements(self, ctx: Context) -> Iterator[Element]:
+        """The generator's elements."""
+        args = [np.asarray(_value(p, ctx))[()] for p in self.args]
+        for value in self.generator(*args):
+            try:
+                parts = nest.flatten_up_to(self.template, value)
+            except ValueError:
+                raise InvalidArgumentError(
+                    "TypeError: `generator` yielded an element that did not match the expected "
+                    f"structure. The expected structure was {self.template!r}, but the yielded "
+                    f"element was {value!r}.",
+                    op="from_generator",
+                ) from None
+            items = zip(parts, self.dtypes, self.shapes, strict=True)
+            yield tuple(self._component(*item) for item in items)
+
+    @staticmethod
+    def _component(value: Any, dtype: Any, shape: tuple | None) -> Any:
+        wanted = dtypes.as_dtype(dtype)
+        try:
+            if wanted is dtypes.string:
+                array = dtypes.strings_as_bytes(np.asarray(value, dtype=object))
+            else:
+                array = dtypes.cast_exactly(np.asarray(value), wanted)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(
+                f"TypeError: `generator` yielded an element that could not be converted to the "
+                f"expected type {wanted.name}: {value!r} ({exc})",
+                op="from_generator",
+            ) from None
+        if shape is not None and (
+            array.ndim != len(shape)
+            or any(d not in (None, n) for d, n in zip(shape, array.shape, strict=True))
+        ):
+            raise InvalidArgumentError(
+                f"TypeError: `generator` yielded an element of shape {array.shape} where an "
+                f"element of shape {tuple(shape)} was expected.",
+                op="from_generator",
+            )
+        return array[()] if array.ndim == 0 else array
+
+
 # -- the iterator's state and ops -----------------------------------------------------------------
 class IteratorState:
     """An iterator's position in its pipeline, kept on the worker for the session."""
@@ -351,6 +429,10 @@ class IteratorState:
             return next(self.elements)
         except StopIteration:
             raise OutOfRangeError(f"End of sequence\n\t [[{{{{node {name}}}}}]]", op=name) from None
+        except OpError:
+            raise
+        except Exception as exc:  # a generator's own error, as a py_func's
+            raise python_error(exc, name) from exc
 
 
 def _state(store: Any, key: str) -> IteratorState:

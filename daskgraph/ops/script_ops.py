@@ -50,7 +50,7 @@ from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.bundle import unbundle
 from daskgraph.ops.registry import CPU_ALL, register
 
-__all__ = ["numpy_function", "py_func"]
+__all__ = ["numpy_function", "py_func", "python_error"]
 
 #: TensorFlow's names of dtypes in its messages (``DataTypeString``)
 _TF_NAMES = {"float16": "half", "float32": "float", "float64": "double"}
@@ -80,7 +80,7 @@ def _call(func: Callable[..., Any], inputs: tuple, tout: tuple[str, ...], name: 
     try:
         result = func(*args)
     except Exception as exc:
-        raise _error(exc, name) from exc
+        raise python_error(exc, name) from exc
     if result is None:
         values = []
     else:
@@ -133,8 +133,14 @@ def _tf_name(dtype: np.dtype) -> str:
     return _TF_NAMES.get(name, name)
 
 
-def _error(exc: Exception, name: str) -> Exception:
-    """The TensorFlow error for ``exc`` raised by the function of op ``name``."""
+def python_error(exc: Exception, name: str) -> Exception:
+    """The TensorFlow error for ``exc``, raised by Python code op ``name`` called (its
+    function, a dataset's generator), as TensorFlow's PyFunc kernel reports it.
+
+    >>> error = python_error(ValueError("bad"), "PyFunc")
+    >>> type(error).__name__, str(error).splitlines()[0], error.op
+    ('InvalidArgumentError', 'ValueError: bad', 'PyFunc')
+    """
     kind = next((error for types, error in _ERRORS if isinstance(exc, types)), UnknownError)
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return kind(

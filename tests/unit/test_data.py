@@ -213,3 +213,46 @@ def test_compat_namespace(graph):
         assert [(e["a"], e["b"].tolist()) for e in drain(sess, element)] == [(1.0, [1]), (2.0, [2])]
     with pytest.raises(ValueError, match="Dimensions 3 and 4 are not compatible"):
         tf.data.Dataset.from_tensor_slices((np.zeros(3), np.zeros(4)))
+
+
+def test_from_generator_unbatch_and_enumerate_as_tensorflow(graph):
+    def pairs(n):
+        for i in range(n):
+            yield i, [i] * 2
+
+    count = dg.placeholder(dg.int64, [])
+    generated = Dataset.from_generator(
+        pairs, (dg.int64, dg.float32), (tf.TensorShape([]), tf.TensorShape([2])), args=(count,)
+    )
+    assert generated.output_shapes == (tf.TensorShape([]), tf.TensorShape([2]))
+    it = generated.make_initializable_iterator()
+    element = it.get_next()
+    rows = Dataset.from_tensor_slices(np.arange(6).reshape(3, 2)).unbatch()
+    named = Dataset.from_tensor_slices(["a", "b", "c"]).enumerate(5).batch(2)
+    assert rows.output_shapes == tf.TensorShape([]) and named.output_types == (dg.int64, dg.string)
+    with dg.Session() as sess:
+        sess.run(it.initializer, {count: 3})
+        got = drain(sess, element)
+        flat = drain(sess, rows.make_one_shot_iterator().get_next())
+        batches = drain(sess, named.make_one_shot_iterator().get_next())
+    assert [(i, v.tolist()) for i, v in got] == [(0, [0.0, 0.0]), (1, [1.0, 1.0]), (2, [2.0, 2.0])]
+    assert got[0][1].dtype == np.float32 and flat == [0, 1, 2, 3, 4, 5]
+    assert [(i.tolist(), s.tolist()) for i, s in batches] == [([5, 6], [b"a", b"b"]), ([7], [b"c"])]
+    assert batches[0][1].dtype == object  # strings stay bytes objects, as TensorFlow's
+
+
+@pytest.mark.parametrize(
+    ("generator", "shape", "error", "message"),
+    [  # TensorFlow 2.21 raises InvalidArgumentError with these TypeErrors' words
+        (lambda: iter([[1, 2], [3]]), [2], tf.errors.InvalidArgumentError,
+         r"yielded an element of shape \(1,\) where an element of shape \(2,\) was expected"),
+        (lambda: iter([1.5]), None, tf.errors.InvalidArgumentError,
+         "could not be converted to the expected type int32"),
+        (lambda: (1 / 0 for _ in range(2)), None, tf.errors.UnknownError, "ZeroDivisionError"),
+    ],
+)  # fmt: skip
+def test_from_generator_errors(graph, generator, shape, error, message):
+    element = Dataset.from_generator(generator, dg.int32, shape).make_one_shot_iterator()
+    value = element.get_next()
+    with dg.Session() as sess, pytest.raises(error, match=message):
+        drain(sess, value)
