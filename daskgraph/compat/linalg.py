@@ -1,16 +1,17 @@
 """``tf.linalg``'s names for daskgraph's linear algebra ops (:mod:`daskgraph.ops.matrix`,
-:mod:`daskgraph.ops.linalg`, :mod:`daskgraph.ops.einsum`), and ``tf.linalg.matmul``, which is
-``tf.matmul`` with TF1's arguments. What ``tf.linalg`` has and daskgraph does not (``lu``,
-``expm``, the ``LinearOperator`` classes, ...) is absent.
+:mod:`daskgraph.ops.linalg`, :mod:`daskgraph.ops.einsum`, and the norms), and
+``tf.linalg.matmul``/``norm``, which are ``tf.matmul``/``tf.norm`` with TF1's arguments. What
+``tf.linalg`` has and daskgraph does not (``lu``, ``expm``, the ``LinearOperator`` classes, ...)
+is absent.
 
 >>> import daskgraph.compat.v1 as tf
->>> tf.linalg.inv is tf.matrix_inverse and tf.linalg.matmul is tf.matmul
+>>> tf.linalg.inv is tf.matrix_inverse and tf.linalg.norm is tf.norm
 True
 """
 
-from daskgraph import nn as _nn
-from daskgraph import ops as _ops
 from daskgraph.compat._signatures import matmul
+from daskgraph.compat.math import norm  # TF1's signature (keep_dims)
+from daskgraph.nn import l2_normalize
 from daskgraph.ops.einsum import einsum, tensordot
 from daskgraph.ops.linalg import (
     adjoint,
@@ -40,6 +41,7 @@ from daskgraph.ops.matrix import matrix_diag as diag
 from daskgraph.ops.matrix import matrix_diag_part as diag_part
 from daskgraph.ops.matrix import matrix_set_diag as set_diag
 from daskgraph.ops.matrix import matrix_transpose as transpose
+from daskgraph.ops.norms import global_norm
 
 __all__ = [
     "adjoint",
@@ -54,13 +56,16 @@ __all__ = [
     "eigvalsh",
     "einsum",
     "eye",
+    "global_norm",
     "inv",
+    "l2_normalize",
     "logdet",
     "lstsq",
     "matmul",
     "matrix_rank",
     "matrix_transpose",
     "matvec",
+    "norm",
     "pinv",
     "qr",
     "set_diag",
@@ -74,9 +79,3 @@ __all__ = [
     "transpose",
     "triangular_solve",
 ]
-
-# the norms are other modules'; tf.linalg has them once daskgraph does
-for _owner, _name in ((_ops, "norm"), (_ops, "global_norm"), (_nn, "l2_normalize")):
-    if hasattr(_owner, _name):
-        globals()[_name] = getattr(_owner, _name)
-        __all__.append(_name)
