@@ -28,13 +28,13 @@ __all__ = [
 ]
 
 
-def is_nested(value: Any) -> bool:
-    """Whether ``value`` is a structure (a tuple, list or dict) rather than a leaf.
+def is_nested(seq: Any) -> bool:
+    """Whether ``seq`` is a structure (a tuple, list or dict) rather than a leaf.
 
     >>> is_nested([1]), is_nested(1), is_nested("ab")
     (True, False, False)
     """
-    return isinstance(value, (tuple, list, dict))
+    return isinstance(seq, (tuple, list, dict))
 
 
 def _children(value: Any) -> list[Any]:
@@ -58,8 +58,9 @@ def _leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
-def flatten(structure: Any) -> list[Any]:
-    """The leaves of ``structure``, depth first (a leaf alone is a list of one).
+def flatten(structure: Any, expand_composites: bool = False) -> list[Any]:
+    """The leaves of ``structure``, depth first (a leaf alone is a list of one;
+    ``expand_composites`` is TensorFlow's, for composite tensors daskgraph has not).
 
     >>> flatten(5), flatten([(1, 2), [], {"a": 3}])
     ([5], [1, 2, 3])
@@ -106,7 +107,7 @@ def _pack(template: Any, leaves: Iterator[Any]) -> Any:
     return _rebuild(template, [_pack(child, leaves) for child in _children(template)])
 
 
-def pack_sequence_as(structure: Any, flat_sequence: Any) -> Any:
+def pack_sequence_as(structure: Any, flat_sequence: Any, expand_composites: bool = False) -> Any:
     """``flat_sequence`` put back into the shape of ``structure`` (the inverse of
     :func:`flatten`).
 
@@ -126,9 +127,11 @@ def pack_sequence_as(structure: Any, flat_sequence: Any) -> Any:
     return _pack(structure, iter(flat))
 
 
-def assert_same_structure(a: Any, b: Any, check_types: bool = True) -> None:
-    """Raise ``ValueError`` unless ``a`` and ``b`` nest the same way (same lengths and dict
-    keys; with ``check_types``, the same kinds of sequence too: a list is not a tuple).
+def assert_same_structure(
+    nest1: Any, nest2: Any, check_types: bool = True, expand_composites: bool = False
+) -> None:
+    """Raise ``ValueError`` unless ``nest1`` and ``nest2`` nest the same way (same lengths and
+    dict keys; with ``check_types``, the same kinds of sequence too: a list is not a tuple).
 
     >>> assert_same_structure((1, [2]), (3, [4]))
     >>> assert_same_structure((1, [2]), (3, 4))
@@ -136,8 +139,8 @@ def assert_same_structure(a: Any, b: Any, check_types: bool = True) -> None:
     ...
     ValueError: nest: the two structures differ: (1, [2]) and (3, 4)
     """
-    if not _same(a, b, check_types):
-        raise ValueError(f"nest: the two structures differ: {a!r} and {b!r}")
+    if not _same(nest1, nest2, check_types):
+        raise ValueError(f"nest: the two structures differ: {nest1!r} and {nest2!r}")
 
 
 def _same(a: Any, b: Any, check_types: bool) -> bool:
@@ -155,16 +158,21 @@ def _same(a: Any, b: Any, check_types: bool) -> bool:
     return len(ca) == len(cb) and all(_same(x, y, check_types) for x, y in zip(ca, cb, strict=True))
 
 
-def map_structure(fn: Callable[..., Any], *structures: Any) -> Any:
-    """``fn`` applied to the leaves of ``structures`` (all of one structure) position by
-    position, in that structure.
+def map_structure(func: Callable[..., Any], *structure: Any, **kwargs: Any) -> Any:
+    """``func`` applied to the leaves of the ``structure`` arguments (all of one structure)
+    position by position, in that structure (``check_types``, default True, as in
+    :func:`assert_same_structure`).
 
     >>> map_structure(lambda a, b: a + b, [1, (2,)], [10, (20,)])
     [11, (22,)]
     """
-    if not structures:
+    check_types = kwargs.pop("check_types", True)
+    kwargs.pop("expand_composites", None)
+    if kwargs:
+        raise ValueError(f"map_structure: unexpected arguments {sorted(kwargs)}")
+    if not structure:
         raise ValueError("map_structure: give at least one structure")
-    for other in structures[1:]:
-        assert_same_structure(structures[0], other)
-    flats = [flatten(s) for s in structures]
-    return pack_sequence_as(structures[0], [fn(*values) for values in zip(*flats, strict=True)])
+    for other in structure[1:]:
+        assert_same_structure(structure[0], other, check_types)
+    flats = [flatten(s) for s in structure]
+    return pack_sequence_as(structure[0], [func(*values) for values in zip(*flats, strict=True)])

@@ -132,6 +132,8 @@ DIFFERENCES: dict[str, str] = {
     "epoch's order) and the iterators only (no file readers, `padded_batch`, `interleave`, "
     "`flat_map`, ...); `map`/`filter` functions are traced once, run on the CPU worker and may "
     "not create or update variables; shuffled orders differ from TensorFlow's",
+    "nest": "tuples, lists, dicts and named tuples nest (not `attrs` classes or other "
+    "mappings); `expand_composites` is ignored (no composite tensors)",
     "data.Iterator": "no string handles (`from_string_handle`, `string_handle`), no "
     "`get_next_as_optional`",
     "eye": "sizes and `batch_shape` must be known when the graph is built",

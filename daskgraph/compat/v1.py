@@ -34,7 +34,7 @@ True
 
 import sys
 
-from daskgraph import dtypes, errors, layers, losses, nn, summary
+from daskgraph import dtypes, errors, layers, losses, nest, nn, summary
 from daskgraph.compat import (
     app,
     data,
@@ -564,6 +564,7 @@ __all__ = [
     "multiply",
     "name_scope",
     "negative",
+    "nest",
     "newaxis",
     "nn",
     "no_gradient",

@@ -227,3 +227,14 @@ def test_ops_reading_no_loop_variable_run_once_and_fail_only_when_reached(graph)
         assert sess.run(total, {m: wide, n: 0}) == 0.0
         with pytest.raises(tf.errors.InvalidArgumentError, match="body/MatMul"):
             sess.run(total, {m: wide, n: 1})
+
+
+def test_tf_nest_as_tensorflow():
+    structure = {"b": 1, "a": [2, (3,)]}
+    assert tf.nest.flatten(structure) == [2, 3, 1] and tf.nest.flatten(None) == [None]
+    assert tf.nest.pack_sequence_as(structure, [20, 30, 10]) == {"b": 10, "a": [20, (30,)]}
+    assert tf.nest.map_structure(lambda x, y: x * y, (1, [2]), (3, [4])) == (3, [8])
+    assert not tf.nest.is_nested("ab") and tf.nest.is_nested((1,))
+    with pytest.raises(ValueError):
+        tf.nest.assert_same_structure((1, 2), [1, 2])  # check_types: a list is not a tuple
+    tf.nest.assert_same_structure((1, 2), [1, 2], check_types=False)
