@@ -168,11 +168,11 @@ def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list
     for key, value in _feed_pairs(feed_dict):
         tensor = resolve(key, graph, "Feed key")
         if not isinstance(tensor, Tensor):
-            what = f"The name {key!r} refers" if isinstance(key, str) else f"{key!r} is"
+            what = f"The name {key!r} refers to" if isinstance(key, str) else f"{key!r} is"
             raise TypeError(
-                f"Cannot interpret feed_dict key as Tensor: {what} to an Operation, not a Tensor. "
-                'Tensor names must be of the form "<op_name>:<output_index>"; feed one of its '
-                "output tensors."
+                f"Cannot interpret feed_dict key as Tensor: {what} an Operation, not a Tensor "
+                '(tensor names have the form "<op_name>:<output_index>"); feed one of the '
+                "operation's output tensors."
             )
         if not graph.is_feedable(tensor):
             raise ValueError(f"Tensor {tensor.name} may not be fed.")
