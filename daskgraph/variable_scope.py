@@ -235,16 +235,20 @@ def variable_scope(
     graph = get_default_graph()
     store = _store(graph)
     old = get_variable_scope()
+    scope_name = name_or_scope  # the name scope's name (TF: default_name's, made unique)
     if name_or_scope is None:
         if reuse is True:
             raise ValueError("variable_scope: reuse=True cannot be used without a name_or_scope")
-        name_or_scope = store.unique_scope(old.name, default_name)
+        name_or_scope, scope_name = store.unique_scope(old.name, default_name), default_name
     with ExitStack() as stack:
         defaults = (reuse, initializer, dtype)
         if isinstance(name_or_scope, VariableScope):
             new = _reenter(stack, graph, store, name_or_scope, defaults, auxiliary_name_scope)
         else:
-            new = _extend(stack, graph, store, old, name_or_scope, defaults, auxiliary_name_scope)
+            opened = (
+                stack.enter_context(graph.name_scope(scope_name)) if auxiliary_name_scope else ""
+            )
+            new = _extend(stack, store, old, name_or_scope, defaults, opened)
         token = _current.set((graph, new))
         stack.callback(_current.reset, token)
         yield new
@@ -278,18 +282,17 @@ def _reenter(
 
 def _extend(
     stack: ExitStack,
-    graph: Graph,
     store: _VariableStore,
     old: VariableScope,
     name: str,
     defaults: tuple[Any, Any, Any],
-    auxiliary_name_scope: bool,
+    opened: str,
 ) -> VariableScope:
-    """Enter the scope ``<old>/<name>``, inheriting ``old``'s reuse mode and defaults; the
-    counts of its sub-scopes restart when it is left."""
+    """Enter the scope ``<old>/<name>`` (``opened``: the name scope opened for it, if any),
+    inheriting ``old``'s reuse mode and defaults; the counts of its sub-scopes restart when
+    it is left."""
     reuse, initializer, dtype = defaults
     new_name = f"{old.name}/{name}" if old.name else name
-    opened = stack.enter_context(graph.name_scope(name)) if auxiliary_name_scope else ""
     new = VariableScope(
         reuse or old.reuse,
         new_name,

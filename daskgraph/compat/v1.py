@@ -393,6 +393,7 @@ from daskgraph.ops.norms import (
 from daskgraph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.session import Session
+from daskgraph.template import make_template
 from daskgraph.tensor_shape import Dimension, TensorShape, dimension_value
 from daskgraph.variable_scope import (
     AUTO_REUSE,
@@ -544,6 +545,7 @@ __all__ = [
     "logical_or",
     "logical_xor",
     "losses",
+    "make_template",
     "map_fn",
     "matmul",
     "matrix_band_part",

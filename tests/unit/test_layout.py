@@ -54,7 +54,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "summary_writer "
             "layers layers.base layers.core layers.convolutional layers.normalization losses "
             "ops.bundle ops.subgraph ops.script_ops ops.loops ops.dataset_ops data"
-            " ops.indexing ops.sorting ops.scatter",
+            " ops.indexing ops.sorting ops.scatter"
+            " template",
         ),
         ("placement", "placement"),
         ("program", "program"),
