@@ -14,6 +14,7 @@ from typing import Any
 from daskgraph import dtypes, ops
 from daskgraph.graph import GraphKeys as NativeGraphKeys
 from daskgraph.graph import Tensor, get_default_graph
+from daskgraph.metrics_base import METRIC_VARIABLES
 from daskgraph.variable_scope import get_variable as native_get_variable
 
 
@@ -274,6 +275,7 @@ class GraphKeys(NativeGraphKeys):
     """``tf.GraphKeys``: daskgraph's collection names and the other standard ones of TF1."""
 
     LOCAL_VARIABLES = ops.LOCAL_VARIABLES
+    METRIC_VARIABLES = METRIC_VARIABLES
     MODEL_VARIABLES = "model_variables"
     UPDATE_OPS = "update_ops"
     LOSSES = "losses"

@@ -223,6 +223,28 @@ DIFFERENCES: dict[str, str] = {
     "checked to be a scalar",
 }
 
+#: tf.metrics: what their shapes must be (TF matches the ranks at run time, with ``cond``)
+_METRIC_RANKS = (
+    "labels, predictions and weights of unknown rank are refused (TensorFlow matches their "
+    "ranks at run time)"
+)
+_METRIC_AT_K = (
+    "dense labels only (no `SparseTensor`); the ranks and the numbers of labels and of "
+    "predicted ids per row must be known when the graph is built"
+)
+for _name in (
+    "accuracy auc false_negatives false_negatives_at_thresholds false_positives "
+    "false_positives_at_thresholds mean mean_absolute_error mean_cosine_distance "
+    "mean_relative_error mean_squared_error mean_tensor percentage_below precision "
+    "precision_at_thresholds recall recall_at_thresholds root_mean_squared_error "
+    "sensitivity_at_specificity specificity_at_sensitivity true_negatives "
+    "true_negatives_at_thresholds true_positives true_positives_at_thresholds"
+).split():
+    DIFFERENCES[f"metrics.{_name}"] = _METRIC_RANKS
+for _name in ("precision_at_k", "precision_at_top_k", "recall_at_k", "recall_at_top_k",
+              "sparse_precision_at_k"):  # fmt: skip
+    DIFFERENCES[f"metrics.{_name}"] = _METRIC_AT_K
+
 
 @dataclass(frozen=True)
 class Entry:

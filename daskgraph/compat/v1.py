@@ -34,7 +34,7 @@ True
 
 import sys
 
-from daskgraph import dtypes, errors, layers, losses, nest, nn, summary
+from daskgraph import dtypes, errors, layers, losses, metrics, nest, nn, summary
 from daskgraph.compat import (
     app,
     data,
@@ -559,6 +559,7 @@ __all__ = [
     "matrix_triangular_solve",
     "maximum",
     "meshgrid",
+    "metrics",
     "minimum",
     "mod",
     "model_variables",

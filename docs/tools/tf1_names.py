@@ -23,7 +23,7 @@ from typing import Any
 #: The namespaces listed besides the top level, as TF1 programs spell them (``tf.nn``).
 NAMESPACES = (
     "nn train errors random initializers losses layers math linalg image summary data io "
-    "gfile logging dtypes test app flags config"
+    "gfile logging dtypes test app flags config metrics"
 ).split()
 
 #: ``tf.layers`` of TensorFlow 1.15 (https://github.com/tensorflow/docs/tree/r1.15, api_docs).

@@ -55,7 +55,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "layers layers.base layers.core layers.convolutional layers.normalization losses "
             "ops.bundle ops.subgraph ops.script_ops ops.loops ops.dataset_ops data"
             " ops.indexing ops.sorting ops.scatter"
-            " template",
+            " template"
+            " metrics_base metrics_thresholds metrics_at_k metrics",
         ),
         ("placement", "placement"),
         ("program", "program"),
