@@ -22,7 +22,7 @@ from daskgraph.errors import InvalidArgumentError
 from daskgraph.graph import Operation, Tensor, name_scope
 from daskgraph.ops import backprop
 from daskgraph.ops.array import cast, convert_to_tensor, transpose
-from daskgraph.ops.math import add_n, matmul, negative
+from daskgraph.ops.math import add_n, matmul, negative, reduce_mean, reduce_sum
 
 __all__ = [
     "RegisterGradient",
@@ -382,7 +382,29 @@ for _op_type in (
     "ShapeFromParts",
 ):
     no_gradient(_op_type)
-for _op_type in ("SumToShapeOf", "ReduceGrad", "ReshapeLike", "ExtremumGrad"):
-    no_gradient(_op_type)  # second derivatives through these are not supported yet
-no_gradient("ExtremumReduceGrad")
+no_gradient("ExtremumReduceGrad")  # second derivatives through it are not supported yet
 no_gradient("OnesLikeSeed")
+
+
+# -- second derivatives: the gradients of the ops gradients build -------------------------------
+@register_gradient("SumToShapeOf")
+def _sum_to_shape_of_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    return [backprop.ones_like_seed(op.inputs[0]) * grad, None]  # broadcast back
+
+
+@register_gradient("ReduceGrad")
+def _reduce_grad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    reduce = reduce_mean if op.attrs["mean"] else reduce_sum
+    return [reduce(grad, axis=op.attrs["axis"], keepdims=op.attrs["keepdims"]), None]
+
+
+@register_gradient("ReshapeLike")
+def _reshape_like_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    return [backprop.reshape_like(grad, op.inputs[0]), None]
+
+
+@register_gradient("ExtremumGrad")
+def _extremum_grad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    x, y, _ = op.inputs
+    take_x, kind = op.attrs["take_x"], op.attrs["kind"]
+    return [None, None, backprop.extremum_grad(x, y, grad, take_x=take_x, kind=kind)]

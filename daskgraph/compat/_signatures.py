@@ -19,7 +19,9 @@ from daskgraph.variable_scope import get_variable as native_get_variable
 
 
 class Variable(ops.Variable):
-    """``tf.Variable`` with TF1's positional order (``collections`` third, ``name`` sixth)."""
+    """``tf.Variable`` with TF1's positional order (``collections`` third, ``name`` sixth);
+    ``use_resource``, ``synchronization`` and ``aggregation`` are accepted and ignored (one
+    kind of variable, one copy of it)."""
 
     def __init__(
         self,
@@ -33,9 +35,15 @@ class Variable(ops.Variable):
         dtype: Any = None,
         expected_shape: Any = None,
         import_scope: Any = None,
+        constraint: Any = None,
+        use_resource: Any = None,
+        synchronization: Any = None,
+        aggregation: Any = None,
     ) -> None:
         if initial_value is None:
             raise ValueError("tf.Variable: initial_value must be given")
+        if constraint is not None:
+            raise ValueError("tf.Variable: constraint is not supported by daskgraph")
         super().__init__(
             initial_value,
             trainable=trainable,

@@ -61,13 +61,16 @@ DIFFERENCES: dict[str, str] = {
     "device": "a field given twice (`'/job:a/job:b'`) or a negative task is refused; "
     "TensorFlow keeps the last one / accepts it",
     "Variable": "reference variables only; `caching_device`, `variable_def`, `expected_shape`, "
-    "`import_scope` are ignored",
+    "`import_scope`, `use_resource`, `synchronization`, `aggregation` are ignored; `constraint` "
+    "is refused",
     "get_variable": "`partitioner`, `custom_getter` and `constraint` are refused",
     "assign": "`validate_shape` and `use_locking` are ignored",
     "matmul": "`a_is_sparse`/`b_is_sparse` and `grad_*` are ignored; `output_type` is refused",
     "linalg.matmul": "`a_is_sparse`/`b_is_sparse` and `grad_*` are ignored; `output_type` is "
     "refused",
-    "gradients": "no `gate_gradients`, `aggregation_method`",
+    "gradients": "`gate_gradients` and `aggregation_method` are accepted and change nothing (the "
+    "gradients reaching a tensor are added by one `AddN`); gradients are colocated with their ops "
+    "unless `colocate_gradients_with_ops=False` (TF1's default is False)",
     "cond": "builds and runs both branches (the taken one's result is selected): a branch may "
     "not update variables, and an op failing in the branch not taken fails the run",
     "Print": "prints to stderr where it runs; in both branches of a `cond`, both print",
@@ -221,6 +224,25 @@ DIFFERENCES: dict[str, str] = {
     "scalar",
     "assert_rank_at_least": "a rank given as a tensor computed at run time is not itself "
     "checked to be a scalar",
+    "make_template": "`custom_getter_` is refused",
+    "hessians": "the loop over the elements of `x` is unrolled, so `x`'s size must be known when "
+    "the graph is built; refused where the gradient goes through an op without a second "
+    "derivative in daskgraph (the gradients of `reduce_max`/`reduce_min`, of segment reductions, "
+    "`digamma`'s derivative)",
+    "custom_gradient": "with several outputs, `grad_fn` is called (and its ops built) once per "
+    "output that receives a gradient, the others' gradients zeros (the sum is TF's); variables "
+    "read by the function are found as reads of the graph's global and local variables",
+    "container": "changes nothing: daskgraph keeps variables per session and device, not in "
+    "resource containers",
+    "VariableAggregation": "accepted by `tf.Variable`/`tf.get_variable` and ignored (one copy of "
+    "each variable)",
+    "VariableSynchronization": "accepted by `tf.Variable`/`tf.get_variable` and ignored (one "
+    "copy of each variable)",
+    "AggregationMethod": "accepted by `tf.gradients` and ignored: one `AddN` per tensor",
+    "GraphDef": "a named tuple of the protocol buffer's fields (`node`, `versions`), as "
+    "`Graph.as_graph_def()` returns it: no serialization, no empty construction",
+    "NodeDef": "a named tuple of the protocol buffer's fields (`name`, `op`, `input`, `device`, "
+    "`attr`): no serialization",
 }
 
 #: tf.metrics: what their shapes must be (TF matches the ranks at run time, with ``cond``)

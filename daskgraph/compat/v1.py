@@ -103,6 +103,14 @@ from daskgraph.compat.behaviour import (
     resource_variables_enabled,
 )
 from daskgraph.compat.device_spec import DeviceSpec
+from daskgraph.compat.framework import (
+    container,
+    convert_to_tensor_or_indexed_slices,
+    dimension_at_index,
+    init_scope,
+    is_numeric_tensor,
+)
+from daskgraph.compat.gradients import AggregationMethod, UnconnectedGradients, gradients, hessians
 from daskgraph.compat.logging import get_logger
 from daskgraph.compat.math import (  # tf.math's names that TF1 also has at the top level
     accumulate_n,
@@ -165,6 +173,15 @@ from daskgraph.compat.sessions import (
     RunOptions,
     get_default_session,
 )
+from daskgraph.compat.variables import (
+    VariableAggregation,
+    VariableSynchronization,
+    all_variables,
+    initialize_all_tables,
+    initialize_variables,
+    no_regularizer,
+    tables_initializer,
+)
 from daskgraph.dtypes import (
     DType,
     as_dtype,
@@ -179,7 +196,10 @@ from daskgraph.dtypes import (
     uint8,
 )
 from daskgraph.dtypes import bool_ as bool  # TensorFlow's name: tf.bool
-from daskgraph.gradients import RegisterGradient, gradients, no_gradient
+from daskgraph.dtypes import float16 as half
+from daskgraph.dtypes import float64 as double
+from daskgraph.errors import OpError
+from daskgraph.gradients import RegisterGradient, no_gradient
 from daskgraph.gradients import no_gradient as NoGradient
 from daskgraph.gradients import no_gradient as NotDifferentiable
 from daskgraph.graph import (
@@ -202,6 +222,7 @@ from daskgraph.initializers import (
     zeros_initializer,
 )
 from daskgraph.moving_averages import moving_average_variables
+from daskgraph.nodes import GraphDef, NodeDef
 from daskgraph.ops import (
     Print,
     abs,
@@ -383,6 +404,18 @@ from daskgraph.ops.asserts import (
     assert_scalar,
     assert_type,
 )
+from daskgraph.ops.custom_gradient import custom_gradient
+from daskgraph.ops.manip import (
+    broadcast_dynamic_shape,
+    broadcast_static_shape,
+    ensure_shape,
+    identity_n,
+    repeat,
+    roll,
+    saturate_cast,
+    setdiff1d,
+    shape_n,
+)
 from daskgraph.ops.math_extra import div_no_nan, floor_div, truncatediv, truncatemod
 from daskgraph.ops.norms import (
     clip_by_average_norm,
@@ -391,6 +424,7 @@ from daskgraph.ops.norms import (
     global_norm,
 )
 from daskgraph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite
+from daskgraph.ops.state_more import assert_variables_initialized, count_up_to
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.session import Session
 from daskgraph.template import make_template
@@ -765,6 +799,41 @@ __all__ += [  # TF1's math, assertions and clipping (compat.math, ops.asserts, o
     "unsorted_segment_sqrt_n",
     "unsorted_segment_sum",
     "verify_tensor_all_finite",
+]
+
+__all__ += [  # TF1's other framework, variable and gradient names (compat.framework, ...)
+    "AggregationMethod",
+    "GraphDef",
+    "NodeDef",
+    "OpError",
+    "UnconnectedGradients",
+    "VariableAggregation",
+    "VariableSynchronization",
+    "all_variables",
+    "assert_variables_initialized",
+    "broadcast_dynamic_shape",
+    "broadcast_static_shape",
+    "container",
+    "convert_to_tensor_or_indexed_slices",
+    "count_up_to",
+    "custom_gradient",
+    "dimension_at_index",
+    "double",
+    "ensure_shape",
+    "half",
+    "hessians",
+    "identity_n",
+    "init_scope",
+    "initialize_all_tables",
+    "initialize_variables",
+    "is_numeric_tensor",
+    "no_regularizer",
+    "repeat",
+    "roll",
+    "saturate_cast",
+    "setdiff1d",
+    "shape_n",
+    "tables_initializer",
 ]
 
 #: ``tf.newaxis``: index with it to add a dimension (``x[:, tf.newaxis]``)

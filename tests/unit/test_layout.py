@@ -55,7 +55,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "layers layers.base layers.core layers.convolutional layers.normalization losses "
             "ops.bundle ops.subgraph ops.script_ops ops.loops ops.dataset_ops data"
             " ops.indexing ops.sorting ops.scatter"
-            " template"
+            " template ops.state_more ops.custom_gradient hessians ops.manip"
             " metrics_base metrics_thresholds metrics_at_k metrics",
         ),
         ("placement", "placement"),
@@ -81,7 +81,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "compat.local_devices compat.assertions compat.testcase compat.gradient_checker "
             "compat.test "
             "compat.math "
-            "compat.linalg",
+            "compat.linalg compat.framework compat.gradients compat.variables",
         ),
     )
 )
