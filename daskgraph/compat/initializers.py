@@ -5,6 +5,7 @@
 True
 """
 
+from daskgraph.compat.variables import tables_initializer
 from daskgraph.initializers import Constant as constant
 from daskgraph.initializers import GlorotNormal as glorot_normal
 from daskgraph.initializers import GlorotUniform as glorot_uniform
@@ -15,8 +16,12 @@ from daskgraph.initializers import TruncatedNormal as truncated_normal
 from daskgraph.initializers import VarianceScaling as variance_scaling
 from daskgraph.initializers import Zeros as zeros
 from daskgraph.initializers import he_normal, he_uniform, lecun_normal, lecun_uniform
+from daskgraph.initializers_more import Identity as identity
+from daskgraph.initializers_more import Orthogonal as orthogonal
+from daskgraph.initializers_more import UniformUnitScaling as uniform_unit_scaling
 from daskgraph.ops.state import global_variables_initializer as global_variables
 from daskgraph.ops.state import variables_initializer as variables
+from daskgraph.ops.variable_status import local_variables_initializer as local_variables
 
 __all__ = [
     "constant",
@@ -25,12 +30,17 @@ __all__ = [
     "glorot_uniform",
     "he_normal",
     "he_uniform",
+    "identity",
     "lecun_normal",
     "lecun_uniform",
+    "local_variables",
     "ones",
+    "orthogonal",
     "random_normal",
     "random_uniform",
+    "tables_initializer",
     "truncated_normal",
+    "uniform_unit_scaling",
     "variables",
     "variance_scaling",
     "zeros",

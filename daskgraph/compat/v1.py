@@ -221,6 +221,7 @@ from daskgraph.initializers import (
     variance_scaling_initializer,
     zeros_initializer,
 )
+from daskgraph.initializers_more import orthogonal_initializer, uniform_unit_scaling_initializer
 from daskgraph.moving_averages import moving_average_variables
 from daskgraph.nodes import GraphDef, NodeDef
 from daskgraph.ops import (
@@ -828,12 +829,14 @@ __all__ += [  # TF1's other framework, variable and gradient names (compat.frame
     "initialize_variables",
     "is_numeric_tensor",
     "no_regularizer",
+    "orthogonal_initializer",
     "repeat",
     "roll",
     "saturate_cast",
     "setdiff1d",
     "shape_n",
     "tables_initializer",
+    "uniform_unit_scaling_initializer",
 ]
 
 #: ``tf.newaxis``: index with it to add a dimension (``x[:, tf.newaxis]``)

@@ -55,7 +55,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "layers layers.base layers.core layers.convolutional layers.normalization losses "
             "ops.bundle ops.subgraph ops.script_ops ops.loops ops.dataset_ops data"
             " ops.indexing ops.sorting ops.scatter"
-            " template ops.state_more ops.custom_gradient hessians ops.manip"
+            " template ops.state_more ops.custom_gradient hessians ops.manip initializers_more"
             " metrics_base metrics_thresholds metrics_at_k metrics",
         ),
         ("placement", "placement"),
