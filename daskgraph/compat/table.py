@@ -79,7 +79,8 @@ DIFFERENCES: dict[str, str] = {
     "name_scope": "TF1's `(name, default_name, values)`; scopes are made unique as in TF",
     "string": "string tensors run on the CPU only (no GPU kernels, as in TensorFlow)",
     "random_normal": "TF1's seed rules, NumPy's generators: other values than TensorFlow's",
-    "random_uniform": "TF1's seed rules, NumPy's generators: other values than TensorFlow's",
+    "random_uniform": "TF1's seed rules, NumPy's generators: other values than TensorFlow's; "
+    "an integer dtype's `minval`/`maxval` must be known when the graph is built",
     "truncated_normal": "TF1's seed rules, NumPy's generators: other values than TensorFlow's",
     "set_random_seed": "same seed rules as TF1, other random values",
     "nn.conv2d": "NHWC only, no dilations",
@@ -96,8 +97,31 @@ DIFFERENCES: dict[str, str] = {
     "nn.silu": "no second derivative (`sigmoid`'s gradient has none)",
     "nn.dropout": "TF1's seed rules, NumPy's generators: other masks than TensorFlow's",
     "random.normal": "other values than TensorFlow's for the same seed",
-    "random.uniform": "other values than TensorFlow's for the same seed",
+    "random.uniform": "other values than TensorFlow's for the same seed; an integer dtype's "
+    "`minval`/`maxval` must be known when the graph is built",
     "random.truncated_normal": "other values than TensorFlow's for the same seed",
+    "random_shuffle": "TF1's seed rules, NumPy's generators: other orders than TensorFlow's",
+    "random.shuffle": "TF1's seed rules, NumPy's generators: other orders than TensorFlow's",
+    "random_crop": "TF1's seed rules, NumPy's generators: other offsets than TensorFlow's",
+    "multinomial": "TF1's seed rules, NumPy's generators: other draws than TensorFlow's",
+    "random.multinomial": "other draws than TensorFlow's for the same seed",
+    "random.categorical": "other draws than TensorFlow's for the same seed",
+    "random_gamma": "TF1's seed rules, NumPy's generators: other values than TensorFlow's; no "
+    "gradient with respect to `alpha` (TensorFlow has one)",
+    "random.gamma": "other values than TensorFlow's for the same seed; no gradient with respect "
+    "to `alpha` (TensorFlow has one)",
+    "random_poisson": "TF1's seed rules, NumPy's generators: other values than TensorFlow's",
+    "random.poisson": "other values than TensorFlow's for the same seed",
+    "random.stateless_uniform": "a function of the seed, but other values than TensorFlow's "
+    "(NumPy's generator, not Philox); `alg` is ignored; integer bounds must be Python ints",
+    "random.stateless_normal": "a function of the seed, but other values than TensorFlow's "
+    "(NumPy's generator, not Philox); `alg` is ignored",
+    "random.stateless_truncated_normal": "a function of the seed, but other values than "
+    "TensorFlow's (NumPy's generator, not Philox); `alg` is ignored",
+    "random.stateless_categorical": "a function of the seed, but other draws than TensorFlow's "
+    "(NumPy's generator, not Philox)",
+    "random.stateless_multinomial": "a function of the seed, but other draws than TensorFlow's "
+    "(NumPy's generator, not Philox)",
     "train.ExponentialMovingAverage": "a variable's average starts at the variable's initial "
     "value (TensorFlow: its current value when it is already initialized)",
     "train.start_queue_runners": "daskgraph has no queue runners: starts (and returns) no "

@@ -425,6 +425,14 @@ from daskgraph.ops.norms import (
     global_norm,
 )
 from daskgraph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite
+from daskgraph.ops.random import get_seed
+from daskgraph.ops.random_more import (
+    multinomial,
+    random_crop,
+    random_gamma,
+    random_poisson,
+    random_shuffle,
+)
 from daskgraph.ops.state_more import assert_variables_initialized, count_up_to
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.session import Session
@@ -800,6 +808,14 @@ __all__ += [  # TF1's math, assertions and clipping (compat.math, ops.asserts, o
     "unsorted_segment_sqrt_n",
     "unsorted_segment_sum",
     "verify_tensor_all_finite",
+]
+__all__ += [  # TF1's other random ops (ops.random_more; tf.random has them too)
+    "get_seed",
+    "multinomial",
+    "random_crop",
+    "random_gamma",
+    "random_poisson",
+    "random_shuffle",
 ]
 
 __all__ += [  # TF1's other framework, variable and gradient names (compat.framework, ...)

@@ -43,6 +43,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "default_session nodes scopes graph ops ops.registry ops.array ops.math ops.state "
             "ops.backprop gradients ops.logic ops.elementwise ops.reduction ops.nn ops.conv nn "
             "ops.slicing ops.shape_ops ops.fill_ops ops.random "
+            "ops.random_more ops.stateless_random "
             "ops.training variable_scope initializers global_step optimizers replicate "
             "ops.padding ops.ranges ops.elementwise_more ops.reduction_more ops.variable_status "
             "ops.control_flow ops.printing device_setter ops.pooling ops.activations ops.nn_more "
