@@ -87,6 +87,7 @@ from daskgraph.ops import __all__ as _ops_all
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.server import ClusterSpec, Server
 from daskgraph.session import RunMetadata, RunOptions, Session, get_default_session
+from daskgraph.sparse_tensor import SparseTensor, SparseTensorValue
 from daskgraph.variable_scope import (
     AUTO_REUSE,
     VariableScope,
@@ -107,6 +108,8 @@ __all__ = [
     "RunOptions",
     "Session",
     "SessionConfig",
+    "SparseTensor",
+    "SparseTensorValue",
     "get_default_session",
     "Graph",
     "Operation",

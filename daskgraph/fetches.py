@@ -3,7 +3,9 @@
 :func:`flatten_fetches` turns a nested structure of tensors, operations, variables and names
 into the unique items to run and a function that rebuilds the structure from their values;
 :func:`check_feeds` resolves ``feed_dict`` keys and converts the values to the fed tensors'
-dtypes and shapes, refusing what TensorFlow refuses. Nothing here talks to a cluster.
+dtypes and shapes, refusing what TensorFlow refuses. A composite (a
+:class:`~daskgraph.sparse_tensor.SparseTensor`) is fetched and fed as its component tensors,
+and its value rebuilt from theirs. Nothing here talks to a cluster.
 
 >>> from daskgraph.graph import Graph
 >>> from daskgraph.ops import constant
@@ -25,6 +27,7 @@ import numpy as np
 from daskgraph.dtypes import cast_exactly, strings_as_bytes
 from daskgraph.errors import quote
 from daskgraph.graph import Graph, Operation, Tensor
+from daskgraph.sparse_tensor import CompositeTensor
 
 __all__ = ["MAX_FETCH_DEPTH", "as_result", "check_feeds", "flatten_fetches", "item_key", "resolve"]
 
@@ -101,6 +104,9 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
 
     def walk(value: Any) -> Any:
         if not isinstance(value, (list, tuple, Mapping)) and not _is_attrs(value):
+            if isinstance(value, CompositeTensor):  # its tensors, and its value rebuilt
+                parts = [leaf(t) for t in value._components()]
+                return lambda r: value._fetched([p(r) for p in parts])
             return leaf(value)
         _check_nesting(value, path)
         path.append(id(value))
@@ -193,7 +199,10 @@ def _feed_pairs(feed_dict: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
     pairs: list[tuple[Any, Any]] = []
 
     def add(key: Any, value: Any) -> None:
-        if isinstance(key, (tuple, list)):
+        if isinstance(key, CompositeTensor):  # a SparseTensor: its tensors, each its part
+            for k, v in key._feed_pairs(value):
+                add(k, v)
+        elif isinstance(key, (tuple, list)):
             if not isinstance(value, (tuple, list)) or len(value) != len(key):
                 raise ValueError(
                     f"The feed_dict key {quote(key)} is a {type(key).__name__} of {len(key)} "
@@ -212,7 +221,7 @@ def _feed_pairs(feed_dict: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
 
 def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
     dtype = tensor.dtype
-    if isinstance(value, (Tensor, Operation)):
+    if isinstance(value, (Tensor, Operation, CompositeTensor)):
         raise TypeError(
             f"The value of a feed cannot be a Tensor ({value!r}); feed NumPy arrays or Python "
             f"values to {tensor.name!r}."

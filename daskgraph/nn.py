@@ -3,7 +3,7 @@
 Its one job is to gather names: every function here is the op builder of
 :mod:`daskgraph.ops.nn`, :mod:`daskgraph.ops.conv`, :mod:`daskgraph.ops.elementwise` or the
 modules of the rest of ``tf.nn`` (:mod:`daskgraph.ops.activations`, ``nn_more``,
-``normalization``, ``pooling``, ``top_k``, ``embedding``) itself,
+``normalization``, ``pooling``, ``top_k``, ``embedding``, ``sparse_lookup``) itself,
 so ``dg.nn.relu is dg.relu``; :mod:`daskgraph.compat.v1` exposes this module as ``tf.nn``.
 
 >>> import daskgraph as dg
@@ -46,6 +46,7 @@ from daskgraph.ops.normalization import (
     moments,
 )
 from daskgraph.ops.pooling import avg_pool, avg_pool2d, max_pool2d
+from daskgraph.ops.sparse_lookup import embedding_lookup_sparse
 from daskgraph.ops.top_k import in_top_k, top_k
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "dropout",
     "elu",
     "embedding_lookup",
+    "embedding_lookup_sparse",
     "fused_batch_norm",
     "in_top_k",
     "l2_loss",

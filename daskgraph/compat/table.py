@@ -15,7 +15,7 @@ only their import changed) from the programs' own headers. Regenerate the page w
 
     python -m daskgraph.compat.table > docs/compat.md
 
->>> status("", "Session")[0], status("", "sparse_placeholder")[0]
+>>> status("", "Session")[0], status("", "sparse_mask")[0]
 ('partial', 'missing')
 """
 
@@ -91,6 +91,27 @@ DIFFERENCES: dict[str, str] = {
     "nn.conv2d_transpose": "NHWC only, no dilations",
     "nn.embedding_lookup": "the partitions are concatenated for each lookup (the whole table "
     "is copied) and the gradient is dense (TensorFlow's is `IndexedSlices`)",
+    "nn.embedding_lookup_sparse": "`allow_fast_lookup` is ignored; the gradient is dense "
+    "(TensorFlow's is `IndexedSlices`)",
+    "SparseTensor": "no operators (`sp * dense`, `sp / dense`); no `SparseTensorSpec`",
+    "sparse": "`SparseTensor`, `placeholder`, `to_dense`, `from_dense`, `add`, `matmul`, "
+    "`sparse_dense_matmul`, `reduce_sum`, `reduce_max`, `reorder`, `reshape`, `retain`, "
+    "`transpose`, `concat`, `slice`, `split`, `softmax`, `to_indicator`, `fill_empty_rows` and "
+    "`segment_sum`/`mean`/`sqrt_n` only (no `mask`, `maximum`, `minimum`, `merge`, "
+    "`reset_shape`, `expand_dims`, `eye`, `cross`, `bincount`, `reduce_*_sparse`, "
+    "`SparseConditionalAccumulator`)",
+    "sparse_reduce_sum": "`axis` must be Python ints (TensorFlow also takes a tensor)",
+    "sparse_reduce_max": "`axis` must be Python ints (TensorFlow also takes a tensor)",
+    "sparse_split": "`num_split` and `axis` must be Python ints",
+    "sparse_transpose": "`perm` must be Python ints and the rank known when the graph is built",
+    "sparse_segment_sum": "`sparse_gradient` is ignored (the gradient is dense); with "
+    "`num_segments`, unsorted segment ids are accepted (TensorFlow refuses them)",
+    "sparse_segment_mean": "`sparse_gradient` is ignored (the gradient is dense); with "
+    "`num_segments`, unsorted segment ids are accepted (TensorFlow refuses them)",
+    "sparse_segment_sqrt_n": "`sparse_gradient` is ignored (the gradient is dense); with "
+    "`num_segments`, unsorted segment ids are accepted (TensorFlow refuses them)",
+    "sparse_fill_empty_rows": "runs on the CPU only (TensorFlow 2 has a GPU kernel)",
+    "string_split": "`result_type='RaggedTensor'` is refused (daskgraph has no RaggedTensor)",
     "nn.fused_batch_norm": "composed of ordinary ops; a float16 `x` needs float16 `scale`, "
     "`offset`, `mean`, `variance` (TensorFlow takes float32)",
     "nn.swish": "no second derivative (`sigmoid`'s gradient has none)",
@@ -215,8 +236,8 @@ DIFFERENCES: dict[str, str] = {
     "gfile.Open": "as `gfile.GFile`",
     "gfile.FastGFile": "as `gfile.GFile`",
     "test.TestCase": "sessions are daskgraph's (the embedded cluster, or the Dask config's); no "
-    "`assertProtoEquals`, `captureWritesToStream`; `evaluate` takes tensors, not callables or "
-    "sparse/ragged values",
+    "`assertProtoEquals`, `captureWritesToStream`; `evaluate` takes tensors and SparseTensors, "
+    "not callables or ragged values",
     "test.is_gpu_available": "counts NVIDIA GPUs and virtual GPUs (`daskgraph.virtual-gpus`); "
     "`cuda_only=True` counts NVIDIA GPUs only; a virtual GPU's compute capability is (0, 0)",
     "test.gpu_device_name": "`/device:GPU:0` where an NVIDIA or virtual GPU would be a session's",

@@ -46,6 +46,7 @@ from daskgraph.compat import (
     logging,
     math,
     random,
+    sparse,
     test,
     train,
 )
@@ -173,6 +174,26 @@ from daskgraph.compat.sessions import (
     RunOptions,
     get_default_session,
 )
+from daskgraph.compat.sparse import add as sparse_add
+from daskgraph.compat.sparse import concat as sparse_concat
+from daskgraph.compat.sparse import fill_empty_rows as sparse_fill_empty_rows
+from daskgraph.compat.sparse import matmul as sparse_tensor_dense_matmul
+from daskgraph.compat.sparse import placeholder as sparse_placeholder
+from daskgraph.compat.sparse import reduce_max as sparse_reduce_max
+from daskgraph.compat.sparse import reduce_sum as sparse_reduce_sum
+from daskgraph.compat.sparse import reorder as sparse_reorder
+from daskgraph.compat.sparse import reshape as sparse_reshape
+from daskgraph.compat.sparse import retain as sparse_retain
+from daskgraph.compat.sparse import segment_mean as sparse_segment_mean
+from daskgraph.compat.sparse import segment_sqrt_n as sparse_segment_sqrt_n
+from daskgraph.compat.sparse import segment_sum as sparse_segment_sum
+from daskgraph.compat.sparse import slice as sparse_slice
+from daskgraph.compat.sparse import softmax as sparse_softmax
+from daskgraph.compat.sparse import split as sparse_split
+from daskgraph.compat.sparse import string_split
+from daskgraph.compat.sparse import to_dense as sparse_tensor_to_dense
+from daskgraph.compat.sparse import to_indicator as sparse_to_indicator
+from daskgraph.compat.sparse import transpose as sparse_transpose
 from daskgraph.compat.variables import (
     VariableAggregation,
     VariableSynchronization,
@@ -433,9 +454,15 @@ from daskgraph.ops.random_more import (
     random_poisson,
     random_shuffle,
 )
+from daskgraph.ops.sparse_ops import sparse_to_dense
 from daskgraph.ops.state_more import assert_variables_initialized, count_up_to
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.session import Session
+from daskgraph.sparse_tensor import (
+    SparseTensor,
+    SparseTensorValue,
+    convert_to_tensor_or_sparse_tensor,
+)
 from daskgraph.template import make_template
 from daskgraph.tensor_shape import Dimension, TensorShape, dimension_value
 from daskgraph.variable_scope import (
@@ -853,6 +880,34 @@ __all__ += [  # TF1's other framework, variable and gradient names (compat.frame
     "shape_n",
     "tables_initializer",
     "uniform_unit_scaling_initializer",
+]
+
+__all__ += [  # TF1's sparse tensors and ops (sparse_tensor, compat.sparse, ops.sparse_*)
+    "SparseTensor",
+    "SparseTensorValue",
+    "convert_to_tensor_or_sparse_tensor",
+    "sparse",
+    "sparse_add",
+    "sparse_concat",
+    "sparse_fill_empty_rows",
+    "sparse_placeholder",
+    "sparse_reduce_max",
+    "sparse_reduce_sum",
+    "sparse_reorder",
+    "sparse_reshape",
+    "sparse_retain",
+    "sparse_segment_mean",
+    "sparse_segment_sqrt_n",
+    "sparse_segment_sum",
+    "sparse_slice",
+    "sparse_softmax",
+    "sparse_split",
+    "sparse_tensor_dense_matmul",
+    "sparse_tensor_to_dense",
+    "sparse_to_dense",
+    "sparse_to_indicator",
+    "sparse_transpose",
+    "string_split",
 ]
 
 #: ``tf.newaxis``: index with it to add a dimension (``x[:, tf.newaxis]``)

@@ -59,7 +59,7 @@ def test_known_differences_name_real_tf1_names(data) -> None:
 def test_statuses() -> None:
     assert table.status("", "matmul")[0] == "partial"  # no adjoint_a/adjoint_b
     assert table.status("nn", "relu") == ("supported", "")
-    assert table.status("", "sparse_placeholder") == ("missing", "")
+    assert table.status("", "sparse_mask") == ("missing", "")
     state, note = table.status("", "nn", {"nn": {"relu": "function", "no_such_op": "function"}})
     assert (state, note) == ("partial", "1 of 2 names (see `tf.nn`)")
 

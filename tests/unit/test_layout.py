@@ -56,6 +56,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "layers layers.base layers.core layers.convolutional layers.normalization losses "
             "ops.bundle ops.subgraph ops.script_ops ops.loops ops.dataset_ops data"
             " ops.indexing ops.sorting ops.scatter"
+            " sparse_tensor ops.sparse_ops ops.sparse_structure ops.sparse_lookup"
             " template ops.state_more ops.custom_gradient hessians ops.manip initializers_more"
             " metrics_base metrics_thresholds metrics_at_k metrics",
         ),
@@ -82,6 +83,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "compat.local_devices compat.assertions compat.testcase compat.gradient_checker "
             "compat.test "
             "compat.math "
+            "compat.sparse "
             "compat.linalg compat.framework compat.gradients compat.variables",
         ),
     )
