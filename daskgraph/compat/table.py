@@ -288,6 +288,12 @@ DIFFERENCES: dict[str, str] = {
     "`Graph.as_graph_def()` returns it: no serialization, no empty construction",
     "NodeDef": "a named tuple of the protocol buffer's fields (`name`, `op`, `input`, `device`, "
     "`attr`): no serialization",
+    "case": "a chain of `cond`: every branch is built and runs (the taken one's result is "
+    "selected), so a branch may not update variables, and an op failing in a branch not taken "
+    "fails the run",
+    "switch_case": "a chain of `cond`: every branch is built and runs (the taken one's result is "
+    "selected), so a branch may not update variables, and an op failing in a branch not taken "
+    "fails the run",
 }
 
 #: tf.metrics: what their shapes must be (TF matches the ranks at run time, with ``cond``)

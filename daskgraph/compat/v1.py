@@ -426,6 +426,7 @@ from daskgraph.ops.asserts import (
     assert_scalar,
     assert_type,
 )
+from daskgraph.ops.branching import case, switch_case
 from daskgraph.ops.custom_gradient import custom_gradient
 from daskgraph.ops.manip import (
     broadcast_dynamic_shape,
@@ -857,6 +858,7 @@ __all__ += [  # TF1's other framework, variable and gradient names (compat.frame
     "assert_variables_initialized",
     "broadcast_dynamic_shape",
     "broadcast_static_shape",
+    "case",
     "container",
     "convert_to_tensor_or_indexed_slices",
     "count_up_to",
@@ -878,6 +880,7 @@ __all__ += [  # TF1's other framework, variable and gradient names (compat.frame
     "saturate_cast",
     "setdiff1d",
     "shape_n",
+    "switch_case",
     "tables_initializer",
     "uniform_unit_scaling_initializer",
 ]
