@@ -22,12 +22,20 @@ ValueError: gpu_options.per_process_gpu_memory_fraction must be in [0, 1] (0 mea
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import dask.config
 import yaml
 
-__all__ = ["GPUOptions", "SessionConfig", "check_timeout_ms", "virtual_gpu_count"]
+__all__ = [
+    "GPUOptions",
+    "SessionConfig",
+    "check_timeout_ms",
+    "default_session_config",
+    "set_session_defaults",
+    "virtual_gpu_count",
+]
 
 _defaults = yaml.safe_load((pathlib.Path(__file__).parent / "daskgraph.yaml").read_text())
 dask.config.update_defaults(_defaults)
@@ -131,6 +139,27 @@ class SessionConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"device_count[{key!r}] must be an int >= 0; got {value!r}")
         return self
+
+
+#: what makes the config of a Session made without one (None: a plain SessionConfig)
+_session_defaults: list[Callable[[], SessionConfig]] = []
+
+
+def set_session_defaults(make: Callable[[], SessionConfig] | None) -> None:
+    """Have every ``Session`` made without a config from now on take ``make()`` (a new
+    :class:`SessionConfig` each call; None: a plain one again), as TensorFlow's sessions take
+    the process's context config when given none (``tf.config``'s device settings,
+    :mod:`daskgraph.compat.config`, install theirs here)."""
+    _session_defaults[:] = [] if make is None else [make]
+
+
+def default_session_config() -> SessionConfig:
+    """The config of a ``Session`` made without one (see :func:`set_session_defaults`).
+
+    >>> default_session_config() == SessionConfig()
+    True
+    """
+    return _session_defaults[0]() if _session_defaults else SessionConfig()
 
 
 def check_timeout_ms(name: str, value: object) -> None:

@@ -29,7 +29,7 @@ import dask.config
 from distributed import Client
 
 from daskgraph import default_session
-from daskgraph.config import SessionConfig, check_timeout_ms
+from daskgraph.config import SessionConfig, check_timeout_ms, default_session_config
 from daskgraph.connection import Connection
 from daskgraph.deadline import run_deadline
 from daskgraph.default_session import get_default_session
@@ -141,7 +141,7 @@ class Session:
                 f"config must be a tf.ConfigProto (a daskgraph SessionConfig); got {config!r}"
             )
         self._graph = graph if graph is not None else get_default_graph()
-        self._config = (config or SessionConfig()).validate()
+        self._config = (config or default_session_config()).validate()
         self._id = uuid.uuid4().hex[:12]
         # numbers of runs (attempts) and steps (calls): next() of a count is atomic, so runs
         # from several threads (async towers) never share a number (keys, RunStep ids)

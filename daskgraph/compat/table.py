@@ -121,6 +121,20 @@ DIFFERENCES: dict[str, str] = {
     "random.uniform": "other values than TensorFlow's for the same seed; an integer dtype's "
     "`minval`/`maxval` must be known when the graph is built",
     "random.truncated_normal": "other values than TensorFlow's for the same seed",
+    "config.experimental": "device listing and visibility, memory growth, virtual device "
+    "configuration and `get_device_details` only (no memory info, device policy, ...); a virtual "
+    "GPU keeps its memory growth without effect; settings are frozen once an embedded cluster "
+    "runs",
+    "config.threading": "the inter-op count is the embedded CPU worker's threads "
+    "(`daskgraph.local.cpu-threads`); the intra-op count is kept, not used",
+    "config.set_logical_device_configuration": "the visible NVIDIA GPUs must all be split alike "
+    "(one `virtual_devices` list); a virtual GPU split in n makes n virtual GPU workers (their "
+    "memory limits unused); the CPU cannot be split; no priorities or ordinals",
+    "config.set_visible_devices": "the CPU cannot be hidden; hiding a virtual GPU starts one "
+    "virtual GPU worker fewer (the visible ones are GPU:0, GPU:1, ...); hiding every NVIDIA GPU "
+    "while a virtual one stays visible is refused",
+    "config.list_logical_devices": "the devices a `Session()` on the embedded cluster will have, "
+    "without starting it (the settings are frozen from then on, as in TensorFlow)",
     "random_shuffle": "TF1's seed rules, NumPy's generators: other orders than TensorFlow's",
     "random.shuffle": "TF1's seed rules, NumPy's generators: other orders than TensorFlow's",
     "random_crop": "TF1's seed rules, NumPy's generators: other offsets than TensorFlow's",

@@ -37,6 +37,7 @@ import sys
 from daskgraph import dtypes, errors, layers, losses, metrics, nest, nn, summary
 from daskgraph.compat import (
     app,
+    config,
     data,
     flags,
     gfile,
@@ -526,6 +527,7 @@ __all__ = [
     "compat",
     "concat",
     "cond",
+    "config",
     "constant",
     "constant_initializer",
     "control_dependencies",

@@ -84,6 +84,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "compat.local_devices compat.assertions compat.testcase compat.gradient_checker "
             "compat.test "
             "compat.math "
+            "compat.config "
             "compat.sparse "
             "compat.linalg compat.framework compat.gradients compat.variables",
         ),
