@@ -465,7 +465,9 @@ from daskgraph.sparse_tensor import (
     SparseTensorValue,
     convert_to_tensor_or_sparse_tensor,
 )
+from daskgraph.static_value import get_static_value
 from daskgraph.template import make_template
+from daskgraph.tensor_conversion import register_tensor_conversion_function
 from daskgraph.tensor_shape import Dimension, TensorShape, dimension_value
 from daskgraph.variable_scope import (
     AUTO_REUSE,
@@ -868,6 +870,7 @@ __all__ += [  # TF1's other framework, variable and gradient names (compat.frame
     "dimension_at_index",
     "double",
     "ensure_shape",
+    "get_static_value",
     "half",
     "hessians",
     "identity_n",
@@ -877,6 +880,7 @@ __all__ += [  # TF1's other framework, variable and gradient names (compat.frame
     "is_numeric_tensor",
     "no_regularizer",
     "orthogonal_initializer",
+    "register_tensor_conversion_function",
     "repeat",
     "roll",
     "saturate_cast",

@@ -23,6 +23,7 @@ from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError, quote
 from daskgraph.graph import Operation, Shape, Tensor, as_operation, get_default_graph
 from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.tensor_conversion import convert_registered
 from daskgraph.tensor_shape import TensorShape, dimension_value
 
 __all__ = [
@@ -233,7 +234,8 @@ def placeholder_with_default(input: Any, shape: Any, name: str | None = None) ->
 
 
 def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None) -> Tensor:
-    """``value`` itself if it is a tensor (or a Variable), else a new constant."""
+    """``value`` itself if it is a tensor (or a Variable), the tensor a function registered
+    for its type makes (``register_tensor_conversion_function``), else a new constant."""
     if isinstance(value, Tensor):
         if dtype is not None and dtypes.as_dtype(dtype) != value.dtype:
             raise TypeError(
@@ -244,6 +246,9 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None) ->
     to_tensor = getattr(value, "_as_tensor", None)
     if to_tensor is not None:
         return to_tensor()
+    converted = convert_registered(value, dtype, name)
+    if converted is not None:
+        return converted
     return constant(value, dtype=dtype, name=name or "Const")
 
 

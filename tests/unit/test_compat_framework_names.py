@@ -98,9 +98,9 @@ def test_init_scope_clears_control_dependencies_and_keeps_the_name_scope():
         with tf.container("box") as box:
             tf.constant(1)
     # TF 2.21: ns/y:0 [] ['Const']
-    assert (y.name, y.op.control_inputs, [c.name for c in z.op.control_inputs]) == (
+    assert (y.name, list(y.op.control_inputs), [c.name for c in z.op.control_inputs]) == (
         "ns/y:0",
-        (),
+        [],
         ["Const"],
     )
     assert box == "box"

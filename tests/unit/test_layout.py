@@ -58,7 +58,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             " ops.indexing ops.sorting ops.scatter"
             " sparse_tensor ops.sparse_ops ops.sparse_structure ops.sparse_lookup"
             " template ops.state_more ops.custom_gradient hessians ops.manip initializers_more"
-            " ops.branching"
+            " ops.branching static_value tensor_conversion"
             " metrics_base metrics_thresholds metrics_at_k metrics",
         ),
         ("placement", "placement"),
