@@ -1,19 +1,22 @@
 """The global step: the int64 variable counting training steps (``tf.train.*global_step``).
 
 It is the variable ``global_step`` of the root variable scope, in the ``GLOBAL_STEP``
-collection, not trainable, and on the CPU (TensorFlow has no GPU kernels for integer
-variables). Optimizers' ``apply_gradients(..., global_step=...)`` add one to it per step.
+collection, not trainable; its device is the one requested around it, as in TF1's graph mode,
+but never a GPU (TensorFlow has no GPU kernels for integer variables, and the placer puts it
+on a CPU). Optimizers' ``apply_gradients(..., global_step=...)`` add one to it per step.
 
 >>> import daskgraph as dg
 >>> with dg.Graph().as_default():
 ...     step = get_or_create_global_step()
 ...     same = get_or_create_global_step()
 ...     (step.op.name, step.dtype.name, step.device, same is step, step.trainable)
-('global_step', 'int64', '/device:CPU:0', True, False)
+('global_step', 'int64', '', True, False)
 """
 
 from __future__ import annotations
 
+import contextlib
+from contextlib import AbstractContextManager
 from typing import Any
 
 from daskgraph import dtypes, scopes
@@ -49,12 +52,21 @@ def get_global_step(graph: Graph | None = None) -> Variable | Tensor | None:
     return step
 
 
+def _off_gpus() -> AbstractContextManager[Any]:
+    """The device scope for the global step: as requested around it, as in TF1's graph mode,
+    except that a GPU request becomes the CPU (no GPU kernels for integer variables)."""
+    scope = scopes.current_device_scope()
+    if not scope.functions and scope.spec.device_type == "GPU":
+        return scopes.device("/device:CPU:0")
+    return contextlib.nullcontext()
+
+
 def create_global_step(graph: Graph | None = None) -> Variable:
     """Make the global step of ``graph``: ValueError if it has one already."""
     graph = graph or get_default_graph()
     if get_global_step(graph) is not None:
         raise ValueError('"global_step" already exists.')
-    with graph.as_default(), graph.name_scope(None), scopes.device("/cpu:0"):
+    with graph.as_default(), graph.name_scope(None), _off_gpus():
         with variable_scope(VariableScope(False), auxiliary_name_scope=False):
             return get_variable(
                 "global_step",

@@ -229,6 +229,12 @@ class Graph:
         """Append ``value`` to the collection ``name`` (TF1's graph collections)."""
         self._collections[name].append(value)
 
+    def add_to_collections(self, names: Any, value: Any) -> None:
+        """Append ``value`` to each collection of ``names`` (a name, or an iterable of them,
+        each taken once)."""
+        for name in [names] if isinstance(names, str) else dict.fromkeys(names):
+            self.add_to_collection(name, value)
+
     def get_collection(self, name: str) -> list[Any]:
         """A copy of the collection ``name`` (empty when there is none)."""
         return list(self._collections.get(name, ()))

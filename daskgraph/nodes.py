@@ -20,7 +20,7 @@ TypeError: example expects an Operation, a Tensor or a Variable; got 1.0
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from daskgraph import dtypes
@@ -177,7 +177,7 @@ class Operation:
         name: str,
         op_type: str,
         inputs: tuple[Tensor, ...],
-        control_inputs: tuple[Operation, ...],
+        control_inputs: Sequence[Operation],
         attrs: dict[str, Any],
     ) -> None:
         self.graph = graph
@@ -185,7 +185,7 @@ class Operation:
         self.name = name
         self.type = op_type
         self.inputs = inputs
-        self.control_inputs = control_inputs
+        self.control_inputs = list(control_inputs)  # a list, as TensorFlow gives it
         self.attrs = attrs
         self.outputs: list[Tensor] = []
         self.device = ""

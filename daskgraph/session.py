@@ -28,7 +28,7 @@ from typing import Any
 import dask.config
 from distributed import Client
 
-from daskgraph import default_session
+from daskgraph import default_session, master
 from daskgraph.config import SessionConfig, check_timeout_ms, default_session_config
 from daskgraph.connection import Connection
 from daskgraph.deadline import run_deadline
@@ -54,6 +54,7 @@ from daskgraph.placement import Placement, format_placement_log, place
 from daskgraph.program import RunStep
 from daskgraph.reporting import reporter_for
 from daskgraph.topology import Device, format_device_mapping
+from daskgraph.worker_state import reset_worker_containers
 
 __all__ = ["RunMetadata", "RunOptions", "Session", "StepStats", "get_default_session"]
 
@@ -142,7 +143,7 @@ class Session:
             )
         self._graph = graph if graph is not None else get_default_graph()
         self._config = (config or default_session_config()).validate()
-        self._id = uuid.uuid4().hex[:12]
+        self._id = uuid.uuid4().hex[:12] + _container_suffix(target, self._config)
         # numbers of runs (attempts) and steps (calls): next() of a count is atomic, so runs
         # from several threads (async towers) never share a number (keys, RunStep ids)
         self._run_numbers = itertools.count(1)
@@ -536,6 +537,21 @@ class Session:
         self._placement = None
         self._conn.close()
 
+    @staticmethod
+    def reset(target: str, containers: list[str] | None = None, config: Any = None) -> None:
+        """Drop the variables that the sessions on the server ``target`` share (those of the
+        ``containers`` named, all by default), as TF1's ``Session.reset``; open sessions
+        there see them uninitialized."""
+        session = Session(target, config=config)
+        try:
+            names = (
+                None if containers is None else ["default" if c == "" else c for c in containers]
+            )
+            session.client.run(reset_worker_containers, names)
+            reset_worker_containers(names)  # the process's own (in-process runs)
+        finally:
+            session.close()
+
     def as_default(self) -> AbstractContextManager[Session]:
         """Make this session the default one in a ``with`` block (without closing it)."""
         return default_session.as_default(self)
@@ -556,6 +572,24 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._conn.devices)} devices"
         return f"<daskgraph.Session {self._id} {state}>"
+
+
+def _container_suffix(target: Any, config: SessionConfig) -> str:
+    """``"~default"`` for a session on a TensorFlow-style server target (a ``Server``'s, or a
+    ``grpc://`` task address): its variables live in the cluster's shared container, where the
+    other sessions on that cluster find them, as a TensorFlow server's sessions share theirs
+    (unless ``isolate_session_state``). ``""`` for any other session: its variables are its
+    own, as those of TensorFlow's local ``DirectSession``."""
+    if not isinstance(target, str) or not target.strip():
+        return ""
+    if getattr(config, "isolate_session_state", False):
+        return ""
+    try:
+        resolved = master.resolve_target(target)
+    except (InvalidArgumentError, TypeError, ValueError):
+        return ""  # the connection says what is wrong with it
+    server_target = resolved.local_task is not None or target.lower().startswith("grpc")
+    return "~default" if server_target else ""
 
 
 def _attach_operation(exc: OpError, graph: Graph) -> None:

@@ -45,6 +45,7 @@ __all__ = [
     "get_variable",
     "get_variable_scope",
     "new_variable",
+    "stored_variables",
     "variable_scope",
 ]
 
@@ -73,6 +74,8 @@ class VariableScope:
         ``False``, ``True`` or :data:`AUTO_REUSE`.
     initializer
         The default initializer of ``get_variable`` in this scope, or None.
+    regularizer
+        The default regularizer of ``get_variable`` in this scope, or None.
     original_name_scope
         The name scope opened when the scope was first entered (``"model/"``).
     """
@@ -84,8 +87,10 @@ class VariableScope:
         initializer: Any = None,
         name_scope: str = "",
         dtype: Any = dtypes.float32,
+        regularizer: Any = None,
     ) -> None:
         self.name = name
+        self.regularizer = regularizer
         self._reuse = reuse if reuse is AUTO_REUSE else bool(reuse)
         self.initializer = initializer
         self.original_name_scope = name_scope
@@ -108,6 +113,10 @@ class VariableScope:
     def set_dtype(self, dtype: Any) -> None:
         """Set the default dtype of this scope."""
         self.dtype = dtypes.as_dtype(dtype)
+
+    def set_regularizer(self, regularizer: Any) -> None:
+        """Set the default regularizer of this scope."""
+        self.regularizer = regularizer
 
     def __repr__(self) -> str:
         return f"<VariableScope {self.name!r} reuse={self._reuse}>"
@@ -149,6 +158,20 @@ def _store(graph: Graph) -> _VariableStore:
     store = _VariableStore()
     graph.add_to_collection(_STORE_COLLECTION, store)
     return store
+
+
+def stored_variables(graph: Graph | None = None) -> dict[str, Variable]:
+    """The variables :func:`get_variable` made in ``graph`` (default: the default graph), by
+    full name (TensorFlow's default variable store).
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     with variable_scope("a"):
+    ...         w = get_variable("w", shape=[2])
+    ...     list(stored_variables()) == ["a/w"] and stored_variables()["a/w"] is w
+    True
+    """
+    return dict(_store(graph or get_default_graph()).variables)
 
 
 _current: ContextVar[tuple[Graph, VariableScope] | None] = ContextVar(
@@ -194,6 +217,13 @@ def variable_scope(
     reuse: Any = None,
     dtype: Any = None,
     auxiliary_name_scope: bool = True,
+    *,
+    regularizer: Any = None,
+    caching_device: Any = None,
+    partitioner: Any = None,
+    custom_getter: Any = None,
+    use_resource: Any = None,
+    constraint: Any = None,
 ) -> Iterator[VariableScope]:
     """Open a variable scope (and a name scope of the same name) for ``get_variable``.
 
@@ -210,6 +240,13 @@ def variable_scope(
         inherit the enclosing scope's mode.
     auxiliary_name_scope
         Whether to open the name scope too.
+    regularizer
+        The default regularizer of ``get_variable`` in the scope (inherited).
+    caching_device, use_resource
+        Accepted, as TF1's; daskgraph reads variables where they live and has reference
+        variables only.
+    partitioner, custom_getter, constraint
+        Refused when given (ValueError), as by ``get_variable``.
 
     Examples
     --------
@@ -231,6 +268,13 @@ def variable_scope(
             f"variable_scope: name_or_scope must be a string or a VariableScope; "
             f"got {name_or_scope!r}"
         )
+    for what, value in (
+        ("partitioner", partitioner),
+        ("custom_getter", custom_getter),
+        ("constraint", constraint),
+    ):
+        if value is not None:
+            raise ValueError(f"variable_scope: {what} is not supported by daskgraph")
     reuse = _check_reuse(reuse)
     graph = get_default_graph()
     store = _store(graph)
@@ -241,7 +285,7 @@ def variable_scope(
             raise ValueError("variable_scope: reuse=True cannot be used without a name_or_scope")
         name_or_scope, scope_name = store.unique_scope(old.name, default_name), default_name
     with ExitStack() as stack:
-        defaults = (reuse, initializer, dtype)
+        defaults = (reuse, initializer, dtype, regularizer)
         if isinstance(name_or_scope, VariableScope):
             new = _reenter(stack, graph, store, name_or_scope, defaults, auxiliary_name_scope)
         else:
@@ -259,12 +303,12 @@ def _reenter(
     graph: Graph,
     store: _VariableStore,
     scope: VariableScope,
-    defaults: tuple[Any, Any, Any],
+    defaults: tuple[Any, Any, Any, Any],
     auxiliary_name_scope: bool,
 ) -> VariableScope:
     """Enter ``scope`` again: its name, and a new name scope named after its last part; the
     sub-scope counts are restored on leaving (as TensorFlow's)."""
-    reuse, initializer, dtype = defaults
+    reuse, initializer, dtype, regularizer = defaults
     if auxiliary_name_scope:
         stack.enter_context(graph.name_scope(scope.name.rsplit("/", 1)[-1]))
     new = VariableScope(
@@ -273,6 +317,7 @@ def _reenter(
         initializer if initializer is not None else scope.initializer,
         scope.original_name_scope,
         dtype if dtype is not None else scope.dtype,
+        regularizer if regularizer is not None else scope.regularizer,
     )
     store.open_scope(scope.name)
     saved = dict(store.scope_counts)
@@ -285,13 +330,13 @@ def _extend(
     store: _VariableStore,
     old: VariableScope,
     name: str,
-    defaults: tuple[Any, Any, Any],
+    defaults: tuple[Any, Any, Any, Any],
     opened: str,
 ) -> VariableScope:
     """Enter the scope ``<old>/<name>`` (``opened``: the name scope opened for it, if any),
     inheriting ``old``'s reuse mode and defaults; the counts of its sub-scopes restart when
     it is left."""
-    reuse, initializer, dtype = defaults
+    reuse, initializer, dtype, regularizer = defaults
     new_name = f"{old.name}/{name}" if old.name else name
     new = VariableScope(
         reuse or old.reuse,
@@ -299,6 +344,7 @@ def _extend(
         initializer if initializer is not None else old.initializer,
         opened,
         dtype if dtype is not None else old.dtype,
+        regularizer if regularizer is not None else old.regularizer,
     )
     store.open_scope(new_name)
     stack.callback(store.close_subscopes, new_name)
@@ -378,6 +424,8 @@ def get_variable(
         )
     if initializer is None:
         initializer = scope.initializer
+    if regularizer is None:
+        regularizer = scope.regularizer
     if dtype is None and (initializer is None or callable(initializer)):
         dtype = scope.dtype
     variable = new_variable(

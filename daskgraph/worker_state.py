@@ -48,6 +48,7 @@ __all__ = [
     "VariableStore",
     "WorkerState",
     "current_state",
+    "reset_worker_containers",
     "state_of",
 ]
 
@@ -69,11 +70,16 @@ class VariableStore:
     ('applied', 'applied')
     """
 
-    def __init__(self, device: str = "") -> None:
+    def __init__(
+        self, device: str = "", shared: tuple[dict[str, Any], threading.RLock] | None = None
+    ) -> None:
         self.device = device
-        self._values: dict[str, Any] = {}
+        # ``shared``: the values and update lock of a container that sessions share (see
+        # :class:`WorkerState`); what each session's runs applied stays its own
+        values, updating = shared if shared is not None else ({}, threading.RLock())
+        self._values: dict[str, Any] = values
         self._lock = threading.Lock()
-        self._updating = threading.RLock()
+        self._updating = updating
         self._oldest = -1  # runs older than this are done: what they applied is forgotten
         self._applied: dict[int, set[str]] = {}  # run -> its stateful ops that were applied
         self._results: dict[str, tuple[int, Any]] = {}  # op -> (newest run, latest result)
@@ -142,7 +148,7 @@ class VariableStore:
             return self._values[name]
         except KeyError:
             raise FailedPreconditionError(
-                f"Attempting to use uninitialized value {name!r} "
+                f"Attempting to use uninitialized value {name} "
                 f"(on {self.device or 'its device'}). Run its initializer first, e.g. "
                 "session.run(global_variables_initializer()).",
                 op=name,
@@ -169,8 +175,11 @@ class VariableStore:
 class SessionState:
     """What one session keeps on one worker: variables per device, and programs."""
 
-    def __init__(self) -> None:
+    def __init__(self, container: dict[str, tuple] | None = None) -> None:
         self.stores: dict[str, VariableStore] = {}
+        #: the shared container of variables (device -> values and update lock), or None for
+        #: the session's own
+        self.container = container
         #: fast-path programs by token (:class:`daskgraph.execution.PartitionExecutor`)
         self.programs: dict[str, Any] = {}
         #: large feed values sent ahead for the runs' partitions, by token (see
@@ -185,7 +194,10 @@ class SessionState:
         store = self.stores.get(device)
         if store is None:
             with self._lock:
-                store = self.stores.setdefault(device, VariableStore(device))
+                shared = None
+                if self.container is not None:
+                    shared = self.container.setdefault(device, ({}, threading.RLock()))
+                store = self.stores.setdefault(device, VariableStore(device, shared))
         return store
 
     def compiled_form(self, program: Any, backend: str, compile: Callable[[], Any]) -> Any:
@@ -225,10 +237,27 @@ class SessionState:
 
 
 class WorkerState:
-    """daskgraph's state on one worker: a :class:`SessionState` per open session."""
+    """daskgraph's state on one worker: a :class:`SessionState` per open session, and the
+    containers of variables that sessions share.
+
+    A session whose id ends in ``~NAME`` keeps its variables in the container ``NAME``, where
+    every such session of the cluster finds them, and they outlive the sessions, as the
+    variables of a TensorFlow server do (its sessions share them unless
+    ``isolate_session_state``); :meth:`reset_containers` drops them (``Session.reset``).
+
+    >>> state = WorkerState()
+    >>> state.session("a~default").store("/device:CPU:0").assign("v", 1.0)
+    >>> state.close_session("a~default")
+    1
+    >>> state.session("b~default").store("/device:CPU:0").read("v")
+    1.0
+    >>> state.reset_containers(), state.session("c~default").store("/device:CPU:0").names()
+    (['default'], [])
+    """
 
     def __init__(self) -> None:
         self._sessions: dict[str, SessionState] = {}
+        self._containers: dict[str, dict[str, tuple]] = {}
         self._lock = threading.Lock()
 
     def session(self, session_id: str) -> SessionState:
@@ -236,8 +265,26 @@ class WorkerState:
         state = self._sessions.get(session_id)
         if state is None:
             with self._lock:
-                state = self._sessions.setdefault(session_id, SessionState())
+                state = self._sessions.get(session_id)
+                if state is None:
+                    name = session_id.partition("~")[2]
+                    container = self._containers.setdefault(name, {}) if name else None
+                    state = self._sessions[session_id] = SessionState(container)
         return state
+
+    def reset_containers(self, names: list[str] | None = None) -> list[str]:
+        """Drop the shared containers ``names`` (all by default); returns those dropped."""
+        with self._lock:
+            dropped = [n for n in list(self._containers) if names is None or n in names]
+            for name in dropped:
+                self._containers[name].clear()
+                del self._containers[name]
+            for session_id, state in self._sessions.items():  # open ones start again empty
+                name = session_id.partition("~")[2]
+                if name in dropped:
+                    state.stores.clear()
+                    state.container = self._containers.setdefault(name, {})
+        return dropped
 
     def close_session(self, session_id: str) -> int:
         """Free everything of ``session_id``; returns how many variables were dropped."""
@@ -251,6 +298,13 @@ class WorkerState:
 
 
 _local_state = WorkerState()
+
+
+def reset_worker_containers(names: list[str] | None = None, dask_worker: Any = None) -> list[str]:
+    """Drop the shared containers ``names`` (all by default) of this worker (run on every
+    worker by ``Session.reset``), or of the process outside Dask."""
+    state = state_of(dask_worker) if dask_worker is not None else _local_state
+    return state.reset_containers(names)
 
 
 def state_of(worker: Any) -> WorkerState:

@@ -14,7 +14,7 @@ session's variables live in their own store on each worker), so it changes nothi
 ...     with dg.control_dependencies([x]), init_scope():
 ...         y = dg.constant(2.0)
 >>> y.op.control_inputs
-()
+[]
 """
 
 from __future__ import annotations

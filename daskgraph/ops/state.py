@@ -117,7 +117,8 @@ class Variable:
     Parameters
     ----------
     initial_value
-        A tensor or a value convertible to one.
+        A tensor or a value convertible to one, or a function without arguments that makes
+        it (called under the variable's name scope).
     name
         The variable's name (default ``"Variable"``, made unique).
     dtype
@@ -140,6 +141,9 @@ class Variable:
         graph = get_default_graph()
         base = graph.unique_name(name or "Variable")
         with graph_name_scope(graph, base + "/"):
+            if callable(initial_value):  # TF1 takes a function that builds the initial value
+                with graph_name_scope(graph, "Initializer/"):
+                    initial_value = initial_value()
             initial = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
         self._initial_value = initial
         self.trainable = trainable
@@ -276,17 +280,23 @@ class Variable:
 
 def _delegate_operators() -> None:
     """Give Variable the arithmetic operators of its value, as ``tf.Variable`` has."""
-    names = "add radd sub rsub mul rmul truediv rtruediv matmul rmatmul neg abs".split()
+    names = (
+        "add radd sub rsub mul rmul truediv rtruediv matmul rmatmul neg abs floordiv rfloordiv "
+        "mod rmod pow rpow lt le gt ge and rand or ror xor rxor invert getitem"
+    ).split()
     for short in names:
         dunder = f"__{short}__"
-        method = getattr(Tensor, dunder)
-        setattr(Variable, dunder, _operator(method))
+        setattr(Variable, dunder, _operator(dunder))
 
 
-def _operator(method):
+def _operator(dunder: str):
+    """The operator ``dunder`` of the variable's value, looked up when called: the ops
+    modules give Tensor some operators (``[]``, ``<``, ...) after this one is imported."""
+
     def call(self, *args):
-        return method(self._snapshot, *args)
+        return getattr(Tensor, dunder)(self._snapshot, *args)
 
+    call.__name__ = dunder
     return call
 
 

@@ -155,3 +155,61 @@ def test_read_value_under_control_dependencies_reads_after_them():
         sess.run(v.initializer)
         assert sess.run(w) == 1.0 and sess.run(w) == 2.0
         assert sess.run(v.value()) == 2.0  # the plain read has no dependency
+
+
+def test_sessions_on_a_server_share_variables_as_tensorflows():
+    server = tf.train.Server.create_local_server()
+    v = tf.Variable(1.0, name="shared_v")
+    with tf.Session(server.target) as first:
+        first.run(v.initializer)
+        first.run(v.assign_add(2.0))
+    with tf.Session(server.target) as second:
+        assert second.run(v) == 3.0  # the server keeps it after the first session closed
+    other = tf.Graph()
+    with other.as_default():
+        same_name = tf.Variable(0.0, name="shared_v")
+        with tf.Session(server.target) as third:
+            assert third.run(same_name) == 3.0  # shared by name, as in TensorFlow
+    isolated = tf.ConfigProto(isolate_session_state=True)
+    with tf.Session(server.target, config=isolated) as own:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value"):
+            own.run(v)
+    with tf.Session() as local:  # a local session's variables are its own
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            local.run(v)
+    tf.Session.reset(server.target)
+    with tf.Session(server.target) as after:
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            after.run(v)
+
+
+def test_variable_tf1_conveniences():
+    v = tf.Variable(lambda: tf.constant([1.0, 5.0]), dtype=tf.float32)
+    below = v < 3.0
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(below).tolist() == [True, False]
+        assert sess.run(v[1]) == 5.0 and sess.run(v**2).tolist() == [1.0, 25.0]
+    g = tf.Graph()
+    g.add_to_collections(["a", "b"], 1)
+    assert g.get_collection("a") == g.get_collection("b") == [1]
+    with pytest.raises(ValueError, match="same saveable will be restored with two names"):
+        tf.train.Saver({"v0": v, "v0too": v})
+
+
+def test_variable_scope_regularizer_and_tf1_arguments():
+    def penalty(w):
+        return 0.5 * tf.reduce_sum(w)
+
+    with tf.variable_scope("m", regularizer=penalty, caching_device="/cpu:0"):
+        tf.get_variable("w", [2], initializer=tf.ones_initializer())
+        with tf.variable_scope("inner"):
+            tf.get_variable("u", [3], initializer=tf.ones_initializer())
+    losses = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
+    assert [t.op.name for t in losses] == ["m/w/Regularizer/mul", "m/inner/u/Regularizer/mul"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(tf.add_n(losses)) == 2.5
+    with pytest.raises(ValueError, match="partitioner"):
+        with tf.variable_scope("p", partitioner=object()):
+            pass

@@ -102,7 +102,7 @@ def test_scopes_take_tensors_and_variables_without_the_graph_module() -> None:
         v = dg.Variable(1.0, name="v")
         with scopes.colocate_with(v), scopes.control_dependencies([v.initializer]):
             c = dg.constant(2.0, name="c")
-    assert c.op.colocation == "v" and c.op.control_inputs == (v.initializer,)
+    assert c.op.colocation == "v" and c.op.control_inputs == [v.initializer]
     assert g.get_operation_by_name("c") is c.op
     with pytest.raises(TypeError, match="colocate_with expects an Operation"):
         scopes.colocate_with(1.0).__enter__()

@@ -377,10 +377,10 @@ def test_matmul_shape(shape_a, shape_b, transpose_a, transpose_b, expected) -> N
         ((2, 3), (4, 3), False, False, "inner dimensions differ"),
         ((2, 3), (3, 4), True, False, "inner dimensions differ"),
         ((2, 3), (3, 4), False, True, "inner dimensions differ"),
-        ((2, 3, 4), (4, 2), False, False, "must be a matrix"),
-        ((3,), (3, 2), False, False, "must be a matrix"),
+        ((2, 3, 4), (3, 4, 2), False, False, "cannot be broadcast"),  # batch dims 2 and 3
+        ((3,), (3, 2), False, False, "must have rank >= 2"),
     ],
-    ids=["plain", "transpose_a", "transpose_b", "rank3", "rank1"],
+    ids=["plain", "transpose_a", "transpose_b", "batch", "rank1"],
 )
 def test_matmul_shape_errors(shape_a, shape_b, transpose_a, transpose_b, message) -> None:
     with dg.Graph().as_default() as g:
@@ -643,10 +643,10 @@ def test_control_dependencies_apply_to_new_ops_only() -> None:
             c = dg.constant(3.0, name="c")
             d = b + 1.0
         e = dg.constant(4.0, name="e")
-    assert c.op.control_inputs == (a.op,)
-    assert d.op.control_inputs == (a.op,)
-    assert b.op.control_inputs == ()
-    assert e.op.control_inputs == ()
+    assert c.op.control_inputs == [a.op]
+    assert d.op.control_inputs == [a.op]
+    assert b.op.control_inputs == []
+    assert e.op.control_inputs == []
 
 
 def test_control_dependencies_nest_accumulate_and_reset() -> None:
@@ -659,8 +659,8 @@ def test_control_dependencies_nest_accumulate_and_reset() -> None:
                 inner = dg.constant(1.0)
             with dg.control_dependencies(None):
                 cleared = dg.constant(1.0)
-    assert inner.op.control_inputs == (a.op, b, v.op)
-    assert cleared.op.control_inputs == ()
+    assert inner.op.control_inputs == [a.op, b, v.op]
+    assert cleared.op.control_inputs == []
 
 
 def test_control_dependencies_reject_non_ops() -> None:
@@ -676,7 +676,7 @@ def test_group_runs_after_its_inputs() -> None:
         grouped = dg.group(a, n, name="all")
     assert grouped.name == "all"
     assert grouped.type == "NoOp"
-    assert grouped.control_inputs == (a.op, n)
+    assert grouped.control_inputs == [a.op, n]
     assert grouped.outputs == []
 
 
@@ -936,9 +936,9 @@ def test_global_variables_initializer() -> None:
         only_w = dg.variables_initializer([w], name="init_w")
     assert init.name == "init"
     assert init.type == "NoOp"
-    assert init.control_inputs == (v.initializer, w.initializer)
+    assert init.control_inputs == [v.initializer, w.initializer]
     assert init_again.name == "init_1"
-    assert only_w.control_inputs == (w.initializer,)
+    assert only_w.control_inputs == [w.initializer]
     assert dg.global_variables(g) == [v, w]
 
 
@@ -946,7 +946,7 @@ def test_global_variables_initializer_without_variables() -> None:
     with dg.Graph().as_default():
         init = dg.global_variables_initializer()
     assert init.name == "init"
-    assert init.control_inputs == ()
+    assert init.control_inputs == []
 
 
 def test_variables_initializer_rejects_non_variables() -> None:

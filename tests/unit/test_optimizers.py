@@ -247,7 +247,7 @@ def test_global_step_counts_one_per_apply():
             "global_step",
             dg.int64,
             (),
-            "/device:CPU:0",
+            "",  # TF1's graph mode requests no device; the placer puts it on a CPU
         )
         assert g.get_collection(dg.GraphKeys.GLOBAL_STEP) == [step]
         assert step in dg.global_variables() and step not in dg.trainable_variables()

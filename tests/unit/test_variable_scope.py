@@ -153,7 +153,7 @@ def test_get_variable_ignores_control_dependencies(graph):
     c = dg.constant(1.0)
     with dg.control_dependencies([c]):
         w = dg.get_variable("w", [1])
-    assert w.op.control_inputs == () and w.initializer.control_inputs == ()
+    assert w.op.control_inputs == [] and w.initializer.control_inputs == []
 
 
 def test_shapes_and_initializer_values(graph):
