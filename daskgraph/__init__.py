@@ -84,6 +84,7 @@ from daskgraph.initializers import (
 )
 from daskgraph.ops import *  # noqa: F403 - the op constructors are the public API
 from daskgraph.ops import __all__ as _ops_all
+from daskgraph.ops import sparse_elementwise as _sparse_operators  # noqa: F401 (SparseTensor * /)
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.server import ClusterSpec, Server
 from daskgraph.session import RunMetadata, RunOptions, Session, get_default_session

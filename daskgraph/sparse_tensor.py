@@ -82,9 +82,11 @@ class SparseTensor(CompositeTensor):
         ``[rank]`` int64 sizes of the dense tensor.
 
     Most sparse ops want the indices in row-major order (``sparse_reorder`` sorts them).
+    ``sp * x`` and ``sp / x`` with a dense ``x`` are :mod:`daskgraph.ops.sparse_elementwise`'s.
     """
 
     __slots__ = ("_dense_shape", "_indices", "_shape", "_values")
+    __array_priority__ = 100  # NumPy defers ``ndarray * SparseTensor`` to its ``__rmul__``
 
     def __init__(self, indices: Any, values: Any, dense_shape: Any) -> None:
         with name_scope(None, "SparseTensor", [indices, values, dense_shape]):

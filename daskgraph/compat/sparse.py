@@ -8,7 +8,7 @@ Its one job is to map names: ``tf.sparse.to_dense`` *is*
 :func:`daskgraph.ops.sparse_ops.sparse_tensor_to_dense`, ``tf.sparse.SparseTensor`` is
 :class:`daskgraph.sparse_tensor.SparseTensor`; :mod:`daskgraph.compat.v1` gives the TF1
 top-level names (``tf.sparse_tensor_to_dense``, ``tf.sparse_add``, ...) from here. What
-``tf.sparse`` has and daskgraph does not (``mask``, ``maximum``, ``cross``, ``bincount``,
+``tf.sparse`` has and daskgraph does not (``mask``, ``merge``, ``cross``, ``bincount``,
 ``SparseConditionalAccumulator``, ...) is absent: using it raises ``AttributeError``.
 
 >>> import daskgraph.compat.v1 as tf
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from daskgraph.ops.sparse_elementwise import sparse_maximum as maximum
+from daskgraph.ops.sparse_elementwise import sparse_minimum as minimum
 from daskgraph.ops.sparse_lookup import (
     sparse_segment_mean,
     sparse_segment_sqrt_n,
@@ -37,8 +39,11 @@ from daskgraph.ops.sparse_ops import sparse_tensor_dense_matmul as matmul
 from daskgraph.ops.sparse_ops import sparse_tensor_dense_matmul as sparse_dense_matmul
 from daskgraph.ops.sparse_ops import sparse_tensor_to_dense as to_dense
 from daskgraph.ops.sparse_structure import sparse_concat, sparse_split
+from daskgraph.ops.sparse_structure import sparse_expand_dims as expand_dims
+from daskgraph.ops.sparse_structure import sparse_eye as eye
 from daskgraph.ops.sparse_structure import sparse_fill_empty_rows as fill_empty_rows
 from daskgraph.ops.sparse_structure import sparse_reorder as reorder
+from daskgraph.ops.sparse_structure import sparse_reset_shape as reset_shape
 from daskgraph.ops.sparse_structure import sparse_reshape as reshape
 from daskgraph.ops.sparse_structure import sparse_retain as retain
 from daskgraph.ops.sparse_structure import sparse_slice as slice
@@ -51,13 +56,18 @@ __all__ = [
     "SparseTensor",
     "add",
     "concat",
+    "expand_dims",
+    "eye",
     "fill_empty_rows",
     "from_dense",
     "matmul",
+    "maximum",
+    "minimum",
     "placeholder",
     "reduce_max",
     "reduce_sum",
     "reorder",
+    "reset_shape",
     "reshape",
     "retain",
     "segment_mean",

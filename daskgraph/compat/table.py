@@ -93,13 +93,9 @@ DIFFERENCES: dict[str, str] = {
     "is copied) and the gradient is dense (TensorFlow's is `IndexedSlices`)",
     "nn.embedding_lookup_sparse": "`allow_fast_lookup` is ignored; the gradient is dense "
     "(TensorFlow's is `IndexedSlices`)",
-    "SparseTensor": "no operators (`sp * dense`, `sp / dense`); no `SparseTensorSpec`",
-    "sparse": "`SparseTensor`, `placeholder`, `to_dense`, `from_dense`, `add`, `matmul`, "
-    "`sparse_dense_matmul`, `reduce_sum`, `reduce_max`, `reorder`, `reshape`, `retain`, "
-    "`transpose`, `concat`, `slice`, `split`, `softmax`, `to_indicator`, `fill_empty_rows` and "
-    "`segment_sum`/`mean`/`sqrt_n` only (no `mask`, `maximum`, `minimum`, `merge`, "
-    "`reset_shape`, `expand_dims`, `eye`, `cross`, `bincount`, `reduce_*_sparse`, "
-    "`SparseConditionalAccumulator`)",
+    "sparse": "27 of TF1's 35 `tf.sparse` names: no `mask` (daskgraph has no `IndexedSlices`), "
+    "`merge`, `cross`, `cross_hashed`, `bincount`, `reduce_max_sparse`, `reduce_sum_sparse`, "
+    "`SparseConditionalAccumulator`",
     "sparse_reduce_sum": "`axis` must be Python ints (TensorFlow also takes a tensor)",
     "sparse_reduce_max": "`axis` must be Python ints (TensorFlow also takes a tensor)",
     "sparse_split": "`num_split` and `axis` must be Python ints",

@@ -179,10 +179,13 @@ from daskgraph.compat.sparse import add as sparse_add
 from daskgraph.compat.sparse import concat as sparse_concat
 from daskgraph.compat.sparse import fill_empty_rows as sparse_fill_empty_rows
 from daskgraph.compat.sparse import matmul as sparse_tensor_dense_matmul
+from daskgraph.compat.sparse import maximum as sparse_maximum
+from daskgraph.compat.sparse import minimum as sparse_minimum
 from daskgraph.compat.sparse import placeholder as sparse_placeholder
 from daskgraph.compat.sparse import reduce_max as sparse_reduce_max
 from daskgraph.compat.sparse import reduce_sum as sparse_reduce_sum
 from daskgraph.compat.sparse import reorder as sparse_reorder
+from daskgraph.compat.sparse import reset_shape as sparse_reset_shape
 from daskgraph.compat.sparse import reshape as sparse_reshape
 from daskgraph.compat.sparse import retain as sparse_retain
 from daskgraph.compat.sparse import segment_mean as sparse_segment_mean
@@ -899,10 +902,13 @@ __all__ += [  # TF1's sparse tensors and ops (sparse_tensor, compat.sparse, ops.
     "sparse_add",
     "sparse_concat",
     "sparse_fill_empty_rows",
+    "sparse_maximum",
+    "sparse_minimum",
     "sparse_placeholder",
     "sparse_reduce_max",
     "sparse_reduce_sum",
     "sparse_reorder",
+    "sparse_reset_shape",
     "sparse_reshape",
     "sparse_retain",
     "sparse_segment_mean",

@@ -1,7 +1,7 @@
 """Sparse tensors rearranged: ``sparse_reorder``, ``sparse_reshape``, ``sparse_retain``,
 ``sparse_transpose``, ``sparse_concat``, ``sparse_slice``, ``sparse_split``,
-``sparse_fill_empty_rows``, ``sparse_to_indicator`` and ``sparse_softmax``, as TensorFlow 1
-has them.
+``sparse_fill_empty_rows``, ``sparse_to_indicator``, ``sparse_softmax``,
+``sparse_expand_dims``, ``sparse_reset_shape`` and ``sparse_eye``, as TensorFlow 1 has them.
 
 Most of them pick entries: one op computes which entries go where (a permutation, the
 positions kept; an int64 vector), and ``gather`` takes those rows of the indices and values,
@@ -34,19 +34,25 @@ from daskgraph.gradients import no_gradient, register_gradient
 from daskgraph.graph import Operation, Shape, Tensor, get_default_graph, name_scope
 from daskgraph.ops.array import cast, convert_to_tensor, reshape
 from daskgraph.ops.elementwise import minimum
+from daskgraph.ops.fill_ops import fill
 from daskgraph.ops.indexing import scatter_into
 from daskgraph.ops.logic import where
 from daskgraph.ops.math import maximum, reduce_sum
+from daskgraph.ops.ranges import range as range_
 from daskgraph.ops.registry import register
-from daskgraph.ops.shape_ops import concat
+from daskgraph.ops.shape_ops import concat, stack
+from daskgraph.ops.shape_ops import shape as shape_of
 from daskgraph.ops.slicing import gather
 from daskgraph.ops.sparse_ops import check_indices, dense_dims, dense_static, linear_index
 from daskgraph.sparse_tensor import SparseTensor, as_sparse, constant_shape
 
 __all__ = [
     "sparse_concat",
+    "sparse_expand_dims",
+    "sparse_eye",
     "sparse_fill_empty_rows",
     "sparse_reorder",
+    "sparse_reset_shape",
     "sparse_reshape",
     "sparse_retain",
     "sparse_slice",
@@ -179,6 +185,25 @@ def _fill_empty_rows(xp, indices, values, shape, default):
     return every[order], xp.concatenate([values, filled])[order], empty, inverse[: rows.shape[0]]
 
 
+def _reset_shape_kernel(xp, indices, shape, *new_shape):
+    dims = dense_dims(xp, shape, "sparse_reset_shape")
+    if not new_shape:  # the smallest shape holding the indices
+        if not indices.shape[0]:
+            return xp.zeros(len(dims), dtype=np.int64)
+        return (indices.max(axis=0) + 1).astype(np.int64)
+    wanted = dense_dims(xp, new_shape[0], "sparse_reset_shape")
+    if len(wanted) != len(dims) or any(w < d for w, d in zip(wanted, dims, strict=True)):
+        raise ValueError(_too_small(wanted, dims))
+    return xp.asarray(wanted, dtype=np.int64)
+
+
+def _too_small(wanted: Any, dims: Any) -> str:
+    return (
+        "Requested new_shape should have dimension sizes >= sp_input.shape.  Found new_shape "
+        f"({list(wanted)}), sp_input.shape ({list(dims)})."
+    )
+
+
 _FILL_PARTS = {"indices": 0, "values": 1, "empty": 2, "reverse": 3}
 
 
@@ -234,6 +259,7 @@ register("SparseConcatIndices", _concat_indices_kernel, cpu=_I64, gpu=_I64)
 register("SparseConcatShape", _concat_shape_kernel, cpu=_I64, gpu=_I64)
 register("SparseSliceKeep", _slice_keep_kernel, cpu=_I64, gpu=_I64)
 register("SparseSplitRange", _split_range_kernel, cpu=_I64, gpu=_I64)
+register("SparseResetShape", _reset_shape_kernel, cpu=_I64, gpu=_I64)
 register("SparseFillEmptyRows", _fill_empty_rows_kernel, cpu=dtypes.ALL, gpu=None)
 register("SparseToIndicator", _to_indicator_kernel, cpu=_INDEX | {dtypes.bool_},
          gpu=_INDEX | {dtypes.bool_})  # fmt: skip
@@ -522,6 +548,75 @@ def sparse_softmax(sp_input: Any, name: str | None = None) -> SparseTensor:
     return sp.with_values(_op("SparseSoftmax", inputs, sp.dtype, sp.values.shape, name))
 
 
+def sparse_eye(
+    num_rows: Any, num_columns: Any = None, dtype: Any = dtypes.float32, name: str | None = None
+) -> SparseTensor:
+    """The ``num_rows`` x ``num_columns`` (default: square) identity matrix as a
+    SparseTensor of ``dtype`` (``tf.sparse.eye``); the sizes may be scalar tensors."""
+    dtype = dtypes.as_dtype(dtype)
+    with name_scope(name or "eye"):
+        rows = cast(convert_to_tensor(num_rows), dtypes.int64)
+        cols = rows if num_columns is None else cast(convert_to_tensor(num_columns), dtypes.int64)
+        diagonal = range_(minimum(rows, cols), dtype=dtypes.int64)
+        ones = cast(fill(shape_of(diagonal), 1), dtype)
+        result = SparseTensor(stack([diagonal, diagonal], axis=1), ones, stack([rows, cols]))
+    static = [_known_int(v) for v in (num_rows, num_rows if num_columns is None else num_columns)]
+    result._shape = tuple(static)
+    return result
+
+
+def _known_int(value: Any) -> int | None:
+    if isinstance(value, Tensor):
+        return int(value.op.attrs["value"]) if value.op.type == "Const" else None
+    return int(value)
+
+
+def sparse_expand_dims(
+    sp_input: Any, axis: int | None = None, name: str | None = None
+) -> SparseTensor:
+    """``sp_input`` with a new dimension of size 1 at ``axis`` (default: last), as
+    ``tf.sparse.expand_dims``; ``axis`` is a Python int in ``[-rank - 1, rank]``."""
+    sp = as_sparse(sp_input, "sparse_expand_dims")
+    dims = dense_static(sp)
+    if dims is None:
+        raise ValueError("sparse_expand_dims: the rank of sp_input must be known")
+    axis = -1 if axis is None else int(axis)
+    if not -len(dims) - 1 <= axis <= len(dims):
+        raise ValueError(f"sparse_expand_dims: axis {axis} is not in [{-len(dims) - 1}, "
+                         f"{len(dims)}]")  # fmt: skip
+    at = axis % (len(dims) + 1)
+    with name_scope(name or "expand_dims"):
+        indices = sp.indices
+        zero = cast(fill(stack([shape_of(indices)[0], 1]), 0), dtypes.int64)
+        new = concat([indices[:, :at], zero, indices[:, at:]], 1)
+        one = convert_to_tensor(np.array([1], dtype=np.int64), dtype=dtypes.int64)
+        shape = concat([sp.dense_shape[:at], one, sp.dense_shape[at:]], 0)
+        result = SparseTensor(new, sp.values, shape)
+    result._shape = (*dims[:at], 1, *dims[at:])
+    return result
+
+
+def sparse_reset_shape(sp_input: Any, new_shape: Any = None) -> SparseTensor:
+    """``sp_input`` with the dense shape ``new_shape`` (each size at least the old one), or
+    by default the smallest one holding its indices (``tf.sparse.reset_shape``)."""
+    sp = as_sparse(sp_input, "sparse_reset_shape")
+    inputs = [sp.indices, sp.dense_shape]
+    static = None if sp.shape.ndims is None else (None,) * sp.shape.ndims
+    if new_shape is not None:
+        wanted = _int64_vector(new_shape, "sparse_reset_shape", "new_shape")
+        known, dims = constant_shape(wanted), dense_static(sp)
+        if known is not None and dims is not None and None not in dims:
+            if len(known) != len(dims) or any(w < d for w, d in zip(known, dims, strict=True)):
+                raise ValueError(_too_small(known, dims))
+        inputs.append(wanted)
+        static = known if known is not None else static
+    with name_scope("SparseResetShape"):
+        shape = _op("SparseResetShape", inputs, dtypes.int64, (sp.shape.ndims,))
+    result = SparseTensor(sp.indices, sp.values, shape)
+    result._shape = static
+    return result
+
+
 # -- gradients ------------------------------------------------------------------------------------
 @register_gradient("SparseFillEmptyRows")
 def _fill_empty_rows_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
@@ -542,5 +637,5 @@ def _softmax_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
 
 for _type in ("SparseReorderPerm", "SparseReshapeIndices", "SparseReshapeShape",
               "SparseConcatIndices", "SparseConcatShape", "SparseSliceKeep", "SparseSplitRange",
-              "SparseToIndicator", "SparseSoftmaxGrad"):  # fmt: skip
+              "SparseToIndicator", "SparseSoftmaxGrad", "SparseResetShape"):  # fmt: skip
     no_gradient(_type)

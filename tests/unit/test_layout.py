@@ -57,6 +57,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "ops.bundle ops.subgraph ops.script_ops ops.loops ops.dataset_ops data"
             " ops.indexing ops.sorting ops.scatter"
             " sparse_tensor ops.sparse_ops ops.sparse_structure ops.sparse_lookup"
+            " ops.sparse_elementwise"
             " template ops.state_more ops.custom_gradient hessians ops.manip initializers_more"
             " ops.branching static_value tensor_conversion"
             " metrics_base metrics_thresholds metrics_at_k metrics",

@@ -43,6 +43,7 @@ def graph():
 # tensorflow/python/client/session_test.py (TensorFlow, Apache License 2.0), with TF's
 # internal modules (constant_op, array_ops, sparse_tensor) spelled as tf.* names and
 # assertAllEqual as NumPy's assert_array_equal.
+A_INDICES = [[0, 0], [0, 2], [1, 1], [2, 3]]
 INDICES = np.array([[3, 2, 0], [4, 5, 1]]).astype(np.int64)
 VALUES = np.array([1.0, 2.0]).astype(np.float32)
 SHAPE = np.array([7, 9, 2]).astype(np.int64)
@@ -190,6 +191,14 @@ def _b():
 
 def _t3():
     return tf.SparseTensor([[0, 1, 2], [1, 0, 1], [1, 2, 0]], [1, 2, 3], [2, 3, 4])
+
+
+def _signed():
+    return tf.SparseTensor(A_INDICES, [-1.0, 2.0, -3.0, 4.0], [3, 4])
+
+
+def _other():
+    return tf.SparseTensor([[0, 0], [1, 2], [2, 3]], [5.0, -1.0, -6.0], [3, 4])
 
 
 def _ids():
@@ -344,6 +353,33 @@ SPARSE_CASES = {  # name: (builder, TensorFlow 2.21's indices, values, dense sha
                  [[0, 0]], [2], [3, 1]),
     "split3_2": (lambda: tf.sparse_split(sp_input=_a(), num_split=3, axis=1)[2],
                  [[2, 0]], [4], [3, 1]),
+    "maximum": (lambda: tf.sparse_maximum(_signed(), _other()),
+                [[0, 0], [0, 2], [1, 1], [1, 2], [2, 3]], [5, 2, 0, 0, 4], [3, 4]),
+    "minimum": (lambda: tf.sparse.minimum(_signed(), _other()),
+                [[0, 0], [0, 2], [1, 1], [1, 2], [2, 3]], [-1, 0, -3, -1, -6], [3, 4]),
+    "reset_shape": (lambda: tf.sparse_reset_shape(_signed()), A_INDICES, [-1, 2, -3, 4], [3, 4]),
+    "reset_shape_new": (lambda: tf.sparse.reset_shape(_signed(), [4, 5]), A_INDICES,
+                        [-1, 2, -3, 4], [4, 5]),
+    "reset_shape_empty": (lambda: tf.sparse_reset_shape(tf.SparseTensor(
+                              tf.zeros([0, 2], tf.int64), tf.zeros([0]), [3, 4])),
+                          np.zeros((0, 2)), [], [0, 0]),
+    "expand_dims0": (lambda: tf.sparse.expand_dims(_signed(), 0),
+                     [[0, 0, 0], [0, 0, 2], [0, 1, 1], [0, 2, 3]], [-1, 2, -3, 4], [1, 3, 4]),
+    "expand_dims_last": (lambda: tf.sparse.expand_dims(_signed()),
+                         [[0, 0, 0], [0, 2, 0], [1, 1, 0], [2, 3, 0]], [-1, 2, -3, 4], [3, 4, 1]),
+    "eye": (lambda: tf.sparse.eye(3, 2, dtype=tf.int32), [[0, 0], [1, 1]], [1, 1], [3, 2]),
+    "eye_square": (lambda: tf.sparse.eye(tf.constant(2)), [[0, 0], [1, 1]], [1, 1], [2, 2]),
+    "mul": (lambda: _a() * tf.constant([1.0, 2.0, 4.0, 8.0]), A_INDICES, [1, 8, 6, 32], [3, 4]),
+    "rmul": (lambda: tf.constant([1.0, 2.0, 4.0, 8.0]) * _a(), A_INDICES, [1, 8, 6, 32], [3, 4]),
+    "mul_scalar": (lambda: 2.0 * _a(), A_INDICES, [2, 4, 6, 8], [3, 4]),
+    "mul_column": (lambda: _signed() * tf.constant([[1.0], [2.0], [3.0]]), A_INDICES,
+                   [-1, 2, -6, 12], [3, 4]),
+    "div": (lambda: _a() / tf.constant([1.0, 2.0, 4.0, 8.0]), A_INDICES, [1, 0.5, 1.5, 0.5],
+            [3, 4]),
+    "div_column": (lambda: _a() / tf.constant([[2.0], [4.0], [8.0]]), A_INDICES,
+                   [0.5, 1, 0.75, 0.5], [3, 4]),
+    "div_int": (lambda: tf.SparseTensor([[0, 0], [1, 1]], [7, -7], [2, 2]) / tf.constant([2, 2]),
+                [[0, 0], [1, 1]], [3.5, -3.5], [2, 2]),
     "string_split": (lambda: tf.string_split(["hello world", "a b  c", ""]),
                      [[0, 0], [0, 1], [1, 0], [1, 1], [1, 2]],
                      [b"hello", b"world", b"a", b"b", b"c"], [3, 3]),
@@ -362,6 +398,52 @@ SPARSE_CASES = {  # name: (builder, TensorFlow 2.21's indices, values, dense sha
 def test_sparse_results_as_tensorflow(graph, name):
     build, indices, values, dense_shape = SPARSE_CASES[name]
     _same(_run(build()), indices, values, dense_shape)
+
+
+TF1_SPARSE_NAMES = (  # dir(tf.compat.v1.sparse) of TensorFlow 2.21
+    "SparseConditionalAccumulator SparseTensor add bincount concat cross cross_hashed expand_dims "
+    "eye fill_empty_rows from_dense mask matmul maximum merge minimum placeholder reduce_max "
+    "reduce_max_sparse reduce_sum reduce_sum_sparse reorder reset_shape reshape retain "
+    "segment_mean segment_sqrt_n segment_sum slice softmax sparse_dense_matmul split to_dense "
+    "to_indicator transpose"
+).split()
+
+
+def test_the_sparse_namespace_has_27_of_tf1s_35_names():
+    missing = [n for n in TF1_SPARSE_NAMES if not hasattr(tf.sparse, n)]
+    assert missing == ["SparseConditionalAccumulator", "bincount", "cross", "cross_hashed",
+                       "mask", "merge", "reduce_max_sparse", "reduce_sum_sparse"]  # fmt: skip
+    assert tf.sparse.SparseTensor is tf.SparseTensor is dg.SparseTensor
+    assert tf.sparse.reorder is tf.sparse_reorder and tf.sparse.maximum is tf.sparse_maximum
+
+
+def test_operators_with_dense_tensors_and_their_gradients():
+    def product(values, dense):
+        return tf.reduce_sum((tf.SparseTensor(A_INDICES, values, [3, 4]) * dense).values
+                             * [1.0, 2.0, 3.0, 4.0])  # fmt: skip
+
+    def quotient(values, dense):
+        return tf.reduce_sum((tf.SparseTensor(A_INDICES, values, [3, 4]) / dense).values
+                             * [1.0, 2.0, 3.0, 4.0])  # fmt: skip
+
+    g_values, g_dense = _grads(product, A_VALUES, [[1.0, 2.0, 4.0, 8.0]])
+    assert g_values.tolist() == [1, 8, 6, 32] and g_dense.tolist() == [[1, 9, 4, 16]]
+    g_values, g_dense = _grads(quotient, A_VALUES, [[1.0, 2.0, 4.0, 8.0]])
+    assert g_values.tolist() == [1, 0.5, 1.5, 0.5]
+    assert g_dense.tolist() == [[-1, -2.25, -0.25, -0.25]]
+    check_gradients(lambda v, d: (tf.SparseTensor(A_INDICES, v, [3, 4]) * d).values,
+                    [A_VALUES, np.array([[1.5], [2.0], [-1.0]])])  # fmt: skip
+    with dg.Graph().as_default():
+        with pytest.raises(TypeError):
+            _a() + tf.ones([4])  # as in TensorFlow: no + - with a SparseTensor
+        with pytest.raises(TypeError, match="two SparseTensors is not supported"):
+            _a() * _b()
+        with pytest.raises(ValueError, match="does not broadcast"):
+            _a() * tf.ones([5])
+        with pytest.raises(ValueError, match="Requested new_shape should have dimension sizes"):
+            tf.sparse_reset_shape(_a(), [2, 5])
+        assert tf.sparse.expand_dims(_a(), 1).shape == (3, 1, 4)
+        assert type(np.ones(4, np.float32) * _a()) is tf.SparseTensor
 
 
 def test_static_shapes_as_tensorflow(graph):
@@ -387,7 +469,6 @@ def _grads(loss_of, *inputs):
         return _run(tf.gradients(loss_of(*xs), xs))
 
 
-A_INDICES = [[0, 0], [0, 2], [1, 1], [2, 3]]
 A_VALUES = [1.0, 2.0, 3.0, 4.0]
 W = np.array([[1.0, -1.0], [2.0, 0.5], [3.0, 2.0]])
 W4 = np.array(M)
