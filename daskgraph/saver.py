@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,28 +45,36 @@ from daskgraph import scopes
 from daskgraph.errors import InvalidArgumentError, NotFoundError
 from daskgraph.graph import Operation, Tensor, get_default_graph
 from daskgraph.ops.array import group, placeholder
+from daskgraph.ops.checkpoint_ops import CHECKPOINT_SUFFIX, checkpoint_data_path
 from daskgraph.ops.state import Variable, assign, global_variables
 
 __all__ = [
     "CheckpointState",
     "Saver",
     "checkpoint_exists",
+    "generate_checkpoint_state_proto",
+    "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "latest_checkpoint",
+    "remove_checkpoint",
     "update_checkpoint_state",
 ]
 
-SUFFIX = ".npz"
+SUFFIX = CHECKPOINT_SUFFIX
 STATE_FILE = "checkpoint"
 
 
 @dataclass
 class CheckpointState:
     """The ``checkpoint`` state file: the latest checkpoint and every one kept (paths as
-    written: relative to the state file's directory when they are in it)."""
+    written: relative to the state file's directory when they are in it), and optionally
+    when each was written (seconds since the Epoch) and when the last one kept for
+    ``keep_checkpoint_every_n_hours`` was."""
 
     model_checkpoint_path: str
     all_model_checkpoint_paths: list[str] = field(default_factory=list)
+    all_model_checkpoint_timestamps: list[float] = field(default_factory=list)
+    last_preserved_timestamp: float | None = None
 
     def to_text(self) -> str:
         """TensorFlow's text format of a ``CheckpointState`` proto.
@@ -79,29 +88,43 @@ class CheckpointState:
         lines += [
             f"all_model_checkpoint_paths: {_quote(p)}" for p in self.all_model_checkpoint_paths
         ]
+        lines += [
+            f"all_model_checkpoint_timestamps: {t!r}" for t in self.all_model_checkpoint_timestamps
+        ]
+        if self.last_preserved_timestamp is not None:
+            lines.append(f"last_preserved_timestamp: {self.last_preserved_timestamp!r}")
         return "\n".join(lines) + "\n"
+
+    __str__ = to_text
 
     @classmethod
     def from_text(cls, text: str) -> CheckpointState:
         """Parse :meth:`to_text`'s format; ValueError when it is not that."""
-        latest, kept = None, []
+        latest, kept, times, preserved = None, [], [], None
         for line in text.splitlines():
             if not line.strip():
                 continue
-            match = _LINE.fullmatch(line.strip())
+            match = _LINE.fullmatch(line.strip()) or _NUMBER_LINE.fullmatch(line.strip())
             if match is None:
                 raise ValueError(f"Not a checkpoint state line: {line!r}")
-            value = _unquote(match.group(2))
-            if match.group(1) == "model_checkpoint_path":
-                latest = value
+            key, value = match.group(1), match.group(2)
+            if key == "model_checkpoint_path":
+                latest = _unquote(value)
+            elif key == "all_model_checkpoint_paths":
+                kept.append(_unquote(value))
+            elif key == "all_model_checkpoint_timestamps":
+                times.append(float(value))
             else:
-                kept.append(value)
+                preserved = float(value)
         if latest is None:
             raise ValueError("The checkpoint state names no model_checkpoint_path")
-        return cls(latest, kept)
+        return cls(latest, kept, times, preserved)
 
 
 _LINE = re.compile(r'(model_checkpoint_path|all_model_checkpoint_paths):\s*"((?:[^"\\]|\\.)*)"')
+_NUMBER_LINE = re.compile(
+    r"(all_model_checkpoint_timestamps|last_preserved_timestamp):\s*([-+0-9.eE]+|inf|nan)"
+)
 
 
 def _quote(path: str) -> str:
@@ -173,6 +196,8 @@ def get_checkpoint_state(
     return CheckpointState(
         _resolve(checkpoint_dir, state.model_checkpoint_path),
         [_resolve(checkpoint_dir, p) for p in state.all_model_checkpoint_paths],
+        state.all_model_checkpoint_timestamps,
+        state.last_preserved_timestamp,
     )
 
 
@@ -180,19 +205,61 @@ def _resolve(directory: str, path: str) -> str:
     return path if os.path.isabs(path) else os.path.join(directory, path)
 
 
+def generate_checkpoint_state_proto(
+    save_dir: str,
+    model_checkpoint_path: str,
+    all_model_checkpoint_paths: list[str] | None = None,
+    all_model_checkpoint_timestamps: list[float] | None = None,
+    last_preserved_timestamp: float | None = None,
+) -> CheckpointState:
+    """A :class:`CheckpointState` naming ``model_checkpoint_path`` as the latest checkpoint
+    (added to ``all_model_checkpoint_paths`` when it is not their last); with a relative
+    ``save_dir``, relative paths are made relative to it (TensorFlow's function).
+
+    >>> print(generate_checkpoint_state_proto("train", "train/model-3"), end="")
+    model_checkpoint_path: "model-3"
+    all_model_checkpoint_paths: "model-3"
+    """
+    kept = list(all_model_checkpoint_paths or [])
+    if not kept or kept[-1] != model_checkpoint_path:
+        kept.append(model_checkpoint_path)
+    times = list(all_model_checkpoint_timestamps or [])
+    if times and len(times) != len(kept):
+        raise ValueError(
+            "Checkpoint timestamps, if provided, must match checkpoint paths (got paths "
+            f"{kept} and timestamps {times})"
+        )
+    if not os.path.isabs(save_dir):
+        if not os.path.isabs(model_checkpoint_path):
+            model_checkpoint_path = os.path.relpath(model_checkpoint_path, save_dir)
+        kept = [p if os.path.isabs(p) else os.path.relpath(p, save_dir) for p in kept]
+    return CheckpointState(model_checkpoint_path, kept, times, last_preserved_timestamp)
+
+
 def update_checkpoint_state(
     save_dir: str,
     model_checkpoint_path: str,
     all_model_checkpoint_paths: list[str] | None = None,
     latest_filename: str | None = None,
+    all_model_checkpoint_timestamps: list[float] | None = None,
+    last_preserved_timestamp: float | None = None,
 ) -> None:
     """Write ``save_dir``'s state file atomically; paths inside ``save_dir`` are written
     relative to it (so the directory can be moved)."""
     kept = list(all_model_checkpoint_paths or [])
     if not kept or kept[-1] != model_checkpoint_path:
         kept = [p for p in kept if p != model_checkpoint_path] + [model_checkpoint_path]
+    times = list(all_model_checkpoint_timestamps or [])
+    if times and len(times) != len(kept):
+        raise ValueError(
+            "Checkpoint timestamps, if provided, must match checkpoint paths (got paths "
+            f"{kept} and timestamps {times})"
+        )
     state = CheckpointState(
-        _relative(save_dir, model_checkpoint_path), [_relative(save_dir, p) for p in kept]
+        _relative(save_dir, model_checkpoint_path),
+        [_relative(save_dir, p) for p in kept],
+        times,
+        last_preserved_timestamp,
     )
     with _atomic_file(_state_path(save_dir, latest_filename)) as out:
         out.write(state.to_text().encode("utf-8"))
@@ -219,7 +286,31 @@ def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -
 
 
 def _data_path(prefix: str) -> str:
-    return prefix if prefix.endswith(SUFFIX) else prefix + SUFFIX
+    return checkpoint_data_path(prefix)
+
+
+def get_checkpoint_mtimes(checkpoint_prefixes: list[str]) -> list[float]:
+    """When each checkpoint of ``checkpoint_prefixes`` was written (seconds since the
+    Epoch), for those that exist: the list is shorter when some do not (as TensorFlow's)."""
+    mtimes = []
+    for prefix in checkpoint_prefixes:
+        try:
+            mtimes.append(os.stat(_data_path(prefix)).st_mtime_ns / 1e9)
+        except OSError:
+            continue
+    return mtimes
+
+
+def remove_checkpoint(
+    checkpoint_prefix: str, checkpoint_format_version: int = 2, meta_graph_suffix: str = "meta"
+) -> None:
+    """Delete the checkpoint ``checkpoint_prefix`` (its data file, and a meta graph file
+    ``<prefix>.<meta_graph_suffix>`` if there is one); nothing when it is not there."""
+    for path in (_data_path(checkpoint_prefix), f"{checkpoint_prefix}.{meta_graph_suffix}"):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 # -- the saver -------------------------------------------------------------------------------------
@@ -233,7 +324,11 @@ class Saver:
         checkpoint name to variable. Default: every global variable of the default graph when
         the Saver is made.
     max_to_keep
-        How many recent checkpoints to keep (older files are deleted); None or 0 keeps all.
+        How many recent checkpoints to keep (older files are deleted); None or 0 keeps every
+        file and lists only the latest in the state file (as TensorFlow).
+    keep_checkpoint_every_n_hours
+        Of the checkpoints beyond ``max_to_keep``, keep one every that many hours of
+        training (not deleted, no longer listed in the state file).
     """
 
     def __init__(
@@ -258,8 +353,10 @@ class Saver:
         if not self._variables and not allow_empty:
             raise ValueError("No variables to save")
         self._max_to_keep = max_to_keep
+        self._keep_every_secs = keep_checkpoint_every_n_hours * 3600
+        self._next_checkpoint_time = time.time() + self._keep_every_secs
         self._pad_step_number = pad_step_number
-        self._last_checkpoints: list[str] = []
+        self._last_checkpoints: list[tuple[str, float]] = []
         self._name = name or "save"
         self._restore_op: Operation | None = None
         self._restore_feeds: dict[str, Tensor] = {}
@@ -267,14 +364,27 @@ class Saver:
     @property
     def last_checkpoints(self) -> list[str]:
         """The checkpoints this Saver keeps, oldest first."""
-        return list(self._last_checkpoints)
+        return [path for path, _ in self._last_checkpoints]
 
     def set_last_checkpoints(self, last_checkpoints: list[str]) -> None:
         """Take over ``last_checkpoints`` (e.g. from :func:`get_checkpoint_state`), so that
-        ``max_to_keep`` also deletes checkpoints of an earlier process."""
-        self._last_checkpoints = list(last_checkpoints)
+        ``max_to_keep`` also deletes checkpoints of an earlier process (never kept for
+        ``keep_checkpoint_every_n_hours``: their time is unknown)."""
+        if not isinstance(last_checkpoints, list):
+            raise TypeError("last_checkpoints must be a list.")
+        self._last_checkpoints = [(path, float("inf")) for path in last_checkpoints]
 
-    recover_last_checkpoints = set_last_checkpoints
+    def set_last_checkpoints_with_time(self, last_checkpoints_with_time: list[tuple]) -> None:
+        """Take over ``[(path, seconds since the Epoch), ...]``, oldest first."""
+        if not isinstance(last_checkpoints_with_time, list):
+            raise TypeError("last_checkpoints_with_time must be a list.")
+        self._last_checkpoints = [(str(p), float(t)) for p, t in last_checkpoints_with_time]
+
+    def recover_last_checkpoints(self, checkpoint_paths: list[str]) -> None:
+        """Take over the checkpoints of an earlier process that still exist, with the times
+        their files were written."""
+        found = [(p, get_checkpoint_mtimes([p])) for p in checkpoint_paths]
+        self.set_last_checkpoints_with_time([(p, times[0]) for p, times in found if times])
 
     def save(
         self,
@@ -282,10 +392,16 @@ class Saver:
         save_path: str,
         global_step: Any = None,
         latest_filename: str | None = None,
+        meta_graph_suffix: str = "meta",
+        write_meta_graph: bool = True,
         write_state: bool = True,
+        strip_default_attrs: bool = False,
+        save_debug_info: bool = False,
     ) -> str:
         """Write the variables' values to ``save_path-<global_step>`` (or ``save_path``);
-        returns that path (the checkpoint's prefix, without the ``.npz`` suffix)."""
+        returns that path (the checkpoint's prefix, without the ``.npz`` suffix). No meta
+        graph is written (daskgraph has no ``MetaGraphDef``): ``write_meta_graph`` and the
+        arguments about it are accepted and ignored."""
         names = list(self._variables)
         fetches = [self._variables[n] for n in names]
         step = global_step
@@ -303,26 +419,28 @@ class Saver:
             _write_arrays(out, arrays)
         old = self._record(prefix)
         if write_state:
-            update_checkpoint_state(directory, prefix, self._last_checkpoints, latest_filename)
+            update_checkpoint_state(directory, prefix, self.last_checkpoints, latest_filename)
         for path in old:  # once the state no longer names them
-            try:
-                os.unlink(_data_path(path))
-            except FileNotFoundError:
-                pass
+            remove_checkpoint(path, meta_graph_suffix=meta_graph_suffix)
         return prefix
 
     def _with_step(self, save_path: str, step: int) -> str:
         return f"{save_path}-{step:08d}" if self._pad_step_number else f"{save_path}-{step}"
 
     def _record(self, prefix: str) -> list[str]:
-        """Add ``prefix`` as the latest checkpoint; returns those beyond ``max_to_keep``."""
-        if prefix in self._last_checkpoints:
-            self._last_checkpoints.remove(prefix)
-        self._last_checkpoints.append(prefix)
-        if not self._max_to_keep or len(self._last_checkpoints) <= self._max_to_keep:
+        """Add ``prefix`` as the latest checkpoint; returns those to delete: beyond
+        ``max_to_keep``, but for one kept every ``keep_checkpoint_every_n_hours``."""
+        if not self._max_to_keep:
             return []
-        old = self._last_checkpoints[: -self._max_to_keep]
-        del self._last_checkpoints[: -self._max_to_keep]
+        self._last_checkpoints = [(p, t) for p, t in self._last_checkpoints if p != prefix]
+        self._last_checkpoints.append((prefix, time.time()))
+        old = []
+        while len(self._last_checkpoints) > self._max_to_keep:
+            path, written = self._last_checkpoints.pop(0)
+            if written > self._next_checkpoint_time:  # kept: one for these n hours
+                self._next_checkpoint_time += self._keep_every_secs
+                continue
+            old.append(path)
         return old
 
     def restore(self, sess: Any, save_path: str) -> None:
@@ -330,13 +448,17 @@ class Saver:
 
         Raises
         ------
+        ValueError
+            When there is no checkpoint ``save_path`` (TensorFlow's "not a valid checkpoint").
         NotFoundError
-            When the checkpoint does not exist or lacks a variable.
+            When the checkpoint lacks a variable.
         InvalidArgumentError
             When a saved value's shape differs from its variable's.
         """
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")
+        if not checkpoint_exists(save_path):
+            raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
         arrays = _read(save_path)
         feeds = self._restore_ops()
         feed_dict = {}
@@ -384,6 +506,11 @@ def _named_variables(var_list: Any) -> dict[str, Variable]:
         var_list = global_variables(get_default_graph())
     if isinstance(var_list, dict):
         named = dict(var_list)
+        seen: set[int] = set()
+        for name, var in named.items():
+            if id(var) in seen:
+                raise ValueError(f"The same saveable will be restored with two names: {name}")
+            seen.add(id(var))
     else:
         named = {}
         for var in var_list:

@@ -2,9 +2,10 @@
 
 ``dg.train.AdamOptimizer`` is :class:`daskgraph.optimizers.AdamOptimizer`, and so on; this
 module only gathers the names of :mod:`daskgraph.optimizers`,
-:mod:`daskgraph.optimizers_more`, :mod:`daskgraph.saver` and
-:mod:`daskgraph.global_step`, the learning-rate schedules of :mod:`daskgraph.learning_rate`,
+:mod:`daskgraph.optimizers_more`, :mod:`daskgraph.optimizers_proximal`, :mod:`daskgraph.saver`
+and :mod:`daskgraph.global_step`, the learning-rate schedules of :mod:`daskgraph.learning_rate`,
 moving averages (:mod:`daskgraph.moving_averages`), threads' :mod:`daskgraph.coordinator`,
+checkpoint readers (:mod:`daskgraph.checkpoint_utils`),
 monitored sessions and their hooks (:mod:`daskgraph.monitored_session`,
 :mod:`daskgraph.session_hooks`, :mod:`daskgraph.session_manager`) and data-parallel towers from
 :mod:`daskgraph.replicate`.
@@ -14,6 +15,14 @@ monitored sessions and their hooks (:mod:`daskgraph.monitored_session`,
 True
 """
 
+from daskgraph.checkpoint_utils import (
+    NewCheckpointReader,
+    checkpoints_iterator,
+    init_from_checkpoint,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
 from daskgraph.coordinator import Coordinator, LooperThread, start_queue_runners
 from daskgraph.global_step import (
     create_global_step,
@@ -53,13 +62,21 @@ from daskgraph.optimizers_more import (
     FtrlOptimizer,
     RMSPropOptimizer,
 )
+from daskgraph.optimizers_proximal import (
+    AdagradDAOptimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
+)
 from daskgraph.replicate import Replicas, average_gradients, replica_device_setter, replicate
 from daskgraph.saver import (
     CheckpointState,
     Saver,
     checkpoint_exists,
+    generate_checkpoint_state_proto,
+    get_checkpoint_mtimes,
     get_checkpoint_state,
     latest_checkpoint,
+    remove_checkpoint,
     update_checkpoint_state,
 )
 from daskgraph.session_hooks import (
@@ -85,6 +102,7 @@ from daskgraph.session_manager import Scaffold, SessionManager
 
 __all__ = [
     "AdadeltaOptimizer",
+    "AdagradDAOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointSaverHook",
@@ -105,7 +123,10 @@ __all__ = [
     "MonitoredTrainingSession",
     "NanLossDuringTrainingError",
     "NanTensorHook",
+    "NewCheckpointReader",
     "Optimizer",
+    "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer",
     "RMSPropOptimizer",
     "Replicas",
     "Saver",
@@ -124,21 +145,29 @@ __all__ = [
     "WorkerSessionCreator",
     "average_gradients",
     "checkpoint_exists",
+    "checkpoints_iterator",
     "cosine_decay",
     "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
+    "generate_checkpoint_state_proto",
+    "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "init_from_checkpoint",
     "inverse_time_decay",
     "latest_checkpoint",
     "linear_cosine_decay",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
     "natural_exp_decay",
     "piecewise_constant",
     "piecewise_constant_decay",
     "polynomial_decay",
+    "remove_checkpoint",
     "replica_device_setter",
     "replicate",
     "start_queue_runners",

@@ -172,9 +172,30 @@ DIFFERENCES: dict[str, str] = {
     "train.write_graph": "a daskgraph graph is written as daskgraph's GraphDef (names, op types, "
     "inputs, devices, dtypes, shapes; no constants' values)",
     "train.Saver": "checkpoints are NumPy `.npz` files (the `checkpoint` state file is TF's "
-    "text format): TensorFlow's checkpoints cannot be read",
+    "text format): TensorFlow's checkpoints cannot be read; no meta graph is written "
+    "(`write_meta_graph` is ignored) and there is no `export_meta_graph`, `as_saver_def` or "
+    "`to_proto`",
+    "train.NewCheckpointReader": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
+    "train.load_checkpoint": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
+    "train.load_variable": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
+    "train.list_variables": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
+    "train.init_from_checkpoint": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's; "
+    "no partitioned variables (a list of variables is refused)",
+    "train.remove_checkpoint": "`checkpoint_format_version` is ignored: a daskgraph checkpoint "
+    "is one `.npz` file (and a `.meta` file if there is one)",
+    "train.get_checkpoint_mtimes": "the times of daskgraph's checkpoint files (`.npz`)",
     "train.Server": "one Dask scheduler for the cluster (at the first task) with a worker per "
-    "device of each task",
+    "device of each task; the ServerDef's `protocol` is kept, not used (Dask's tcp, or tls with "
+    "`security`), a non-zero `port` is refused; of a `default_session_config` only the fields "
+    "of `train.ServerDef`'s ConfigProto are read",
+    "train.ClusterSpec": "job names must match `[A-Za-z][A-Za-z0-9_-]*` (TensorFlow takes any "
+    "string); a ClusterSpec equals only a ClusterSpec (TensorFlow's also a dict of job -> "
+    "{index: address})",
+    "train.ServerDef": "`default_session_config` is a ConfigProto message with only the fields "
+    "daskgraph honours (`device_count`, `gpu_options` with `per_process_gpu_memory_fraction`, "
+    "`allow_growth`, `visible_device_list`, `allow_soft_placement`, `log_device_placement`, "
+    "`operation_timeout_in_ms`; TensorFlow's field numbers); no `replica` or "
+    "`cluster_device_filters` fields",
     "while_loop": "one op running `cond` and `body` in-process on one device, which has kernels "
     "for all their ops (they are not placed one by one); no gradients; the body may not create "
     "or update variables (it reads their values of the run); `parallel_iterations` and "
@@ -246,8 +267,9 @@ DIFFERENCES: dict[str, str] = {
     "gfile.Open": "as `gfile.GFile`",
     "gfile.FastGFile": "as `gfile.GFile`",
     "test.TestCase": "sessions are daskgraph's (the embedded cluster, or the Dask config's); no "
-    "`assertProtoEquals`, `captureWritesToStream`; `evaluate` takes tensors and SparseTensors, "
-    "not callables or ragged values",
+    "`captureWritesToStream`; `assertProtoEquals` has no `relative_tolerance` and compares "
+    "floats exactly (TensorFlow normalizes their precision first); `evaluate` takes tensors "
+    "and SparseTensors, not callables or ragged values",
     "test.is_gpu_available": "counts NVIDIA GPUs and virtual GPUs (`daskgraph.virtual-gpus`); "
     "`cuda_only=True` counts NVIDIA GPUs only; a virtual GPU's compute capability is (0, 0)",
     "test.gpu_device_name": "`/device:GPU:0` where an NVIDIA or virtual GPU would be a session's",
@@ -304,6 +326,11 @@ DIFFERENCES: dict[str, str] = {
     "switch_case": "a chain of `cond`: every branch is built and runs (the taken one's result is "
     "selected), so a branch may not update variables, and an op failing in a branch not taken "
     "fails the run",
+    "strings": "`as_string`, `format`, `join`, `length`, `lower`, `upper`, `strip`, `to_number`, "
+    "`regex_replace`, `regex_full_match`, `substr`, `reduce_join` only (no `split`, `bytes_split`, "
+    "`ngrams`, `unicode_*`, `to_hash_bucket*`); strings on the CPU only, as in TensorFlow",
+    "regex_replace": "Python's `re` (TensorFlow's is RE2: the same common syntax); `pattern` and "
+    "`rewrite` must be known when the graph is built",
 }
 
 #: tf.metrics: what their shapes must be (TF matches the ranks at run time, with ``cond``)

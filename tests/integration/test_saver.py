@@ -149,7 +149,7 @@ def test_restore_errors_name_what_is_wrong(dg_session, tmp_path):
     wrong = dg.Variable([1.0, 2.0, 3.0], name="wrong")
     with pytest.raises(InvalidArgumentError, match=r"tensor_name = w; shape .* \[3\] does not"):
         Saver({"w": wrong}).restore(dg_session, path)
-    with pytest.raises(NotFoundError, match="Failed to find any matching files for"):
+    with pytest.raises(ValueError, match="The passed save_path is not a valid checkpoint"):
         Saver([w]).restore(dg_session, str(tmp_path / "nothing-here"))
     with pytest.raises(ValueError, match=r"Parent directory of .* doesn't exist, can't save"):
         Saver([w]).save(dg_session, str(tmp_path / "no" / "such" / "dir"))

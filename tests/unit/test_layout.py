@@ -59,8 +59,9 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             " sparse_tensor ops.sparse_ops ops.sparse_structure ops.sparse_lookup"
             " ops.sparse_elementwise"
             " template ops.state_more ops.custom_gradient hessians ops.manip initializers_more"
-            " ops.branching static_value tensor_conversion"
-            " metrics_base metrics_thresholds metrics_at_k metrics",
+            " ops.branching static_value tensor_conversion ops.strings"
+            " metrics_base metrics_thresholds metrics_at_k metrics"
+            " ops.checkpoint_ops ops.training_proximal optimizers_proximal",
         ),
         ("placement", "placement"),
         ("program", "program"),
@@ -81,13 +82,15 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "compat.data "
             "compat.behaviour compat.tf_compat "
             "gradient_check coordinator summary session_hooks session_manager monitored_session "
+            "checkpoint_utils "
             "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io "
             "compat.local_devices compat.assertions compat.testcase compat.gradient_checker "
             "compat.test "
             "compat.math "
             "compat.config "
-            "compat.sparse "
-            "compat.linalg compat.framework compat.gradients compat.variables",
+            "compat.linalg compat.framework compat.gradients compat.variables compat.strings "
+            "compat.dtypes "
+            "compat.sparse compat.protos compat.server_lib",
         ),
     )
 )

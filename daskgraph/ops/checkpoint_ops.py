@@ -1,0 +1,117 @@
+"""Reading a checkpoint in a run: the ``RestoreV2`` op, one saved tensor by name.
+
+A checkpoint written by :class:`daskgraph.saver.Saver` is the NumPy file ``<prefix>.npz``
+holding each variable's value under its checkpoint name. ``restore_v2(prefix, name, dtype)``
+is an op (CPU only, as TensorFlow's) that reads one of them each time it runs, so that an
+initializer built from it (``tf.train.init_from_checkpoint``) loads the checkpoint when the
+initializer runs, not when the graph is built. A missing file or key raises
+:class:`~daskgraph.errors.NotFoundError`, a saved dtype other than ``dtype``
+:class:`~daskgraph.errors.InvalidArgumentError`, in TensorFlow's words.
+
+>>> import os, tempfile
+>>> import numpy as np
+>>> import daskgraph as dg
+>>> prefix = os.path.join(tempfile.mkdtemp(), "model")
+>>> np.savez(prefix + CHECKPOINT_SUFFIX, w=np.array([1.5, 2.5], np.float32))
+>>> with dg.Graph().as_default():
+...     value = restore_v2(prefix, "w", dg.float32)
+...     with dg.Session() as sess:
+...         sess.run(value).tolist(), value.device
+([1.5, 2.5], '/device:CPU:0')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from daskgraph import dtypes, scopes
+from daskgraph.errors import InvalidArgumentError, NotFoundError
+from daskgraph.gradients import no_gradient
+from daskgraph.graph import Tensor, get_default_graph
+from daskgraph.ops.registry import register
+
+__all__ = ["CHECKPOINT_SUFFIX", "checkpoint_data_path", "restore_v2", "tf_dtype_name"]
+
+#: the suffix of a checkpoint's data file: ``<prefix>.npz``
+CHECKPOINT_SUFFIX = ".npz"
+
+#: TensorFlow's names of dtypes in messages (``DT_FLOAT`` without its ``DT_``, lower case)
+_TF_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
+
+
+def checkpoint_data_path(prefix: str) -> str:
+    """The data file of the checkpoint ``prefix`` (``dir/model-7`` -> ``dir/model-7.npz``).
+
+    >>> checkpoint_data_path("dir/model-7"), checkpoint_data_path("dir/model-7.npz")
+    ('dir/model-7.npz', 'dir/model-7.npz')
+    """
+    return prefix if prefix.endswith(CHECKPOINT_SUFFIX) else prefix + CHECKPOINT_SUFFIX
+
+
+def tf_dtype_name(dtype: Any) -> str:
+    """TensorFlow's short name of a dtype, as its messages print it (``float``, ``int32``).
+
+    >>> tf_dtype_name(np.float32), tf_dtype_name("int64"), tf_dtype_name(np.float64)
+    ('float', 'int64', 'double')
+    """
+    found = dtype if isinstance(dtype, dtypes.DType) else dtypes.as_dtype(np.dtype(dtype))
+    name = found.name
+    return _TF_NAMES.get(name, name)
+
+
+def _restore_kernel(xp, *, prefix, tensor_name, dtype):
+    path = checkpoint_data_path(prefix)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if tensor_name not in data.files:
+                raise NotFoundError(f"Key {tensor_name} not found in checkpoint", op=None)
+            value = data[tensor_name]
+    except FileNotFoundError:
+        raise NotFoundError(
+            "Unsuccessful TensorSliceReader constructor: Failed to find any matching files for "
+            f"{prefix}",
+            op=None,
+            path=path,
+        ) from None
+    if value.dtype != np.dtype(dtype):
+        raise InvalidArgumentError(
+            f"tensor_name = {tensor_name}; expected dtype {tf_dtype_name(dtype)} does not equal "
+            f"original dtype {tf_dtype_name(value.dtype)}",
+            op=None,
+        )
+    return value if xp is np else xp.asarray(value)
+
+
+register("RestoreV2", _restore_kernel, cpu=dtypes.ALL - {dtypes.string}, gpu=None)
+no_gradient("RestoreV2")
+
+
+def restore_v2(
+    prefix: str, tensor_name: str, dtype: Any, shape: Any = None, name: str = "RestoreV2"
+) -> Tensor:
+    """The tensor ``tensor_name`` of the checkpoint ``prefix``, read each time the op runs, on
+    the CPU of the device in force (TensorFlow's ``RestoreV2`` for one tensor).
+
+    Parameters
+    ----------
+    prefix
+        The checkpoint (``dir/model-7``), as :meth:`daskgraph.saver.Saver.save` returns it.
+    tensor_name
+        The name it was saved under (a variable's ``op.name`` by default).
+    dtype
+        The dtype expected; another saved dtype fails the run.
+    shape
+        The static shape of the output (unknown when None).
+    """
+    dtype = dtypes.as_dtype(dtype)
+    if dtype == dtypes.string:
+        raise TypeError("restore_v2: string tensors are not saved in daskgraph's checkpoints")
+    attrs = {"prefix": str(prefix), "tensor_name": str(tensor_name), "dtype": dtype.numpy.str}
+    shape = None if shape is None else tuple(shape)
+    with scopes.device("/device:CPU:0"):
+        op = get_default_graph().create_op(
+            "RestoreV2", [], dtype=dtype, shape=shape, attrs=attrs, name=name
+        )
+    return op.outputs[0]

@@ -1,0 +1,170 @@
+"""Proximal training ops: the in-place updates of proximal gradient descent, proximal Adagrad
+and Adagrad dual averaging, with L1 and L2 regularization.
+
+As in :mod:`daskgraph.ops.training`, each op takes the variable and its slot variables as
+references, applies its whole update in one kernel call under the variable store's update
+lock, and outputs the variable's new value. The formulas are TensorFlow's
+(``tensorflow/core/kernels/training_ops.cc``: ``ApplyProximalGradientDescent``,
+``ApplyProximalAdagrad``, ``ApplyAdagradDA``); float kernels only.
+
+>>> import daskgraph as dg
+>>> with dg.Graph().as_default():
+...     w = dg.Variable([1.0, -0.05], name="w")
+...     step = apply_proximal_gradient_descent(w, 0.5, 0.2, 0.0, dg.constant([1.0, 0.0]))
+...     with dg.Session() as sess:
+...         sess.run(w.initializer)
+...         sess.run(step).tolist()
+[0.4000000059604645, -0.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daskgraph import dtypes
+from daskgraph.gradients import no_gradient
+from daskgraph.graph import Tensor
+from daskgraph.ops.array import convert_to_tensor
+from daskgraph.ops.registry import register
+from daskgraph.ops.training import _check_grad, _create, _ref, _updated, _value
+
+__all__ = ["apply_adagrad_da", "apply_proximal_adagrad", "apply_proximal_gradient_descent"]
+
+_FLOAT = dtypes.FLOATING
+
+
+# -- kernels: ``store`` is the worker's variable store; refs name the variables in it --------------
+def _shrink(xp, prox, lr, l1, l2):
+    """The proximal step of L1 then L2: soft-threshold by ``lr * l1``, scale by
+    ``1 / (1 + lr * l2)``."""
+    if l1 > 0:
+        prox = xp.sign(prox) * xp.maximum(xp.abs(prox) - lr * l1, 0)
+    return prox / (1 + lr * l2)
+
+
+def _apply_proximal_gradient_descent(xp, store, var, alpha, l1, l2, delta):
+    prox = store.read(var.name) - alpha * delta
+    return _updated(xp, store, var, _shrink(xp, prox, alpha, l1, l2))
+
+
+def _apply_proximal_adagrad(xp, store, var, accum, lr, l1, l2, grad):
+    new_accum = store.read(accum.name) + grad * grad
+    rate = lr / xp.sqrt(new_accum)
+    prox = store.read(var.name) - grad * rate
+    _updated(xp, store, accum, new_accum)
+    return _updated(xp, store, var, _shrink(xp, prox, rate, l1, l2))
+
+
+def _apply_adagrad_da(xp, store, var, g_acc, gg_acc, grad, lr, l1, l2, global_step):
+    new_g = store.read(g_acc.name) + grad
+    new_gg = store.read(gg_acc.name) + grad * grad
+    step = xp.asarray(global_step).astype(new_g.dtype)
+    denominator = l2 * step * lr + xp.sqrt(new_gg)
+    if l1 > 0:
+        value = -lr * xp.sign(new_g) * xp.maximum(xp.abs(new_g) - l1 * step, 0) / denominator
+    else:
+        value = -lr * new_g / denominator
+    _updated(xp, store, g_acc, new_g)
+    _updated(xp, store, gg_acc, new_gg)
+    return _updated(xp, store, var, value)
+
+
+_DA_DTYPES = _FLOAT | {dtypes.int64}  # the global step input
+register(
+    "ApplyProximalGradientDescent",
+    _apply_proximal_gradient_descent,
+    cpu=_FLOAT,
+    gpu=_FLOAT,
+    stateful=True,
+    ref_inputs=(0,),
+)
+register(
+    "ApplyProximalAdagrad",
+    _apply_proximal_adagrad,
+    cpu=_FLOAT,
+    gpu=_FLOAT,
+    stateful=True,
+    ref_inputs=(0, 1),
+)
+register(
+    "ApplyAdagradDA",
+    _apply_adagrad_da,
+    cpu=_DA_DTYPES,
+    gpu=_DA_DTYPES,
+    stateful=True,
+    ref_inputs=(0, 1, 2),
+)
+for _op_type in ("ApplyProximalGradientDescent", "ApplyProximalAdagrad", "ApplyAdagradDA"):
+    no_gradient(_op_type)  # updates, as Assign: nothing to differentiate
+
+
+# -- builders -------------------------------------------------------------------------------------
+def _scalars(var: Any, op_type: str, **scalars: Any) -> list[Tensor]:
+    return [_value(value, var, what, op_type) for what, value in scalars.items()]
+
+
+def _grad(grad: Any, var: Any, op_type: str) -> Tensor:
+    g = _value(grad, var, "grad", op_type)
+    _check_grad(g, var, op_type)
+    return g
+
+
+def apply_proximal_gradient_descent(
+    var: Any, alpha: Any, l1: Any, l2: Any, delta: Any, name: str | None = None
+) -> Tensor:
+    """Proximal gradient descent, TensorFlow's formulas::
+
+    prox = var - alpha * delta
+    var = sign(prox) * max(|prox| - alpha * l1, 0) / (1 + alpha * l2)
+    """
+    op_type = "ApplyProximalGradientDescent"
+    ref = _ref(var, "var", op_type)
+    inputs = [ref, *_scalars(var, op_type, alpha=alpha, l1=l1, l2=l2), _grad(delta, var, op_type)]
+    return _create(op_type, var, inputs, name)
+
+
+def apply_proximal_adagrad(
+    var: Any, accum: Any, lr: Any, l1: Any, l2: Any, grad: Any, name: str | None = None
+) -> Tensor:
+    """Proximal Adagrad, TensorFlow's formulas::
+
+    accum += grad * grad
+    rate = lr / sqrt(accum)
+    prox = var - rate * grad
+    var = sign(prox) * max(|prox| - rate * l1, 0) / (1 + rate * l2)
+    """
+    op_type = "ApplyProximalAdagrad"
+    refs = [_ref(var, "var", op_type), _ref(accum, "accum", op_type)]
+    scalars = _scalars(var, op_type, lr=lr, l1=l1, l2=l2)
+    return _create(op_type, var, [*refs, *scalars, _grad(grad, var, op_type)], name)
+
+
+def apply_adagrad_da(
+    var: Any,
+    gradient_accumulator: Any,
+    gradient_squared_accumulator: Any,
+    grad: Any,
+    lr: Any,
+    l1: Any,
+    l2: Any,
+    global_step: Any,
+    name: str | None = None,
+) -> Tensor:
+    """Adagrad dual averaging, TensorFlow's formulas (``global_step``: an int64 scalar)::
+
+    g_acc += grad
+    gg_acc += grad * grad
+    var = -lr * sign(g_acc) * max(|g_acc| - l1 * global_step, 0)
+          / (l2 * global_step * lr + sqrt(gg_acc))
+    """
+    op_type = "ApplyAdagradDA"
+    refs = [
+        _ref(var, "var", op_type),
+        _ref(gradient_accumulator, "gradient_accumulator", op_type),
+        _ref(gradient_squared_accumulator, "gradient_squared_accumulator", op_type),
+    ]
+    step = convert_to_tensor(global_step, dtype=dtypes.int64)
+    if step.dtype != dtypes.int64:
+        raise TypeError(f"{op_type}: global_step must be int64; got {step.dtype.name}")
+    scalars = _scalars(var, op_type, lr=lr, l1=l1, l2=l2)
+    return _create(op_type, var, [*refs, _grad(grad, var, op_type), *scalars, step], name)
