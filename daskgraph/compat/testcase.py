@@ -14,7 +14,9 @@ them (the array assertions are :class:`~daskgraph.compat.assertions.ArrayAsserti
   ``tearDown``), ``self.test_session(...)`` TF1's older name of it;
 * ``self.evaluate(tensors)`` runs a nested structure of tensors in the default session
   (the cached session when there is none); ``self.get_temp_dir()`` is a folder per test;
-  ``self.checkedThread(target)`` is a thread whose exception fails the test at ``join``.
+  ``self.checkedThread(target)`` is a thread whose exception fails the test at ``join``;
+* ``self.assertProtoEquals(expected, message)`` compares protocol buffers as TensorFlow's
+  does: ``expected`` a message or its text format (parsed into ``message``'s type).
 
 A method named ``test_session`` is collected by unittest (and pytest) as a test; it skips
 itself, as in TensorFlow.
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 from absl.testing import absltest
+from google.protobuf import text_format
 
 from daskgraph import default_session
 from daskgraph.compat.assertions import ArrayAssertions
@@ -244,6 +247,23 @@ class TestCase(ArrayAssertions, absltest.TestCase):
             with self.test_session() as cached:
                 return cached.run(tensors)
         return sess.run(tensors)
+
+    # -- protocol buffers -----------------------------------------------------------------------
+    def assertProtoEquals(self, expected_message_maybe_ascii: Any, message: Any, msg=None) -> None:
+        """Fail unless ``message`` equals ``expected_message_maybe_ascii``: a message of its
+        type, or text (``str`` or ``bytes``) parsed into one with protobuf's ``text_format``;
+        the failure shows both messages' text formats."""
+        expected = expected_message_maybe_ascii
+        if isinstance(expected, (str, bytes)):
+            expected = text_format.Merge(expected, type(message)())
+        elif not isinstance(expected, type(message)):
+            raise AssertionError(
+                f"Can't compare protos of type {type(expected)} and {type(message)}."
+            )
+        if expected != message:
+            self.assertMultiLineEqual(
+                text_format.MessageToString(expected), text_format.MessageToString(message), msg
+            )
 
     # -- threads --------------------------------------------------------------------------------
     def checkedThread(
