@@ -34,11 +34,12 @@ True
 
 import sys
 
-from daskgraph import dtypes, errors, layers, losses, metrics, nest, nn, summary
+from daskgraph import errors, layers, losses, metrics, nest, nn, summary
 from daskgraph.compat import (
     app,
     config,
     data,
+    dtypes,
     flags,
     gfile,
     initializers,
@@ -48,6 +49,7 @@ from daskgraph.compat import (
     math,
     random,
     sparse,
+    strings,
     test,
     train,
 )
@@ -461,6 +463,15 @@ from daskgraph.ops.random_more import (
 )
 from daskgraph.ops.sparse_ops import sparse_to_dense
 from daskgraph.ops.state_more import assert_variables_initialized, count_up_to
+from daskgraph.ops.strings import (
+    as_string,
+    reduce_join,
+    regex_replace,
+    string_join,
+    string_to_number,
+    substr,
+)
+from daskgraph.ops.strings import strip as string_strip
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.session import Session
 from daskgraph.sparse_tensor import (
@@ -923,6 +934,17 @@ __all__ += [  # TF1's sparse tensors and ops (sparse_tensor, compat.sparse, ops.
     "sparse_to_indicator",
     "sparse_transpose",
     "string_split",
+]
+
+__all__ += [  # TF1's string functions (ops.strings, compat.strings)
+    "as_string",
+    "reduce_join",
+    "regex_replace",
+    "string_join",
+    "string_strip",
+    "string_to_number",
+    "strings",
+    "substr",
 ]
 
 #: ``tf.newaxis``: index with it to add a dimension (``x[:, tf.newaxis]``)
