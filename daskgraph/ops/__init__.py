@@ -25,6 +25,12 @@ the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uniniti
 loops (``while_loop``, ``map_fn``, ``scan``, folds) over functions traced by
 :mod:`~daskgraph.ops.subgraph`, and :mod:`~daskgraph.ops.dataset_ops` runs ``tf.data``
 pipelines; ops with several results bundle them (:mod:`~daskgraph.ops.bundle`).
+Sparse tensors (:class:`~daskgraph.sparse_tensor.SparseTensor`) have
+:mod:`~daskgraph.ops.sparse_ops` (conversions, ``sparse_add``, ``sparse_tensor_dense_matmul``,
+reductions), :mod:`~daskgraph.ops.sparse_structure` (reorder, reshape, concat, slice, ...),
+:mod:`~daskgraph.ops.sparse_elementwise` (``*``, ``/``, maximum) and
+:mod:`~daskgraph.ops.sparse_lookup` (sparse segments, ``embedding_lookup_sparse``,
+``string_split``).
 Training: :mod:`~daskgraph.ops.training` and :mod:`~daskgraph.ops.training_more` (the
 optimizers' fused updates); :mod:`~daskgraph.ops.summary_ops` the TensorBoard summaries.
 """

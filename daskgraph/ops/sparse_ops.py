@@ -32,7 +32,7 @@ from daskgraph import dtypes
 from daskgraph.errors import quote
 from daskgraph.gradients import no_gradient, register_gradient
 from daskgraph.graph import Operation, Shape, Tensor, get_default_graph, name_scope
-from daskgraph.ops.array import constant, convert_to_tensor, placeholder, transpose
+from daskgraph.ops.array import cast, constant, convert_to_tensor, placeholder, transpose
 from daskgraph.ops.array import placeholder_with_default as _with_default
 from daskgraph.ops.fill_ops import runtime_shape
 from daskgraph.ops.indexing import gather_nd, nd_index, scatter_into
@@ -299,8 +299,9 @@ def _op(op_type: str, inputs: list[Tensor], dtype: Any, shape: Any, name: Any, *
 
 def sparse_placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> SparseTensor:
     """A SparseTensor whose three tensors are fed (``tf.sparse_placeholder``): ``indices``
-    and ``values`` are placeholders, ``dense_shape`` one too, or, when ``shape`` is given, a
-    ``placeholder_with_default`` holding it (``-1`` for its unknown sizes).
+    and ``values`` are placeholders, ``dense_shape`` one too, or, when ``shape`` is given (a
+    list, or a 1-D integer tensor), a ``placeholder_with_default`` holding it (``-1`` for its
+    unknown sizes).
 
     >>> import daskgraph as dg
     >>> with dg.Graph().as_default():
@@ -315,6 +316,13 @@ def sparse_placeholder(dtype: Any, shape: Any = None, name: str | None = None) -
     if shape is None:
         rank, known = None, None
         dense_shape = placeholder(dtypes.int64, [None], name=part("shape"))
+    elif isinstance(shape, Tensor):  # a shape computed by the graph: its default value
+        default = shape if shape.dtype is dtypes.int64 else cast(shape, dtypes.int64)
+        rank = None if shape.shape is None else shape.shape[0]
+        known = constant_shape(shape)
+        known = tuple(None if d < 0 else d for d in known) if known is not None else None
+        known = known if known is not None or rank is None else (None,) * rank
+        dense_shape = _with_default(default, [rank], name=part("shape"))
     else:
         sizes = (dimension_value(d) for d in shape)
         known = tuple(None if d is None or d == -1 else int(d) for d in sizes)

@@ -131,9 +131,12 @@ def test_sparse_tensor_properties_as_tensorflow(graph):
     q = tf.sparse_placeholder(tf.float32)
     assert q.shape.ndims is None and q.indices.name == "Placeholder_2:0"
     assert q.dense_shape.name == "Placeholder:0"
+    r = tf.sparse_placeholder(tf.float32, shape=tf.constant([-1, 4]))  # a shape tensor
+    assert r.shape.as_list() == [None, 4] and r.indices.shape == (None, 2)
     with tf.Session():
         _same(sp.eval(), [[0, 0], [0, 2], [1, 1], [2, 3]], [1, 2, 3, 4], [3, 4])
         assert sp.with_values(sp.values * 2.0).eval().values.tolist() == [2, 4, 6, 8]
+        _same(r.eval({r: ([[5, 1]], [2.0])}), [[5, 1]], [2], [-1, 4])  # TF's default shape
 
 
 def test_fetches_keep_their_structures_and_feed_by_names(graph):
@@ -577,6 +580,37 @@ def test_gradients_of_picked_entries_and_segments():
         lambda p: tf.nn.embedding_lookup_sparse(p, _ids(), _weights(), combiner="sqrtn"),
         [PARAMS.astype(np.float64)],
     )
+
+
+def test_training_with_sparse_features_matches_numpy(graph):
+    """A TF1-style model: a sparse linear part and a summed sparse embedding, trained by
+    gradient descent; the losses and weights after three steps equal NumPy's."""
+    sp = tf.sparse_placeholder(tf.float32, name="x")
+    ids = tf.sparse_placeholder(tf.int64, name="ids")
+    y = tf.placeholder(tf.float32, [None, 1])
+    w = tf.Variable(np.zeros((4, 1), np.float32))
+    emb = tf.Variable(np.ones((5, 2), np.float32))
+    looked_up = tf.nn.embedding_lookup_sparse(emb, ids, None, combiner="sum")
+    pred = tf.sparse_tensor_dense_matmul(sp, w) + tf.reduce_sum(looked_up, 1, keepdims=True)
+    loss = tf.reduce_mean(tf.square(pred - y))
+    step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    feed = {sp: ([[0, 0], [1, 3]], [1.0, 2.0], [2, 4]), y: [[1.0], [2.0]],
+            ids: ([[0, 0], [1, 0], [1, 1]], [0, 4, 4], [2, 2])}  # fmt: skip
+    x, rows, target = np.array([[1.0, 0, 0, 0], [0, 0, 0, 2.0]]), [[0], [4, 4]], np.array([1, 2.0])
+    w_np, emb_np, losses = np.zeros(4), np.ones((5, 2)), []
+    for _ in range(3):  # NumPy's gradient descent on the same model
+        err = x @ w_np + np.array([emb_np[r].sum() for r in rows]) - target
+        losses.append((err**2).mean())
+        w_np -= 0.1 * x.T @ err
+        for i, r in enumerate(rows):
+            for row in r:
+                emb_np[row] -= 0.1 * err[i]
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        got = [s.run([loss, step], feed)[0] for _ in range(3)]
+        np.testing.assert_allclose(got, losses, rtol=1e-5)
+        np.testing.assert_allclose(s.run(w).ravel(), w_np, rtol=1e-5)
+        np.testing.assert_allclose(s.run(emb), emb_np, rtol=1e-5)
 
 
 # -- errors ---------------------------------------------------------------------------------------
