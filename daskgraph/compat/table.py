@@ -305,7 +305,8 @@ DIFFERENCES: dict[str, str] = {
     "hessians": "the loop over the elements of `x` is unrolled, so `x`'s size must be known when "
     "the graph is built; refused where the gradient goes through an op without a second "
     "derivative in daskgraph (the gradients of `reduce_max`/`reduce_min`, of segment reductions, "
-    "`digamma`'s derivative)",
+    "`digamma`'s derivative); `gate_gradients`, `aggregation_method` change nothing; gradients are "
+    "colocated with their ops unless `colocate_gradients_with_ops=False` (TF1's default is False)",
     "custom_gradient": "with several outputs, `grad_fn` is called (and its ops built) once per "
     "output that receives a gradient, the others' gradients zeros (the sum is TF's); variables "
     "read by the function are found as reads of the graph's global and local variables",
