@@ -141,7 +141,7 @@ class Graph:
             raise RuntimeError("Graph is finalized and cannot be modified.")
         inputs = tuple(inputs)
         target = colocate_with or scopes.current_colocation()
-        scope_controls = scopes.current_control_inputs()
+        scope_controls = scopes.control_inputs_for(inputs)
         if target is None and not control_inputs and not scope_controls:
             controls: tuple[Operation, ...] = ()  # the common case: only the inputs to check
             for tensor in inputs:
@@ -168,6 +168,7 @@ class Graph:
             self._gradient_names[op] = self._override_map[op_type]
         self._ops.append(op)
         self._by_name[op.name] = op
+        scopes.note_created(op)  # for the control-dependency blocks in force, if any
         return op
 
     def _check_members(

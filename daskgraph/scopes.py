@@ -34,10 +34,12 @@ __all__ = [
     "DeviceScope",
     "colocate_with",
     "control_dependencies",
+    "control_inputs_for",
     "current_colocation",
     "current_control_inputs",
     "current_device_scope",
     "device",
+    "note_created",
 ]
 
 DeviceFunction = Callable[[Operation], str | DeviceSpec | None]
@@ -95,8 +97,18 @@ class DeviceScope:
 _EMPTY_SCOPE = DeviceScope()
 _device_scope: ContextVar[DeviceScope] = ContextVar("daskgraph_device", default=_EMPTY_SCOPE)
 _colocation: ContextVar[Operation | None] = ContextVar("daskgraph_colocation", default=None)
-_control_inputs: ContextVar[tuple[Operation, ...]] = ContextVar(
-    "daskgraph_control_inputs", default=()
+
+
+@dataclass(frozen=True, eq=False)
+class _ControlBlock:
+    """One ``control_dependencies`` block: its operations, and the ops created inside it."""
+
+    ops: tuple[Operation, ...]
+    seen: set[Operation] = field(default_factory=set)
+
+
+_control_blocks: ContextVar[tuple[_ControlBlock, ...]] = ContextVar(
+    "daskgraph_control_blocks", default=()
 )
 
 
@@ -111,8 +123,45 @@ def current_colocation() -> Operation | None:
 
 
 def current_control_inputs() -> tuple[Operation, ...]:
-    """The operations new operations must run after."""
-    return _control_inputs.get()
+    """The operations new operations must run after (those of every block in force)."""
+    found: dict[Operation, None] = {}
+    for block in _control_blocks.get():
+        found.update(dict.fromkeys(block.ops))
+    return tuple(found)
+
+
+def control_inputs_for(inputs: Iterable[Any]) -> tuple[Operation, ...]:
+    """The control inputs of a new op with data ``inputs`` (tensors), as TensorFlow gives
+    them: a block whose ops an input was created in already dominates the new op (it runs
+    after that input, which runs after the block's ops), so it adds nothing; nor are the
+    op's own inputs' ops added.
+
+    >>> from daskgraph import dtypes
+    >>> from daskgraph.graph import Graph, new_tensor
+    >>> with Graph().as_default():
+    ...     a = new_tensor("Const", [], dtypes.float32, (), name="a", value=1.0)
+    ...     with control_dependencies([a]):
+    ...         c = new_tensor("Const", [], dtypes.float32, (), name="c", value=3.0)
+    ...         e = new_tensor("Identity", [c], dtypes.float32, (), name="e")
+    >>> [o.name for o in c.op.control_inputs], e.op.control_inputs
+    (['a'], [])
+    """
+    blocks = _control_blocks.get()
+    if not blocks:
+        return ()
+    input_ops = {t.op for t in inputs}
+    found: dict[Operation, None] = {}
+    for block in blocks:
+        if any(op in block.seen for op in input_ops):
+            continue  # dominated
+        found.update(dict.fromkeys(o for o in block.ops if o not in input_ops))
+    return tuple(found)
+
+
+def note_created(op: Operation) -> None:
+    """Record that ``op`` was created inside the control-dependency blocks in force."""
+    for block in _control_blocks.get():
+        block.seen.add(op)
 
 
 @contextmanager
@@ -169,12 +218,12 @@ def control_dependencies(ops: Iterable[Any] | None) -> Iterator[None]:
     ``None`` clears the enclosing control dependencies, as in TensorFlow.
     """
     if ops is None:
-        new: tuple[Operation, ...] = ()
+        new: tuple[_ControlBlock, ...] = ()
     else:
-        extra = tuple(as_operation(o, "control_dependencies") for o in ops)
-        new = _control_inputs.get() + tuple(o for o in extra if o not in _control_inputs.get())
-    token = _control_inputs.set(new)
+        extra = tuple(dict.fromkeys(as_operation(o, "control_dependencies") for o in ops))
+        new = (*_control_blocks.get(), _ControlBlock(extra))
+    token = _control_blocks.set(new)
     try:
         yield
     finally:
-        _control_inputs.reset(token)
+        _control_blocks.reset(token)

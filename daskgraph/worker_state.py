@@ -164,6 +164,10 @@ class VariableStore:
         with self._lock:
             self._values[name] = value
 
+    def peek(self, name: str) -> Any:
+        """The value of variable ``name``, or None when it holds none."""
+        return self._values.get(name)
+
     def names(self) -> list[str]:
         """The names of the variables that hold a value."""
         return sorted(self._values)

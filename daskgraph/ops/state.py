@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
+from daskgraph import dtypes, scopes
 from daskgraph.default_session import run_in_default
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.gradients import no_gradient
@@ -79,6 +79,14 @@ def _assign_kernel(xp, store, ref, value, *, validate_shape, shape):
             f"variable's shape {shape}",
             op=ref.name,
         )
+    if validate_shape:  # a variable shared by sessions may hold another graph's shape
+        held = store.peek(ref.name)
+        if held is not None and tuple(held.shape) != tuple(value.shape):
+            raise InvalidArgumentError(
+                "Assign requires shapes of both tensors to match. "
+                f"lhs shape= {list(held.shape)} rhs shape= {list(value.shape)}",
+                op=ref.name,
+            )
     store.assign(ref.name, value)
     return value
 
@@ -139,18 +147,35 @@ class Variable:
         collections: Any = None,
     ) -> None:
         graph = get_default_graph()
+        with scopes.control_dependencies(None):  # as TF1's init_scope: a variable's ops
+            self._build(graph, initial_value, name, dtype, validate_shape)  # depend on nothing
+        collections = [GLOBAL_VARIABLES] if collections is None else list(collections)
+        self.trainable = trainable
+        if trainable and TRAINABLE_VARIABLES not in collections:
+            collections.append(TRAINABLE_VARIABLES)
+        for key in dict.fromkeys(collections):
+            graph.add_to_collection(key, self)
+
+    def _build(
+        self, graph: Graph, initial_value: Any, name: Any, dtype: Any, validate_shape: bool
+    ) -> None:
+        """The variable's ops: its initial value, ``VariableV2``, ``Assign`` and ``read``."""
         base = graph.unique_name(name or "Variable")
+        made_by_function = None
         with graph_name_scope(graph, base + "/"):
             if callable(initial_value):  # TF1 takes a function that builds the initial value
-                with graph_name_scope(graph, "Initializer/"):
+                first = graph.version
+                with graph_name_scope(graph, "Initializer/"), scopes.device(None):
                     initial_value = initial_value()
+                made_by_function = graph.get_operations()[first:]
             initial = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
         self._initial_value = initial
-        self.trainable = trainable
         attrs = {"var_name": base, "shape": initial.shape, "dtype": initial.dtype.numpy}
         self._variable_op = graph.create_op(
             "VariableV2", [], dtype=initial.dtype, shape=initial.shape, attrs=attrs, exact_name=base
         )
+        for op in made_by_function or ():  # colocated with the variable, as TF1 does
+            op.colocation, op.device = base, self._variable_op.device
         ref = self._variable_op.outputs[0]
         with graph_name_scope(graph, base + "/"):
             self._initializer_op = _make_assign(ref, initial, validate_shape, name="Assign")
@@ -162,11 +187,6 @@ class Variable:
                 name="read",
                 colocate_with=self._variable_op,
             ).outputs[0]
-        collections = [GLOBAL_VARIABLES] if collections is None else list(collections)
-        if trainable and TRAINABLE_VARIABLES not in collections:
-            collections.append(TRAINABLE_VARIABLES)
-        for key in dict.fromkeys(collections):
-            graph.add_to_collection(key, self)
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -264,6 +284,10 @@ class Variable:
         """The value once initialized, the initial value until then, so that another
         variable's initial value can use it (TF1's ``initialized_value``)."""
         ref = self._ref()
+        with scopes.control_dependencies(None):
+            return self._initialized_value(ref)
+
+    def _initialized_value(self, ref: Tensor) -> Tensor:
         op = ref.graph.create_op(
             "InitializedValue",
             [ref, self._initial_value],

@@ -213,3 +213,33 @@ def test_variable_scope_regularizer_and_tf1_arguments():
     with pytest.raises(ValueError, match="partitioner"):
         with tf.variable_scope("p", partitioner=object()):
             pass
+
+
+def test_control_dependencies_as_tensorflow_applies_them():
+    c = tf.constant(1.0)
+    with tf.control_dependencies([c]):
+        d = tf.constant(2.0)
+        e = tf.identity(d)  # dominated: d already runs after c
+        x = tf.Variable(2.0)  # a variable's ops depend on nothing (TF1's init_scope)
+        initialized = x.initialized_value()
+    assert d.op.control_inputs == [c.op] and e.op.control_inputs == []
+    assert x.initializer.control_inputs == [] and x.value().op.control_inputs == []
+    assert initialized.op.control_inputs == []
+    with tf.device("/cpu:0"):
+        v = tf.Variable(lambda: tf.constant(42.0), dtype=tf.float32, name="v1")
+    assert v.op.colocation_groups() == [b"loc:@v1"]
+    assert all(i.op.colocation_groups() == [b"loc:@v1"] for i in v.initializer.inputs)
+
+
+def test_assign_to_a_shared_variable_of_another_shape_is_refused():
+    server = tf.train.Server.create_local_server()
+    with tf.Graph().as_default():
+        vector = tf.Variable([1, 2, 3], name="w_shape")
+        with tf.Session(server.target) as sess:
+            sess.run(vector.initializer)
+    with tf.Graph().as_default():
+        scalar = tf.Variable(86, name="w_shape")
+        with tf.Session(server.target) as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="lhs shape= \\[3\\]"):
+                sess.run(scalar.initializer)
+    tf.Session.reset(server.target)

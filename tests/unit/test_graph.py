@@ -641,10 +641,12 @@ def test_control_dependencies_apply_to_new_ops_only() -> None:
         b = dg.constant(2.0, name="b")
         with dg.control_dependencies([a]):
             c = dg.constant(3.0, name="c")
-            d = b + 1.0
+            d = dg.identity(b, name="d")
+            dominated = c + 1.0  # c (made in the block) already runs after a, as in TF
         e = dg.constant(4.0, name="e")
     assert c.op.control_inputs == [a.op]
     assert d.op.control_inputs == [a.op]
+    assert dominated.op.control_inputs == []
     assert b.op.control_inputs == []
     assert e.op.control_inputs == []
 
