@@ -5,7 +5,8 @@ module only gathers the names of :mod:`daskgraph.optimizers`,
 :mod:`daskgraph.optimizers_more`, :mod:`daskgraph.optimizers_proximal`, :mod:`daskgraph.saver`
 and :mod:`daskgraph.global_step`, the learning-rate schedules of :mod:`daskgraph.learning_rate`,
 moving averages (:mod:`daskgraph.moving_averages`), threads' :mod:`daskgraph.coordinator`,
-checkpoint readers (:mod:`daskgraph.checkpoint_utils`),
+checkpoint readers (:mod:`daskgraph.checkpoint_utils`), the :mod:`daskgraph.supervisor`, event
+files read back (:mod:`daskgraph.summary_reader`),
 monitored sessions and their hooks (:mod:`daskgraph.monitored_session`,
 :mod:`daskgraph.session_hooks`, :mod:`daskgraph.session_manager`) and data-parallel towers from
 :mod:`daskgraph.replicate`.
@@ -99,6 +100,8 @@ from daskgraph.session_hooks import (
     write_graph,
 )
 from daskgraph.session_manager import Scaffold, SessionManager
+from daskgraph.summary_reader import summary_iterator
+from daskgraph.supervisor import Supervisor, basic_train_loop
 
 __all__ = [
     "AdadeltaOptimizer",
@@ -142,8 +145,10 @@ __all__ = [
     "StepCounterHook",
     "StopAtStepHook",
     "SummarySaverHook",
+    "Supervisor",
     "WorkerSessionCreator",
     "average_gradients",
+    "basic_train_loop",
     "checkpoint_exists",
     "checkpoints_iterator",
     "cosine_decay",
@@ -171,6 +176,7 @@ __all__ = [
     "replica_device_setter",
     "replicate",
     "start_queue_runners",
+    "summary_iterator",
     "update_checkpoint_state",
     "write_graph",
 ]

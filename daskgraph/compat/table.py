@@ -184,6 +184,9 @@ DIFFERENCES: dict[str, str] = {
     "train.remove_checkpoint": "`checkpoint_format_version` is ignored: a daskgraph checkpoint "
     "is one `.npz` file (and a `.meta` file if there is one)",
     "train.get_checkpoint_mtimes": "the times of daskgraph's checkpoint files (`.npz`)",
+    "train.Supervisor": "no meta graph: none in the event file, no `.meta` checkpoint files; "
+    "`graph.pbtxt` and the event file's graph are daskgraph's GraphDef; checkpoints as "
+    "`Saver`'s",
     "train.Server": "one Dask scheduler for the cluster (at the first task) with a worker per "
     "device of each task; the ServerDef's `protocol` is kept, not used (Dask's tcp, or tls with "
     "`security`), a non-zero `port` is refused; of a `default_session_config` only the fields "

@@ -82,7 +82,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "compat.data "
             "compat.behaviour compat.tf_compat "
             "gradient_check coordinator summary session_hooks session_manager monitored_session "
-            "checkpoint_utils "
+            "checkpoint_utils supervisor summary_reader "
             "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io "
             "compat.local_devices compat.assertions compat.testcase compat.gradient_checker "
             "compat.test "
