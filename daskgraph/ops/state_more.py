@@ -121,3 +121,11 @@ def assert_variables_initialized(var_list: Any = None) -> Tensor | None:
             ).outputs[0]
         )
     return ranks[0] if len(ranks) == 1 else stack(ranks)
+
+
+def _variable_count_up_to(self: Variable, limit: int) -> Tensor:
+    """``Variable.count_up_to(limit)``: :func:`count_up_to` of this variable."""
+    return count_up_to(self, limit)
+
+
+Variable.count_up_to = _variable_count_up_to  # TF1's method, as ops modules give Tensor theirs

@@ -243,3 +243,13 @@ def test_assign_to_a_shared_variable_of_another_shape_is_refused():
             with pytest.raises(tf.errors.InvalidArgumentError, match="lhs shape= \\[3\\]"):
                 sess.run(scalar.initializer)
     tf.Session.reset(server.target)
+
+
+def test_variable_count_up_to_method():
+    v = tf.Variable(0, name="counter")
+    step = v.count_up_to(2)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert [sess.run(step), sess.run(step)] == [0, 1]
+        with pytest.raises(tf.errors.OutOfRangeError, match="Reached limit of 2"):
+            sess.run(step)
