@@ -1,8 +1,8 @@
 """tf.train.ClusterDef, JobDef and ServerDef, ClusterSpec.as_cluster_def, Server.server_def and
-tf.test.TestCase.assertProtoEquals: TensorFlow's server_lib tests about them (ServerDefTest,
-ClusterSpecTest, GrpcServerTest.testSetConfiguration of
-tensorflow/python/training/server_lib_test.py) with ``tf`` being daskgraph's compat.v1, plus
-the wire format against bytes TensorFlow 2.21 serialized. No server is started."""
+tf.test.TestCase.assertProtoEquals with ``tf`` being daskgraph's compat.v1: what TensorFlow's
+server_lib tests also check (a ServerDef's cluster and task, a ClusterSpec's forms, accessors,
+truth and equality, a server's session config), values TensorFlow 2.21 gives, and the wire
+format against bytes TensorFlow 2.21 serialized. No server is started."""
 
 from __future__ import annotations
 
@@ -13,272 +13,146 @@ import daskgraph.compat.v1 as tf
 from daskgraph.cluster_spec import ClusterSpec as NativeClusterSpec
 from daskgraph.compat import protos
 
-# -- TensorFlow's ServerDefTest --------------------------------------------------------------------
-# Source: tensorflow/python/training/server_lib_test.py, class ServerDefTest (testLocalServer,
-# testTwoProcesses, testTwoJobs, testDenseAndSparseJobs), with tensorflow_server_pb2.ServerDef
-# as tf.train.ServerDef and server_lib.ClusterSpec as tf.train.ClusterSpec.
+# -- ServerDef and ClusterSpec, behaviours TensorFlow's server_lib tests also check ---------------
+#: name -> (the spec as a dict, the server's job, its task index)
+SPECS = {
+    "one task": ({"chief": ["10.0.0.1:5000"]}, "chief", 0),
+    "two tasks of a job": ({"trainer": ["h1:7001", "h1:7002"]}, "trainer", 1),
+    "three jobs": (
+        {"param": ["p0:90", "p1:90", "p2:90"], "eval": ["e:1"], "io": ["q:3", "r:3"]},
+        "param",
+        2,
+    ),
+    "a sparse job": ({"gaps": {1: "g1:80", 4: "g4:80"}, "full": ["f0:80"]}, "gaps", 4),
+}
 
 
-class ServerDefTest(tf.test.TestCase):
-    def testLocalServer(self):
-        cluster_def = tf.train.ClusterSpec({"local": ["localhost:2222"]}).as_cluster_def()
-        server_def = tf.train.ServerDef(
-            cluster=cluster_def, job_name="local", task_index=0, protocol="grpc"
-        )
+def _as_tasks(tasks: list | dict) -> dict[int, str]:
+    """A job's tasks as ClusterDef holds them: task index -> address."""
+    return dict(enumerate(tasks)) if isinstance(tasks, list) else dict(tasks)
 
-        self.assertProtoEquals(
-            """
-    cluster {
-      job { name: 'local' tasks { key: 0 value: 'localhost:2222' } }
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_a_server_def_holds_the_cluster_and_the_task(name: str) -> None:
+    jobs, job_name, task_index = SPECS[name]
+    cluster_def = tf.train.ClusterSpec(jobs).as_cluster_def()
+    server_def = tf.train.ServerDef(
+        cluster=cluster_def, job_name=job_name, task_index=task_index, protocol="grpc"
+    )
+    assert [job.name for job in server_def.cluster.job] == sorted(jobs)  # jobs sorted by name
+    assert {job.name: dict(job.tasks) for job in server_def.cluster.job} == {
+        key: _as_tasks(tasks) for key, tasks in jobs.items()
     }
-    job_name: 'local' task_index: 0 protocol: 'grpc'
-    """,
-            server_def,
-        )
+    assert (server_def.job_name, server_def.task_index, server_def.protocol) == (
+        job_name,
+        task_index,
+        "grpc",
+    )
+    again = tf.train.ClusterSpec(cluster_def)  # ClusterDef -> ClusterSpec -> ClusterDef
+    assert again.as_cluster_def() == cluster_def
+    assert again.as_cluster_def().SerializeToString(deterministic=True) == (
+        cluster_def.SerializeToString(deterministic=True)
+    )
 
-        # Verifies round trip from Proto->Spec->Proto is correct.
-        cluster_spec = tf.train.ClusterSpec(cluster_def)
-        self.assertProtoEquals(cluster_def, cluster_spec.as_cluster_def())
 
-    def testTwoProcesses(self):
-        cluster_def = tf.train.ClusterSpec(
-            {"local": ["localhost:2222", "localhost:2223"]}
-        ).as_cluster_def()
-        server_def = tf.train.ServerDef(
-            cluster=cluster_def, job_name="local", task_index=1, protocol="grpc"
-        )
+@pytest.mark.parametrize("name", list(SPECS))
+def test_a_cluster_spec_is_the_same_from_each_of_its_forms(name: str) -> None:
+    spec = tf.train.ClusterSpec(SPECS[name][0])
+    expected = spec.as_cluster_def()
+    for form in (spec, spec.as_cluster_def(), spec.as_dict()):
+        rebuilt = tf.train.ClusterSpec(form)
+        assert rebuilt.as_cluster_def() == expected
+        assert rebuilt == spec
 
-        self.assertProtoEquals(
-            """
-    cluster {
-      job { name: 'local' tasks { key: 0 value: 'localhost:2222' }
-                          tasks { key: 1 value: 'localhost:2223' } }
+
+def test_a_job_without_tasks_stays_in_the_cluster_def() -> None:
+    spec = tf.train.ClusterSpec({"idle": [], "busy": ["b:1"]})
+    cluster_def = spec.as_cluster_def()
+    assert [(job.name, dict(job.tasks)) for job in cluster_def.job] == [
+        ("busy", {0: "b:1"}),
+        ("idle", {}),
+    ]
+    for form in (spec, cluster_def, spec.as_dict()):
+        assert tf.train.ClusterSpec(form).as_cluster_def() == cluster_def
+    assert spec.as_dict() == {"idle": {}, "busy": ["b:1"]}  # TensorFlow 2.21's, as given
+    assert (spec.num_tasks("idle"), spec.task_indices("idle")) == (0, [])
+
+
+def test_cluster_spec_str_lists_jobs_by_name() -> None:
+    spec = tf.train.ClusterSpec({"w": ["a:1", "b:2"], "c": ["x:9"]})
+    assert str(spec) == "ClusterSpec({'c': ['x:9'], 'w': ['a:1', 'b:2']})"  # TensorFlow 2.21's
+
+
+def test_cluster_spec_answers_about_jobs_and_tasks() -> None:
+    jobs = {
+        "dense": ["d0:1", "d1:1"],
+        "holes": {2: "h2:1", 5: "h5:1"},
+        "single": ["s:1"],
     }
-    job_name: 'local' task_index: 1 protocol: 'grpc'
-    """,
-            server_def,
-        )
-
-        # Verifies round trip from Proto->Spec->Proto is correct.
-        cluster_spec = tf.train.ClusterSpec(cluster_def)
-        self.assertProtoEquals(cluster_def, cluster_spec.as_cluster_def())
-
-    def testTwoJobs(self):
-        cluster_def = tf.train.ClusterSpec(
-            {
-                "ps": ["ps0:2222", "ps1:2222"],
-                "worker": ["worker0:2222", "worker1:2222", "worker2:2222"],
-            }
-        ).as_cluster_def()
-        server_def = tf.train.ServerDef(
-            cluster=cluster_def, job_name="worker", task_index=2, protocol="grpc"
-        )
-
-        self.assertProtoEquals(
-            """
-    cluster {
-      job { name: 'ps' tasks { key: 0 value: 'ps0:2222' }
-                       tasks { key: 1 value: 'ps1:2222' } }
-      job { name: 'worker' tasks { key: 0 value: 'worker0:2222' }
-                           tasks { key: 1 value: 'worker1:2222' }
-                           tasks { key: 2 value: 'worker2:2222' } }
+    spec = tf.train.ClusterSpec(jobs)
+    assert spec.as_dict() == jobs
+    assert spec.jobs == ["dense", "holes", "single"]
+    answers = {
+        job: (spec.num_tasks(job), spec.task_indices(job), spec.job_tasks(job)) for job in jobs
     }
-    job_name: 'worker' task_index: 2 protocol: 'grpc'
-    """,
-            server_def,
-        )
-
-        # Verifies round trip from Proto->Spec->Proto is correct.
-        cluster_spec = tf.train.ClusterSpec(cluster_def)
-        self.assertProtoEquals(cluster_def, cluster_spec.as_cluster_def())
-
-    def testDenseAndSparseJobs(self):
-        cluster_def = tf.train.ClusterSpec(
-            {"ps": ["ps0:2222", "ps1:2222"], "worker": {0: "worker0:2222", 2: "worker2:2222"}}
-        ).as_cluster_def()
-        server_def = tf.train.ServerDef(
-            cluster=cluster_def, job_name="worker", task_index=2, protocol="grpc"
-        )
-
-        self.assertProtoEquals(
-            """
-    cluster {
-      job { name: 'ps' tasks { key: 0 value: 'ps0:2222' }
-                       tasks { key: 1 value: 'ps1:2222' } }
-      job { name: 'worker' tasks { key: 0 value: 'worker0:2222' }
-                           tasks { key: 2 value: 'worker2:2222' } }
+    assert answers == {
+        "dense": (2, [0, 1], ["d0:1", "d1:1"]),
+        "holes": (2, [2, 5], [None, None, "h2:1", None, None, "h5:1"]),  # gaps as None
+        "single": (1, [0], ["s:1"]),
     }
-    job_name: 'worker' task_index: 2 protocol: 'grpc'
-    """,
-            server_def,
-        )
-
-        # Verifies round trip from Proto->Spec->Proto is correct.
-        cluster_spec = tf.train.ClusterSpec(cluster_def)
-        self.assertProtoEquals(cluster_def, cluster_spec.as_cluster_def())
-
-
-# -- TensorFlow's ClusterSpecTest ------------------------------------------------------------------
-# Source: tensorflow/python/training/server_lib_test.py, class ClusterSpecTest (every method;
-# assertNotEquals is assertNotEqual, its alias removed from Python 3.12's unittest).
+    assert [spec.task_address("holes", 5), spec.task_address("dense", 1)] == ["h5:1", "d1:1"]
+    for ask in (spec.num_tasks, spec.task_indices, spec.job_tasks):
+        with pytest.raises(ValueError, match="No such job in cluster: 'nowhere'"):
+            ask("nowhere")
+    with pytest.raises(ValueError, match="No such job in cluster: 'nowhere'"):
+        spec.task_address("nowhere", 0)
+    for job, index in (("holes", 3), ("dense", 2)):
+        with pytest.raises(ValueError, match=f"No task with index {index} in job '{job}'"):
+            spec.task_address(job, index)
 
 
-class ClusterSpecTest(tf.test.TestCase):
-    def testStringConversion(self):
-        cluster_spec = tf.train.ClusterSpec(
-            {"ps": ["ps0:1111"], "worker": ["worker0:3333", "worker1:4444"]}
-        )
-
-        expected_str = (
-            "ClusterSpec({'ps': ['ps0:1111'], 'worker': ['worker0:3333', 'worker1:4444']})"
-        )
-        self.assertEqual(expected_str, str(cluster_spec))
-
-    def testProtoDictDefEquivalences(self):
-        cluster_spec = tf.train.ClusterSpec(
-            {
-                "ps": ["ps0:2222", "ps1:2222"],
-                "worker": ["worker0:2222", "worker1:2222", "worker2:2222"],
-            }
-        )
-
-        expected_proto = """
-    job { name: 'ps' tasks { key: 0 value: 'ps0:2222' }
-                     tasks { key: 1 value: 'ps1:2222' } }
-    job { name: 'worker' tasks { key: 0 value: 'worker0:2222' }
-                         tasks { key: 1 value: 'worker1:2222' }
-                         tasks { key: 2 value: 'worker2:2222' } }
-    """
-
-        self.assertProtoEquals(expected_proto, cluster_spec.as_cluster_def())
-        self.assertProtoEquals(expected_proto, tf.train.ClusterSpec(cluster_spec).as_cluster_def())
-        self.assertProtoEquals(
-            expected_proto,
-            tf.train.ClusterSpec(cluster_spec.as_cluster_def()).as_cluster_def(),
-        )
-        self.assertProtoEquals(
-            expected_proto, tf.train.ClusterSpec(cluster_spec.as_dict()).as_cluster_def()
-        )
-
-    def testProtoDictDefEquivalencesWithZeroWorker(self):
-        cluster_spec = tf.train.ClusterSpec({"ps": ["ps0:2222", "ps1:2222"], "worker": []})
-
-        expected_proto = """
-    job { name: 'ps' tasks { key: 0 value: 'ps0:2222' }
-                     tasks { key: 1 value: 'ps1:2222' } }
-    job { name: 'worker' }
-    """
-
-        self.assertProtoEquals(expected_proto, cluster_spec.as_cluster_def())
-        self.assertProtoEquals(expected_proto, tf.train.ClusterSpec(cluster_spec).as_cluster_def())
-        self.assertProtoEquals(
-            expected_proto,
-            tf.train.ClusterSpec(cluster_spec.as_cluster_def()).as_cluster_def(),
-        )
-        self.assertProtoEquals(
-            expected_proto, tf.train.ClusterSpec(cluster_spec.as_dict()).as_cluster_def()
-        )
-
-    def testClusterSpecAccessors(self):
-        original_dict = {
-            "ps": ["ps0:2222", "ps1:2222"],
-            "worker": ["worker0:2222", "worker1:2222", "worker2:2222"],
-            "sparse": {0: "sparse0:2222", 3: "sparse3:2222"},
-        }
-        cluster_spec = tf.train.ClusterSpec(original_dict)
-
-        self.assertEqual(original_dict, cluster_spec.as_dict())
-
-        self.assertEqual(2, cluster_spec.num_tasks("ps"))
-        self.assertEqual(3, cluster_spec.num_tasks("worker"))
-        self.assertEqual(2, cluster_spec.num_tasks("sparse"))
-        with self.assertRaises(ValueError):
-            cluster_spec.num_tasks("unknown")
-
-        self.assertEqual("ps0:2222", cluster_spec.task_address("ps", 0))
-        self.assertEqual("sparse0:2222", cluster_spec.task_address("sparse", 0))
-        with self.assertRaises(ValueError):
-            cluster_spec.task_address("unknown", 0)
-        with self.assertRaises(ValueError):
-            cluster_spec.task_address("sparse", 2)
-
-        self.assertEqual([0, 1], cluster_spec.task_indices("ps"))
-        self.assertEqual([0, 1, 2], cluster_spec.task_indices("worker"))
-        self.assertEqual([0, 3], cluster_spec.task_indices("sparse"))
-        with self.assertRaises(ValueError):
-            cluster_spec.task_indices("unknown")
-
-        # NOTE(mrry): `ClusterSpec.job_tasks()` is not recommended for use
-        # with sparse jobs.
-        self.assertEqual(["ps0:2222", "ps1:2222"], cluster_spec.job_tasks("ps"))
-        self.assertEqual(
-            ["worker0:2222", "worker1:2222", "worker2:2222"], cluster_spec.job_tasks("worker")
-        )
-        self.assertEqual(
-            ["sparse0:2222", None, None, "sparse3:2222"], cluster_spec.job_tasks("sparse")
-        )
-        with self.assertRaises(ValueError):
-            cluster_spec.job_tasks("unknown")
-
-    def testEmptyClusterSpecIsFalse(self):
-        self.assertFalse(tf.train.ClusterSpec({}))
-
-    def testNonEmptyClusterSpecIsTrue(self):
-        self.assertTrue(tf.train.ClusterSpec({"job": ["host:port"]}))
-
-    def testEq(self):
-        self.assertEqual(tf.train.ClusterSpec({}), tf.train.ClusterSpec({}))
-        self.assertEqual(
-            tf.train.ClusterSpec({"job": ["host:2222"]}),
-            tf.train.ClusterSpec({"job": ["host:2222"]}),
-        )
-        self.assertEqual(
-            tf.train.ClusterSpec({"job": {0: "host:2222"}}),
-            tf.train.ClusterSpec({"job": ["host:2222"]}),
-        )
-
-    def testNe(self):
-        self.assertNotEqual(tf.train.ClusterSpec({}), tf.train.ClusterSpec({"job": ["host:2223"]}))
-        self.assertNotEqual(
-            tf.train.ClusterSpec({"job1": ["host:2222"]}),
-            tf.train.ClusterSpec({"job2": ["host:2222"]}),
-        )
-        self.assertNotEqual(
-            tf.train.ClusterSpec({"job": ["host:2222"]}),
-            tf.train.ClusterSpec({"job": ["host:2223"]}),
-        )
-        self.assertNotEqual(
-            tf.train.ClusterSpec({"job": ["host:2222", "host:2223"]}),
-            tf.train.ClusterSpec({"job": ["host:2223", "host:2222"]}),
-        )
+def test_cluster_spec_truth_and_equality() -> None:
+    ClusterSpec = tf.train.ClusterSpec
+    assert not ClusterSpec({}) and bool(ClusterSpec({"j": ["h:1"]}))
+    same = [
+        (ClusterSpec({}), ClusterSpec({})),
+        (ClusterSpec({"j": ["h:1", "h:2"]}), ClusterSpec({"j": {0: "h:1", 1: "h:2"}})),
+        (ClusterSpec({"a": ["x:1"], "b": ["y:1"]}), ClusterSpec({"b": ["y:1"], "a": ["x:1"]})),
+    ]
+    different = [
+        (ClusterSpec({}), ClusterSpec({"j": ["h:1"]})),
+        (ClusterSpec({"j": ["h:1"]}), ClusterSpec({"k": ["h:1"]})),  # another job name
+        (ClusterSpec({"j": ["h:1"]}), ClusterSpec({"j": ["h:9"]})),  # another address
+        (ClusterSpec({"j": ["h:1", "h:2"]}), ClusterSpec({"j": ["h:2", "h:1"]})),  # order
+        (ClusterSpec({"j": ["h:1"]}), ClusterSpec({"j": {1: "h:1"}})),  # another index
+    ]
+    assert all(left == right and not left != right for left, right in same)
+    assert all(left != right and not left == right for left, right in different)
 
 
-# -- TensorFlow's GrpcServerTest.testSetConfiguration ----------------------------------------------
-# Source: tensorflow/python/training/server_lib_test.py, GrpcServerTest.testSetConfiguration
-# (config_pb2 as tf, tensorflow_server_pb2.ServerDef as tf.train.ServerDef; start=False).
+def test_a_server_keeps_its_session_config_in_its_server_def() -> None:
+    config = tf.ConfigProto(
+        gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.3, allow_growth=True),
+        allow_soft_placement=True,
+    )
+    local = tf.train.Server.create_local_server(config=config, start=False)
+    server_def = tf.train.ServerDef(
+        cluster=tf.train.ClusterSpec({"solo": ["localhost:0"]}).as_cluster_def(),
+        job_name="solo",
+        task_index=0,
+        protocol="grpc",
+    )
+    explicit = tf.train.Server(server_def, config=config, start=False)
+    for server in (local, explicit):
+        kept = server.server_def.default_session_config
+        assert kept.gpu_options.per_process_gpu_memory_fraction == pytest.approx(0.3)
+        assert kept.gpu_options.allow_growth and kept.allow_soft_placement
+    assert not tf.train.Server(server_def, start=False).server_def.HasField(
+        "default_session_config"
+    )
 
 
-class ServerConfigurationTest(tf.test.TestCase):
-    def testSetConfiguration(self):
-        config = tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.1))
-
-        # Configure a server using the default local server options.
-        server = tf.train.Server.create_local_server(config=config, start=False)
-        gpu_options = server.server_def.default_session_config.gpu_options
-        self.assertEqual(0.1, gpu_options.per_process_gpu_memory_fraction)
-
-        # Configure a server using an explicit ServerDefd with an
-        # overridden config.
-        cluster_def = tf.train.ClusterSpec({"localhost": ["localhost:0"]}).as_cluster_def()
-        server_def = tf.train.ServerDef(
-            cluster=cluster_def, job_name="localhost", task_index=0, protocol="grpc"
-        )
-        server = tf.train.Server(server_def, config=config, start=False)
-        gpu_options = server.server_def.default_session_config.gpu_options
-        self.assertEqual(0.1, gpu_options.per_process_gpu_memory_fraction)
-
-
-# -- beyond TensorFlow's tests -------------------------------------------------------------------
+# -- the wire format, servers and assertProtoEquals ------------------------------------------------
 #: TensorFlow 2.21's ServerDef(cluster=ClusterSpec({"ps": ["ps0:2222"], "worker": {0: "w0:2222",
 #: 2: "w2:2222"}}).as_cluster_def(), job_name="worker", task_index=2, protocol="grpc") with
 #: default_session_config.gpu_options.per_process_gpu_memory_fraction = 0.5 and
@@ -370,6 +244,21 @@ def test_cluster_spec_repr_and_as_dict_are_tensorflows() -> None:
 
 
 class AssertProtoEqualsTest(tf.test.TestCase):
+    def test_a_server_def_equals_its_text(self):
+        cluster = tf.train.ClusterSpec({"ps": ["p:1"], "worker": {3: "w3:1"}}).as_cluster_def()
+        server_def = tf.train.ServerDef(
+            cluster=cluster, job_name="worker", task_index=3, protocol="grpc"
+        )
+        self.assertProtoEquals(
+            """job_name: "worker" task_index: 3 protocol: "grpc"
+               cluster { job { name: "ps" tasks { key: 0 value: "p:1" } }
+                         job { name: "worker" tasks { key: 3 value: "w3:1" } } }""",
+            server_def,
+        )
+        self.assertProtoEquals(cluster, server_def.cluster)
+        with self.assertRaises(AssertionError):
+            self.assertProtoEquals("job_name: 'worker' task_index: 2", server_def)
+
     def test_a_mismatch_fails_with_both_texts(self):
         job = tf.train.JobDef(name="w", tasks={1: "h:1"})
         self.assertProtoEquals("name: 'w' tasks { key: 1 value: 'h:1' }", job)

@@ -1,11 +1,11 @@
-"""tf.test under compat.v1: TensorFlow's own test methods run on tf.test.TestCase, and the
-test case's sessions, evaluate, assertions, threads and temp dirs behave as TensorFlow's.
+"""tf.test under compat.v1: TF1 test cases run on tf.test.TestCase, and the test case's
+sessions, evaluate, assertions, threads and temp dirs behave as TensorFlow's.
 
-The classes ``SessionTest`` and ``VariablesTestCase`` hold test methods of TensorFlow's own
-suite, changed only to reach TensorFlow through ``tf.`` names (``ops.Graph`` ->
-``tf.Graph``, ``session.Session`` -> ``tf.Session``, ...); pytest collects them as it
-collects any ``unittest.TestCase``. The other tests run small test cases through
-``unittest`` and look at what passed and what failed, so each check can fail.
+The classes ``SessionBasicsTest`` and ``VariableBasicsTest`` are test cases as a TF1 program's
+authors write them (sessions, fetches, errors, variables through ``self.cached_session()``,
+``eval`` and the assertions); pytest collects them as it collects any ``unittest.TestCase``.
+The other tests run small test cases through ``unittest`` and look at what passed and what
+failed, so each check can fail.
 """
 
 from __future__ import annotations
@@ -24,140 +24,128 @@ import pytest
 import daskgraph.compat.v1 as tf
 
 
-# -- TensorFlow's own test methods --------------------------------------------------------------
-# Adapted from tensorflow/python/client/session_test.py (TensorFlow 0.x-1.x, Copyright 2015
-# The TensorFlow Authors, Apache License 2.0): testUseExistingGraph, testUseDefaultGraph,
-# testFetchTensorObject, testFetchScalar, testErrorPayload, testErrorsReported; module names
-# replaced by tf. names.
-class SessionTest(tf.test.TestCase):
-    def testUseExistingGraph(self):
-        with tf.Graph().as_default() as g, tf.device("/cpu:0"):
-            a = tf.constant(6.0, shape=[1, 1])
-            b = tf.constant(7.0, shape=[1, 1])
-            c = tf.matmul(a, b, name="matmul")
-        with tf.Session(graph=g):
-            result = c.eval()
-            self.assertAllEqual(result, [[42.0]])
+# -- TF1 test cases written on tf.test.TestCase -------------------------------------------------
+# Behaviours TensorFlow's own session and variable tests also check, written as a TF1 user's
+# test case would; pytest collects these unittest classes as it collects any other.
+class SessionBasicsTest(tf.test.TestCase):
+    def testEvalInASessionOfAGraphThatIsNotTheDefault(self):
+        graph = tf.Graph()
+        with graph.as_default(), tf.device("/cpu:0"):
+            dot = tf.matmul(tf.constant([[1.0, 2.0]]), tf.constant([[3.0], [4.0]]))
+        self.assertIsNot(tf.get_default_graph(), graph)
+        with tf.Session(graph=graph) as sess:
+            self.assertIs(sess.graph, graph)
+            self.assertAllClose(dot.eval(), [[11.0]])  # 1 * 3 + 2 * 4
 
-    def testUseDefaultGraph(self):
-        with tf.Graph().as_default(), tf.device("/cpu:0"):
-            a = tf.constant(6.0, shape=[1, 1])
-            b = tf.constant(7.0, shape=[1, 1])
-            c = tf.matmul(a, b, name="matmul")
-            with tf.Session():
-                result = c.eval()
-                self.assertAllEqual(result, [[42.0]])
+    def testASessionOpenedUnderAGraphRunsIt(self):
+        with tf.Graph().as_default() as graph:
+            total = tf.reduce_sum(tf.range(5)) * 3
+            with tf.Session() as sess:
+                self.assertIs(sess.graph, graph)
+                self.assertEqual(total.eval(), 30)
 
-    def testFetchScalar(self):
-        with tf.Session() as s:
-            for scalar in np.int32, np.int64, np.float32, np.float64:
-                x = scalar(7)
-                y = scalar(8)
-                tf_x = tf.constant(x, shape=[])
-                tf_y = tf.constant(y)
-                tf_xy = tf.add(tf_x, tf_y)
-                # Single fetch
-                xy = s.run(tf_xy)
-                self.assertEqual(scalar, type(xy))
-                self.assertEqual(x + y, xy)
-                # List fetch
-                (xy,) = s.run([tf_xy])
-                self.assertEqual(scalar, type(xy))
-                self.assertEqual(x + y, xy)
+    def testScalarFetchesKeepTheirNumpyType(self):
+        pairs = {
+            np.int32: (3, -5),
+            np.int64: (2**40, 1),
+            np.float32: (0.25, 1.5),
+            np.float64: (1e-3, 2.0),
+        }
+        with self.cached_session() as sess:
+            for kind, (left, right) in pairs.items():
+                diff = tf.subtract(tf.constant(kind(left)), tf.constant(kind(right), shape=[]))
+                alone = sess.run(diff)
+                (in_a_tuple,) = sess.run((diff,))
+                for got in (alone, in_a_tuple):
+                    self.assertIs(type(got), kind)
+                    self.assertEqual(got, kind(left) - kind(right))
 
-    def testFetchTensorObject(self):
-        with tf.Session() as s:
-            a = tf.constant(1.0, shape=[1, 2])
-            b = tf.constant(2.0, shape=[2, 3])
-            c = tf.matmul(a, b)
-            results_with_list = s.run([c])
-            self.assertAllEqual([[4.0, 4.0, 4.0]], results_with_list[0])
-            results_with_single = s.run(c)
-            self.assertAllEqual([[4.0, 4.0, 4.0]], results_with_single)
-            results_with_get = c.eval()
-            self.assertAllEqual([[4.0, 4.0, 4.0]], results_with_get)
-            a_val, b_val = s.run([a, b])
-            self.assertAllEqual([[1.0, 1.0]], a_val)
-            self.assertAllEqual([[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]], b_val)
+    def testFetchesComeBackInTheRequestedStructure(self):
+        with self.cached_session() as sess:
+            rows = tf.constant([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+            ones = tf.ones([3, 1])
+            sums = tf.matmul(rows, ones)
+            for got in (sess.run(sums), sums.eval(), self.evaluate(sums)):
+                self.assertAllEqual(got, [[3.0], [3.0]])
+            got = sess.run({"sums": sums, "inputs": [rows, ones]})
+            self.assertEqual(sorted(got), ["inputs", "sums"])
+            self.assertIsInstance(got["inputs"], list)
+            self.assertAllEqual(got["inputs"][0][1], [0.0, 3.0, 0.0])
+            self.assertEqual(got["inputs"][1].shape, (3, 1))
+            self.assertAllEqual(got["sums"].ravel(), [3.0, 3.0])
 
-    def testErrorPayload(self):
-        with tf.Session():
-            a = tf.placeholder(tf.float32)
-            with self.assertRaisesOpError(lambda e: e.op == a.op):
-                a.eval()
+    def testTheRunErrorNamesTheUnfedPlaceholder(self):
+        with self.cached_session():
+            hole = tf.placeholder(tf.int32, [2], name="hole")
+            doubled = hole * 2
+            with self.assertRaisesOpError(lambda err: err.op == hole.op):
+                doubled.eval()
+            self.assertAllEqual(doubled.eval({hole: [4, 5]}), [8, 10])
 
-    def testErrorsReported(self):
-        with tf.Session() as s:
-            tf.constant(10.0, name="W1")
-            with self.assertRaises(ValueError):
-                s.run("foo:0")
+    def testFetchingAMissingNameIsAValueError(self):
+        with self.cached_session() as sess:
+            tf.constant(3.5, name="present")
+            self.assertEqual(sess.run("present:0"), 3.5)
+            with self.assertRaisesRegex(ValueError, "'absent:0' refers to a Tensor which does not"):
+                sess.run("absent:0")
 
 
-# Adapted from tensorflow/python/kernel_tests/variables_test.py (TensorFlow 0.x, written
-# against tf.test.TestCase; Copyright 2015 Google Inc., Apache License 2.0):
-# testInitialization, testAssignments, testUseVariableAsTensor, testSession, testColocation.
-class VariablesTestCase(tf.test.TestCase):
-    def testInitialization(self):
-        with self.test_session():
-            var0 = tf.Variable(0.0)
-            self.assertEqual("Variable:0", var0.name)
-            self.assertEqual([], var0.get_shape())
-
-            var1 = tf.Variable(1.1)
-            self.assertEqual("Variable_1:0", var1.name)
-            self.assertEqual([], var1.get_shape())
-
-            with self.assertRaisesOpError("Attempting to use uninitialized value"):
-                var0.eval()
-
-            with self.assertRaisesOpError("Attempting to use uninitialized value"):
-                var1.eval()
-
+class VariableBasicsTest(tf.test.TestCase):
+    def testNamesShapesAndInitialization(self):
+        with self.cached_session():
+            first = tf.Variable([1.5, 2.5, 3.5])
+            second = tf.Variable(np.zeros((2, 2), np.int32))
+            named = tf.Variable(-4.0, name="bias")
+            self.assertEqual(
+                [v.name for v in (first, second, named)], ["Variable:0", "Variable_1:0", "bias:0"]
+            )
+            self.assertEqual(first.get_shape().as_list(), [3])
+            self.assertEqual(second.shape.as_list(), [2, 2])
+            for variable in (first, second, named):
+                with self.assertRaisesOpError("Attempting to use uninitialized value"):
+                    variable.eval()
+            tf.variables_initializer([named]).run()
+            self.assertEqual(named.eval(), -4.0)
+            with self.assertRaisesOpError("uninitialized value Variable_1"):
+                second.eval()
             tf.initialize_all_variables().run()
+            self.assertAllClose(first.eval(), [1.5, 2.5, 3.5])
+            self.assertAllEqual(second.eval(), [[0, 0], [0, 0]])
 
-            self.assertAllClose(0.0, var0.eval())
-            self.assertAllClose(1.1, var1.eval())
+    def testAssignOpsReturnTheNewValue(self):
+        with self.cached_session() as sess:
+            counter = tf.Variable(10)
+            take_three = counter.assign_sub(3)
+            add_five = counter.assign_add(5)
+            reset = counter.assign(1)
+            sess.run(tf.global_variables_initializer())
+            steps = [take_three, add_five, add_five, reset, take_three]
+            seen = []
+            for step in steps:
+                seen.append((int(sess.run(step)), int(counter.eval())))
+            self.assertEqual(seen, [(7, 7), (12, 12), (17, 17), (1, 1), (-2, -2)])
 
-    def testAssignments(self):
-        with self.test_session():
-            var = tf.Variable(0.0)
-            plus_one = var.assign_add(1.0)
-            minus_one = var.assign_sub(2.0)
-            four = var.assign(4.0)
-            tf.initialize_all_variables().run()
-            self.assertAllClose(0.0, var.eval())
+    def testVariablesServeAsTensors(self):
+        with self.cached_session() as sess:
+            weights = tf.Variable([[1.0, -1.0], [2.0, 0.5]])
+            bias = tf.Variable([0.25, 0.75])
+            out = tf.matmul(tf.constant([[2.0, 4.0]]), weights) + bias
+            sess.run(tf.global_variables_initializer())
+            self.assertAllClose(sess.run(out), [[10.25, 0.75]])  # [2 + 8, -2 + 2] + bias
+            self.assertAllClose(sess.run(weights)[1], [2.0, 0.5])
+            self.assertAllEqual(self.evaluate(tf.shape(weights)), [2, 2])
 
-            self.assertAllClose(1.0, plus_one.eval())
-            self.assertAllClose(1.0, var.eval())
-
-            self.assertAllClose(-1.0, minus_one.eval())
-            self.assertAllClose(-1.0, var.eval())
-
-            self.assertAllClose(4.0, four.eval())
-            self.assertAllClose(4.0, var.eval())
-
-    def testUseVariableAsTensor(self):
-        with self.test_session():
-            var_x = tf.Variable(2.0)
-            var_y = tf.Variable(3.0)
-            tf.initialize_all_variables().run()
-            self.assertAllClose(2.0, var_x.eval())
-            self.assertAllClose(3.0, var_y.eval())
-            self.assertAllClose(5.0, tf.add(var_x, var_y).eval())
-
-    def testSession(self):
-        with self.test_session() as sess:
-            var = tf.Variable([1, 12])
-            tf.initialize_all_variables().run()
-            self.assertAllClose([1, 12], sess.run(var))
-
-    def testColocation(self):
-        with tf.device("/job:ps"):
-            var = tf.Variable(0, name="v")
-        with tf.device("/job:worker/task:7"):
-            assign_op = var.assign(1)
-        self.assertDeviceEqual("/job:ps", assign_op.device)
-        self.assertEqual([b"loc:@v"], assign_op.op.colocation_groups())
+    def testStateOpsFollowTheVariablesDevice(self):
+        with tf.device("/job:ps/task:1"):
+            table = tf.Variable([1, 2], name="table")
+        with tf.device("/job:worker/task:3"):
+            overwrite = table.assign([3, 4])
+            bump = table.assign_add([1, 1])
+            doubled = table * 2
+        for state_op in (overwrite, bump):
+            self.assertDeviceEqual(state_op.device, "/job:ps/task:1")
+            self.assertEqual(state_op.op.colocation_groups(), [b"loc:@table"])
+        self.assertDeviceEqual(doubled.device, "/job:worker/task:3")
 
 
 # -- the test case's machinery ------------------------------------------------------------------
