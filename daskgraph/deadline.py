@@ -23,7 +23,14 @@ from contextlib import contextmanager
 
 from daskgraph.errors import DeadlineExceededError
 
-__all__ = ["has_deadline", "raise_if_past", "run_deadline", "wait_time"]
+__all__ = [
+    "has_deadline",
+    "raise_if_past",
+    "run_deadline",
+    "sent_deadline",
+    "wait_time",
+    "worker_deadline",
+]
 
 # (monotonic time the run must end by, the timeout in ms), or None for no deadline
 _DEADLINE: contextvars.ContextVar[tuple[float, int] | None] = contextvars.ContextVar(
@@ -35,6 +42,34 @@ _DEADLINE: contextvars.ContextVar[tuple[float, int] | None] = contextvars.Contex
 def run_deadline(timeout_ms: int) -> Iterator[None]:
     """Give the waits inside the block a deadline ``timeout_ms`` from now (none for 0)."""
     value = (time.monotonic() + timeout_ms / 1000, timeout_ms) if timeout_ms > 0 else None
+    token = _DEADLINE.set(value)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def sent_deadline(timeout_ms: int) -> tuple[float, int] | None:
+    """A run's deadline ``timeout_ms`` from now as workers get it (``RunStep.deadline``):
+    the wall-clock time the run must end by and the timeout in ms; None for 0 (no deadline).
+
+    >>> sent_deadline(0) is None, sent_deadline(200)[1]
+    (True, 200)
+    """
+    return (time.time() + timeout_ms / 1000, timeout_ms) if timeout_ms > 0 else None
+
+
+@contextmanager
+def worker_deadline(sent: tuple[float, int]) -> Iterator[None]:
+    """Give the kernels inside the block (a partition's, on its worker) the run's deadline
+    ``sent`` (see :func:`sent_deadline`): a kernel that blocks, as a queue's dequeue, waits
+    at most until it (:func:`wait_time`, :func:`raise_if_past`).
+
+    >>> with worker_deadline((time.time() + 0.05, 50)):
+    ...     wait_time(1.0) <= 0.05
+    True
+    """
+    value = (time.monotonic() + sent[0] - time.time(), sent[1])
     token = _DEADLINE.set(value)
     try:
         yield

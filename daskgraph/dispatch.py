@@ -52,6 +52,7 @@ from daskgraph.execution import (
 )
 from daskgraph.liveness import ClusterWatch
 from daskgraph.lowering import Plan, build_task_graph, task_group
+from daskgraph.ops.registry import blocking_types
 from daskgraph.program import RunStep, StagedFeed
 
 __all__ = ["CompiledRun", "FastPath", "in_span", "submit_run"]
@@ -85,6 +86,15 @@ class CompiledRun:
         self.token = uuid.uuid4().hex
         self.number = 0  # the session's number for it (the dashboard's "plan N")
         self._programs: list[Future] | None = None
+
+    @functools.cached_property
+    def blocking(self) -> bool:
+        """Whether an op of the plan may wait for another run (a queue's dequeue, see
+        :func:`~daskgraph.ops.registry.mark_blocking`): the fast path's actor must not run it."""
+        types = blocking_types()
+        return any(
+            ins.op_type in types for p in self.plan.partitions for ins in p.program.instructions
+        )
 
     @property
     def single_partition(self) -> bool:

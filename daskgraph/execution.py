@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from daskgraph.codegen import HotProgram
+from daskgraph.deadline import worker_deadline
 from daskgraph.errors import (
     InvalidArgumentError,
     OpError,
@@ -256,6 +257,22 @@ def run_partition(
     for dependency in dependencies:
         if isinstance(dependency, RunFailure):
             return dependency
+    if step.deadline is not None:  # kernels that block (a queue's dequeue) wait until it
+        with worker_deadline(step.deadline):
+            return _run_partition(state, address, program, step, feeds, trace, dependencies)
+    return _run_partition(state, address, program, step, feeds, trace, dependencies)
+
+
+def _run_partition(
+    state: WorkerState,
+    address: str,
+    program: PartitionProgram,
+    step: RunStep,
+    feeds: tuple,
+    trace: bool,
+    dependencies: tuple,
+) -> Any:
+    """:func:`run_partition`'s work, its dependencies all there."""
     session = state.session(step.session)
     try:
         xp = _array_module(program.backend)

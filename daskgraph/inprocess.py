@@ -102,18 +102,25 @@ class InProcessDevices:
         return found + server_workers()
 
     def run(
-        self, plan: Any, step: RunStep, feed_values: Sequence[Any], trace: bool
+        self,
+        plan: Any,
+        step: RunStep,
+        feed_values: Sequence[Any],
+        trace: bool,
+        blocking: bool = False,
     ) -> dict[int, tuple] | None:
         """Run ``plan`` here when all its partitions are on one worker of this process:
         partition index -> outputs (those the client needs; all of them when tracing).
         ``None`` when its worker is elsewhere (or closing), or the run has a deadline: another
-        path must run it. Raises the error the run hit.
+        path must run it. Raises the error the run hit. A ``blocking`` plan (one with ops
+        that may wait for another run, as a dequeue, which honour the deadline themselves)
+        runs here with a deadline too.
 
         One partition runs in this thread; the parallel parts of a large CPU partition
         (``daskgraph.parallel-partition-elements``) run on the worker's own threads, as its
         tasks would.
         """
-        if has_deadline() or not dask.config.get("daskgraph.in-process-runs"):
+        if (has_deadline() and not blocking) or not dask.config.get("daskgraph.in-process-runs"):
             return None
         workers = {p.worker for p in plan.partitions}
         worker = self.worker(workers.pop()) if len(workers) == 1 else None

@@ -100,12 +100,14 @@ class RunStep:
     assign) that already ran on a surviving worker is not applied a second time. ``oldest``
     is the number of the session's oldest run still under way when this one started (runs
     from several threads overlap; ``None``: this one): what older runs applied need not be
-    remembered. (A dataclass, not a tuple: inside a Dask task a tuple would be read as a task
-    or a list of arguments.)"""
+    remembered. ``deadline``: the run's deadline (wall-clock time, timeout in ms; see
+    :func:`daskgraph.deadline.sent_deadline`), which kernels that block honour. (A dataclass,
+    not a tuple: inside a Dask task a tuple would be read as a task or a list of arguments.)"""
 
     session: str
     number: int
     oldest: int | None = None
+    deadline: tuple[float, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from distributed import Client
 from daskgraph import default_session, master
 from daskgraph.config import SessionConfig, check_timeout_ms, default_session_config
 from daskgraph.connection import Connection
-from daskgraph.deadline import run_deadline
+from daskgraph.deadline import run_deadline, sent_deadline
 from daskgraph.default_session import get_default_session
 from daskgraph.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.errors import (
@@ -240,11 +240,12 @@ class Session:
         trace = bool(options is not None and options.trace_level and run_metadata is not None)
         self._steps = number = next(self._step_numbers)
         # one per call: a repeat applies no assign twice, although other threads ran since
-        step = RunStep(self._id, number, self._under_way.start(number))
+        timeout_ms = (options and options.timeout_in_ms) or self._config.operation_timeout_in_ms
+        deadline = sent_deadline(timeout_ms)
+        step = RunStep(self._id, number, self._under_way.start(number), deadline)
         try:
             if self._conn.changed:
                 self._follow_cluster()
-            timeout_ms = (options and options.timeout_in_ms) or self._config.operation_timeout_in_ms
             with run_deadline(timeout_ms):
                 plan, results = self._run_attempts(items, feeds, step, values, trace)
         except OpError as exc:
@@ -492,10 +493,11 @@ class Session:
         (``"in-process"``, ``"actor"`` or ``"scheduler"``)."""
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
         if dask.config.get("daskgraph.fast-path"):
-            results = self._in_process.run(compiled.plan, step, values, trace)
+            blocking = compiled.blocking  # may wait for another run: not on the one actor thread
+            results = self._in_process.run(compiled.plan, step, values, trace, blocking)
             if results is not None:
                 return results, "in-process"
-            if compiled.single_partition:
+            if compiled.single_partition and not blocking:
                 results = self._fast.run(compiled, step, values, trace, tick)
                 if results is not None:
                     return results, "actor"

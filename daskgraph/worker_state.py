@@ -70,14 +70,13 @@ class VariableStore:
     ('applied', 'applied')
     """
 
-    def __init__(
-        self, device: str = "", shared: tuple[dict[str, Any], threading.RLock] | None = None
-    ) -> None:
+    def __init__(self, device: str = "", shared: tuple | None = None) -> None:
         self.device = device
-        # ``shared``: the values and update lock of a container that sessions share (see
-        # :class:`WorkerState`); what each session's runs applied stays its own
-        values, updating = shared if shared is not None else ({}, threading.RLock())
+        # ``shared``: the values, update lock and resources of a container that sessions share
+        # (see :class:`WorkerState`); what each session's runs applied stays its own
+        values, updating, resources = shared if shared is not None else _new_container_device()
         self._values: dict[str, Any] = values
+        self._resources: dict[Any, Any] = resources  # queues, by key (see :meth:`resource`)
         self._lock = threading.Lock()
         self._updating = updating
         self._oldest = -1  # runs older than this are done: what they applied is forgotten
@@ -142,6 +141,26 @@ class VariableStore:
                 generator = self._generators[key] = make()
         return generator
 
+    def resource(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The resource ``key`` (a queue), made by ``make()`` on first use; kept in the
+        container with the variables, so that sessions sharing them share it too.
+
+        >>> store = VariableStore()
+        >>> store.resource("q", list) is store.resource("q", list)
+        True
+        """
+        with self._lock:
+            found = self._resources.get(key)
+            if found is None:
+                found = self._resources[key] = make()
+        return found
+
+    @property
+    def update_lock(self) -> threading.RLock:
+        """The lock stateful ops of the store hold while they apply (see :meth:`apply_once`):
+        a kernel that waits releases it by a ``threading.Condition`` on it."""
+        return self._updating
+
     def read(self, name: str) -> Any:
         """The value of variable ``name``; FailedPreconditionError if it was never assigned."""
         try:
@@ -176,6 +195,12 @@ class VariableStore:
         return len(self._values)
 
 
+def _new_container_device() -> tuple[dict, threading.RLock, dict]:
+    """What a container keeps for one device: variables' values, their update lock, and
+    resources (queues)."""
+    return {}, threading.RLock(), {}
+
+
 class SessionState:
     """What one session keeps on one worker: variables per device, and programs."""
 
@@ -200,7 +225,7 @@ class SessionState:
             with self._lock:
                 shared = None
                 if self.container is not None:
-                    shared = self.container.setdefault(device, ({}, threading.RLock()))
+                    shared = self.container.setdefault(device, _new_container_device())
                 store = self.stores.setdefault(device, VariableStore(device, shared))
         return store
 

@@ -472,6 +472,7 @@ from daskgraph.ops.strings import (
     substr,
 )
 from daskgraph.ops.strings import strip as string_strip
+from daskgraph.queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
 from daskgraph.scopes import colocate_with, control_dependencies, device
 from daskgraph.session import Session
 from daskgraph.sparse_tensor import (
@@ -935,6 +936,8 @@ __all__ += [  # TF1's sparse tensors and ops (sparse_tensor, compat.sparse, ops.
     "sparse_transpose",
     "string_split",
 ]
+
+__all__ += ["FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue"]  # queues
 
 __all__ += [  # TF1's string functions (ops.strings, compat.strings)
     "as_string",

@@ -29,7 +29,15 @@ from daskgraph import dtypes
 from daskgraph.device import CPU, GPU
 from daskgraph.errors import NotFoundError
 
-__all__ = ["ArrayFunction", "OpDef", "lookup", "register", "registered_types"]
+__all__ = [
+    "ArrayFunction",
+    "OpDef",
+    "blocking_types",
+    "lookup",
+    "mark_blocking",
+    "register",
+    "registered_types",
+]
 
 Kernel = Callable[..., object]
 
@@ -160,6 +168,29 @@ def register(
     )
     _REGISTRY[op_type] = opdef
     return opdef
+
+
+#: op types whose kernels may block until another run acts (a queue's dequeue), see
+#: :func:`mark_blocking`
+_BLOCKING: set[str] = set()
+
+
+def mark_blocking(op_type: str) -> None:
+    """Declare that kernels of ``op_type`` may wait for another run (a dequeue from an empty
+    queue): their runs go where every run has a thread of its own (the calling thread of an
+    in-process worker, or the scheduler's tasks), never through a worker's one executor
+    actor thread, which a waiting kernel would hold; the kernels honour the run's deadline.
+
+    >>> mark_blocking("QueueDequeueV2")
+    >>> "QueueDequeueV2" in blocking_types()
+    True
+    """
+    _BLOCKING.add(op_type)
+
+
+def blocking_types() -> frozenset[str]:
+    """The op types declared by :func:`mark_blocking`."""
+    return frozenset(_BLOCKING)
 
 
 def lookup(op_type: str) -> OpDef:

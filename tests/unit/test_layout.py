@@ -61,7 +61,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             " template ops.state_more ops.custom_gradient hessians ops.manip initializers_more"
             " ops.branching static_value tensor_conversion ops.strings"
             " metrics_base metrics_thresholds metrics_at_k metrics"
-            " ops.checkpoint_ops ops.training_proximal optimizers_proximal",
+            " ops.checkpoint_ops ops.training_proximal optimizers_proximal"
+            " ops.queue_ops queues",
         ),
         ("placement", "placement"),
         ("program", "program"),
@@ -82,7 +83,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
             "compat.data "
             "compat.behaviour compat.tf_compat "
             "gradient_check coordinator summary session_hooks session_manager monitored_session "
-            "checkpoint_utils supervisor summary_reader "
+            "checkpoint_utils supervisor summary_reader queue_runner sync_replicas "
             "compat.logging compat.flags compat.app compat.gfile compat.io_gfile compat.io "
             "compat.local_devices compat.assertions compat.testcase compat.gradient_checker "
             "compat.test "
