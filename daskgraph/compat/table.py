@@ -155,8 +155,11 @@ DIFFERENCES: dict[str, str] = {
     "(NumPy's generator, not Philox)",
     "train.ExponentialMovingAverage": "a variable's average starts at the variable's initial "
     "value (TensorFlow: its current value when it is already initialized)",
-    "train.start_queue_runners": "daskgraph has no queue runners: starts (and returns) no "
-    "threads unless the collection holds objects with TensorFlow's `create_threads`",
+    "PaddingFIFOQueue": "no padding: `dequeue_many` stacks elements of one shape only",
+    "QueueBase": "a blocked enqueue/dequeue without a deadline is not cancelled when its "
+    "session closes (TF cancels it); queue handles are `variant` tensors (TF: `resource`); "
+    "a dequeue's components are `BundleGet` ops under the dequeue op",
+    "train.QueueRunner": "no `queue_runner_def`/`to_proto` (built from its ops only)",
     "summary.FileWriter": "no `session` (TF2 writer resource), `add_run_metadata` or "
     "`add_meta_graph`; the graph's nodes carry names, op types, inputs, requested devices, "
     "dtypes and output shapes, not constants' values",
