@@ -1,6 +1,6 @@
 """Sparse tensors (daskgraph/sparse_tensor.py, ops/sparse_ops.py, ops/sparse_structure.py,
-ops/sparse_lookup.py, compat/sparse.py): TensorFlow's own session tests of fetching and
-feeding them, and every op against the values TensorFlow 2.21 (``tensorflow.compat.v1``,
+ops/sparse_lookup.py, compat/sparse.py): fetching and feeding them as TensorFlow's session
+tests also check, and every op against the values TensorFlow 2.21 (``tensorflow.compat.v1``,
 graph mode) computed for the same inputs, pasted here; gradients against TF's numbers and
 finite differences; TF1's signatures; errors; the GPU kernels on a virtual GPU."""
 
@@ -37,81 +37,94 @@ def graph():
         yield g
 
 
-# -- TensorFlow's session tests -------------------------------------------------------------------
-# testFetchSparseTensor, testFeedSparseTensor, testFeedSparsePlaceholder,
-# testFeedSparsePlaceholderPartialShape and testFeedSparsePlaceholderConstantShape of
-# tensorflow/python/client/session_test.py (TensorFlow, Apache License 2.0), with TF's
-# internal modules (constant_op, array_ops, sparse_tensor) spelled as tf.* names and
-# assertAllEqual as NumPy's assert_array_equal.
-A_INDICES = [[0, 0], [0, 2], [1, 1], [2, 3]]
-INDICES = np.array([[3, 2, 0], [4, 5, 1]]).astype(np.int64)
-VALUES = np.array([1.0, 2.0]).astype(np.float32)
-SHAPE = np.array([7, 9, 2]).astype(np.int64)
+# -- feeding and fetching, behaviours TensorFlow's session tests also check ----------------------
+FED_INDICES = np.array([[0, 1], [2, 0], [2, 3]], np.int64)
+FED_VALUES = np.array([0.5, -1.5, 4.0], np.float32)
+FED_SHAPE = np.array([3, 5], np.int64)
+FED_DENSE = np.zeros((3, 5), np.float32)
+FED_DENSE[0, 1], FED_DENSE[2, 0], FED_DENSE[2, 3] = 0.5, -1.5, 4.0
 
 
-def test_fetch_sparse_tensor(graph):
-    sp = tf.SparseTensor(tf.constant(INDICES), tf.constant(VALUES), tf.constant(SHAPE))
+def _components(sp):
+    """Identity copies of a SparseTensor's three tensors, fetched as plain tensors."""
+    return [tf.identity(sp.indices), tf.identity(sp.values), tf.identity(sp.dense_shape)]
+
+
+def test_a_fetched_sparse_tensor_keeps_its_place_in_the_fetch_structure(graph):
+    sp = tf.SparseTensor(tf.constant(FED_INDICES), tf.constant(FED_VALUES), tf.constant(FED_SHAPE))
+    Fetched = collections.namedtuple("Fetched", "sparse dense")
     with tf.Session() as s:
-        indices_out, values_out, shape_out = s.run(sp)  # single fetch, used as a tuple
-        _same(tf.SparseTensorValue(indices_out, values_out, shape_out), INDICES, VALUES, SHAPE)
-        _same(s.run(sp), INDICES, VALUES, SHAPE)  # as a SparseTensorValue
-        ((indices_out, values_out, shape_out),) = s.run([sp])  # list fetch, as a tuple
-        np.testing.assert_array_equal(indices_out, INDICES)
-        (sp_out,) = s.run([sp])
-        _same(sp_out, INDICES, VALUES, SHAPE)
-        indices_out, values_out, shape_out = s.run({"sp": sp})["sp"]  # dict fetch
-        np.testing.assert_array_equal(values_out, VALUES)
-        ((indices_out, values_out, shape_out),) = s.run({"sp": [sp]})["sp"]
-        np.testing.assert_array_equal(shape_out, SHAPE)
-        _same(s.run({"sp": sp})["sp"], INDICES, VALUES, SHAPE)
-        sp_out = s.run([[[sp]], sp])  # nested lists
-        _same(sp_out[0][0][0], INDICES, VALUES, SHAPE)
-        _same(sp_out[1], INDICES, VALUES, SHAPE)
+        alone = s.run(sp)
+        where, what, size = alone  # a SparseTensorValue unpacks as (indices, values, shape)
+        _same(alone, FED_INDICES, FED_VALUES, FED_SHAPE)
+        assert (where.dtype, what.dtype, size.tolist()) == (np.int64, np.float32, [3, 5])
+        got = s.run(
+            {
+                "pair": (sp, [sp]),
+                "named": Fetched(sp, tf.sparse_tensor_to_dense(sp)),
+                "deep": [[sp]],
+            }
+        )
+    assert isinstance(got["pair"], tuple) and isinstance(got["pair"][1], list)
+    for value in (got["pair"][0], got["pair"][1][0], got["named"].sparse, got["deep"][0][0]):
+        _same(value, FED_INDICES, FED_VALUES, FED_SHAPE)
+    assert isinstance(got["named"], Fetched)
+    np.testing.assert_array_equal(got["named"].dense, FED_DENSE)
 
 
-def test_feed_sparse_tensor(graph):
+def test_a_sparse_tensor_of_placeholders_is_fed_as_one_key(graph):
     sp = tf.SparseTensor(
-        tf.placeholder(dtype=np.int64, shape=(2, 3)),
-        tf.placeholder(dtype=np.float32, shape=(2,)),
-        tf.placeholder(dtype=np.int64, shape=(3,)),
+        tf.placeholder(tf.int64, shape=(None, 2)),
+        tf.placeholder(tf.float32, shape=(None,)),
+        tf.placeholder(tf.int64, shape=(2,)),
     )
-    sp_indices, sp_values = tf.identity(sp.indices), tf.identity(sp.values)
-    sp_shape = tf.identity(sp.dense_shape)
-    sp2 = tf.SparseTensor(sp_indices, sp_values, sp_shape)
+    copies = _components(sp)
+    rebuilt = tf.SparseTensor(*copies)
+    doubled = tf.sparse_tensor_to_dense(rebuilt) * 2.0
+    as_value = tf.SparseTensorValue(FED_INDICES, FED_VALUES, FED_SHAPE)
     with tf.Session() as s:
-        out = s.run([sp_indices, sp_values, sp_shape], {sp: (INDICES, VALUES, SHAPE)})
-        _same(tf.SparseTensorValue(*out), INDICES, VALUES, SHAPE)  # fed with a tuple
-        _same(s.run(sp, {sp: (INDICES, VALUES, SHAPE)}), INDICES, VALUES, SHAPE)
-        value = tf.SparseTensorValue(INDICES, VALUES, SHAPE)
-        out = s.run([sp_indices, sp_values, sp_shape], {sp: value})
-        _same(tf.SparseTensorValue(*out), INDICES, VALUES, SHAPE)  # with a SparseTensorValue
-        _same(s.run(sp2, {sp: value}), INDICES, VALUES, SHAPE)
-        _same(s.run(sp, {sp: value}), INDICES, VALUES, SHAPE)
+        for fed in ((FED_INDICES, FED_VALUES, FED_SHAPE), as_value):
+            where, what, size = s.run(copies, {sp: fed})
+            _same(tf.SparseTensorValue(where, what, size), FED_INDICES, FED_VALUES, FED_SHAPE)
+            _same(s.run(sp, {sp: fed}), FED_INDICES, FED_VALUES, FED_SHAPE)
+            _same(s.run(rebuilt, {sp: fed}), FED_INDICES, FED_VALUES, FED_SHAPE)
+        np.testing.assert_array_equal(s.run(doubled, {sp: as_value}), 2 * FED_DENSE)
+        fewer = (
+            FED_INDICES[:1],
+            FED_VALUES[:1],
+            np.array([1, 2], np.int64),
+        )  # another size each run
+        _same(s.run(rebuilt, {sp: fewer}), [[0, 1]], [0.5], [1, 2])
 
 
-@pytest.mark.parametrize("shape", [None, [None, 9, 2]])
-def test_feed_sparse_placeholder(graph, shape):
-    sp = tf.sparse_placeholder(dtype=np.float32, shape=shape, name="placeholder1")
-    sp_indices, sp_values = tf.identity(sp.indices), tf.identity(sp.values)
-    sp_shape = tf.identity(sp.dense_shape)
-    sp2 = tf.SparseTensor(sp_indices, sp_values, sp_shape)
-    value = tf.SparseTensorValue(INDICES, VALUES, SHAPE)
+@pytest.mark.parametrize("shape", [None, [None, 5], [3, None]])
+def test_a_sparse_placeholder_of_an_open_shape_is_fed(graph, shape):
+    sp = tf.sparse_placeholder(tf.float32, shape=shape, name="open")
+    copies = _components(sp)
+    dense = tf.sparse_tensor_to_dense(tf.SparseTensor(*copies))
     with tf.Session() as s:
-        out = s.run([sp_indices, sp_values, sp_shape], {sp: (INDICES, VALUES, SHAPE)})
-        _same(tf.SparseTensorValue(*out), INDICES, VALUES, SHAPE)
-        out = s.run([sp_indices, sp_values, sp_shape], {sp: value})
-        _same(tf.SparseTensorValue(*out), INDICES, VALUES, SHAPE)
-        _same(s.run(sp2, {sp: value}), INDICES, VALUES, SHAPE)
+        for fed in (
+            (FED_INDICES, FED_VALUES, FED_SHAPE),
+            tf.SparseTensorValue(FED_INDICES, FED_VALUES, FED_SHAPE),
+        ):
+            where, what, size = s.run(copies, {sp: fed})
+            _same(tf.SparseTensorValue(where, what, size), FED_INDICES, FED_VALUES, FED_SHAPE)
+            np.testing.assert_array_equal(s.run(dense, {sp: fed}), FED_DENSE)
 
 
-def test_feed_sparse_placeholder_constant_shape(graph):
-    sp = tf.sparse_placeholder(dtype=np.float32, shape=SHAPE, name="placeholder1")
-    sp_indices, sp_values = tf.identity(sp.indices), tf.identity(sp.values)
-    sp_shape = tf.identity(sp.dense_shape)
+def test_a_sparse_placeholder_of_a_known_shape_is_fed_without_it(graph):
+    sp = tf.sparse_placeholder(tf.float32, shape=[3, 5], name="known")
+    copies = _components(sp)
+    column_sums = tf.reduce_sum(tf.sparse_tensor_to_dense(sp), axis=0)
     with tf.Session() as s:
-        np.testing.assert_array_equal(sp.dense_shape.eval(session=s), SHAPE)
-        out = s.run([sp_indices, sp_values, sp_shape], {sp: (INDICES, VALUES)})
-        _same(tf.SparseTensorValue(*out), INDICES, VALUES, SHAPE)
+        assert sp.dense_shape.eval(session=s).tolist() == [3, 5]  # no feed needed
+        where, what, size = s.run(
+            copies, {sp: (FED_INDICES, FED_VALUES)}
+        )  # indices and values only
+        _same(tf.SparseTensorValue(where, what, size), FED_INDICES, FED_VALUES, FED_SHAPE)
+        np.testing.assert_array_equal(
+            s.run(column_sums, {sp: (FED_INDICES, FED_VALUES)}), FED_DENSE.sum(axis=0)
+        )
 
 
 # -- the SparseTensor object and the session's handling of it -------------------------------------
@@ -184,6 +197,9 @@ def test_conversions_and_construction_errors(graph):
 
 
 # -- ops against TensorFlow 2.21's values ---------------------------------------------------------
+A_INDICES = [[0, 0], [0, 2], [1, 1], [2, 3]]
+
+
 def _a():
     return tf.SparseTensor([[0, 0], [0, 2], [1, 1], [2, 3]], [1.0, 2.0, 3.0, 4.0], [3, 4])
 
