@@ -121,3 +121,23 @@ def test_random_shuffle_queue_keeps_min_after_dequeue():
             sess.run(q.close())
             left = sess.run(rest).tolist()
         assert sorted(taken + left) == list(range(6))
+
+
+def test_queue_runner_and_coordinator_feed_a_training_loop():
+    with tf.Graph().as_default():
+        data = tf.FIFOQueue(8, [tf.float32], shapes=[()])
+        x = tf.random_uniform([4])
+        tf.train.add_queue_runner(tf.train.QueueRunner(data, [data.enqueue_many([x])] * 2))
+        batch = data.dequeue_many(3)
+        w = tf.Variable(0.0)
+        step = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean((batch - w) ** 2))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            assert len(threads) == 3  # two enqueuers and the closer
+            for _ in range(30):
+                sess.run(step)
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+            assert 0.3 < sess.run(w) < 0.7  # towards the mean of U(0, 1)
