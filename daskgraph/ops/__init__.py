@@ -334,6 +334,7 @@ from daskgraph.ops.sorting import (
     unique,
     unique_with_counts,
 )
+from daskgraph.ops.sparse_lookup import embedding_lookup_sparse
 from daskgraph.ops.special import digamma, erf, erfc, lbeta, lgamma
 from daskgraph.ops.state import (
     Variable,
@@ -405,6 +406,7 @@ __all__ = [
     "einsum",
     "elu",
     "embedding_lookup",
+    "embedding_lookup_sparse",
     "equal",
     "exp",
     "expand_dims",
