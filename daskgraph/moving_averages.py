@@ -72,6 +72,8 @@ def assign_moving_average(
     graph = get_default_graph()
     with graph.name_scope(name or "AssignMovingAvg"):
         decay = _one_minus(decay, variable.dtype)
+        if isinstance(value, Variable) and scopes.current_control_inputs():
+            value = value.read_value()  # after the ops in force (a train op), as TF's ref read
         value = convert_to_tensor(value, dtype=variable.dtype)
         if zero_debias:
             return _zero_debias(variable, value, decay)

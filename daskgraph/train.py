@@ -5,7 +5,8 @@ module only gathers the names of :mod:`daskgraph.optimizers`,
 :mod:`daskgraph.optimizers_more`, :mod:`daskgraph.optimizers_proximal`, :mod:`daskgraph.saver`
 and :mod:`daskgraph.global_step`, the learning-rate schedules of :mod:`daskgraph.learning_rate`,
 moving averages (:mod:`daskgraph.moving_averages`), threads' :mod:`daskgraph.coordinator`,
-checkpoint readers (:mod:`daskgraph.checkpoint_utils`), the :mod:`daskgraph.supervisor`, event
+checkpoint readers (:mod:`daskgraph.checkpoint_utils`), the :mod:`daskgraph.supervisor` and
+:mod:`daskgraph.sync_replicas`, event
 files read back (:mod:`daskgraph.summary_reader`),
 monitored sessions and their hooks (:mod:`daskgraph.monitored_session`,
 :mod:`daskgraph.session_hooks`, :mod:`daskgraph.session_manager`) and data-parallel towers from
@@ -102,6 +103,7 @@ from daskgraph.session_hooks import (
 from daskgraph.session_manager import Scaffold, SessionManager
 from daskgraph.summary_reader import summary_iterator
 from daskgraph.supervisor import Supervisor, basic_train_loop
+from daskgraph.sync_replicas import SyncReplicasOptimizer
 
 __all__ = [
     "AdadeltaOptimizer",
@@ -146,6 +148,7 @@ __all__ = [
     "StopAtStepHook",
     "SummarySaverHook",
     "Supervisor",
+    "SyncReplicasOptimizer",
     "WorkerSessionCreator",
     "average_gradients",
     "basic_train_loop",

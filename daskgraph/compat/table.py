@@ -187,6 +187,14 @@ DIFFERENCES: dict[str, str] = {
     "train.remove_checkpoint": "`checkpoint_format_version` is ignored: a daskgraph checkpoint "
     "is one `.npz` file (and a `.meta` file if there is one)",
     "train.get_checkpoint_mtimes": "the times of daskgraph's checkpoint files (`.npz`)",
+    "train.SyncReplicasOptimizer": "every replica is built in the one graph (an "
+    "`apply_gradients` call each) and a step is one run: the call completing "
+    "`max(total_num_replicas, replicas_to_aggregate)` replicas applies the mean of all their "
+    "gradients in its train op (no backup replica's gradient is dropped; the other replicas' "
+    "train ops alone do not update); no token queues: no gradient is dropped as stale "
+    "(TensorFlow drops the round after its initial tokens), `get_init_tokens_op` is a no-op, "
+    "the chief queue runner starts no thread; fewer replicas than a step takes are refused (no "
+    "accumulation over runs); no sparse (`IndexedSlices`) gradients",
     "train.Supervisor": "no meta graph: none in the event file, no `.meta` checkpoint files; "
     "`graph.pbtxt` and the event file's graph are daskgraph's GraphDef; checkpoints as "
     "`Saver`'s",

@@ -129,3 +129,19 @@ def test_errors_in_tensorflows_words() -> None:
             ema.apply([w])
         with pytest.raises(TypeError, match="must be half, float, or double: i:0"):
             ema.apply([i])
+
+
+def test_averages_made_after_a_train_op_see_its_update() -> None:
+    # TF's pattern: `with tf.control_dependencies([train]): ema.apply(...)`; TF 2.21 gives
+    # w [0.5, -1] and its average [0.75, -1.5] (the updated value, not the one before)
+    with dg.Graph().as_default():
+        w = dg.Variable([1.0, -2.0], name="w")
+        ema = ExponentialMovingAverage(0.5)
+        train = dg.train.GradientDescentOptimizer(0.25).minimize(dg.reduce_sum(w * w))
+        with dg.control_dependencies([train]):
+            step = ema.apply([w])
+        with dg.Session() as sess:
+            sess.run(dg.global_variables_initializer())
+            sess.run(step)
+            assert sess.run(w).tolist() == [0.5, -1.0]
+            assert sess.run(ema.average(w)).tolist() == [0.75, -1.5]
