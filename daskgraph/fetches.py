@@ -38,6 +38,8 @@ def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
     """The tensor or operation ``item`` stands for in ``graph``: a tensor, an operation, a
     Variable (its value), or a name (``"op"`` or ``"op:0"``); ``what`` names the argument
     ("fetch" or "feed") in the errors."""
+    if isinstance(item, bytes):  # TensorFlow takes names as bytes too
+        item = item.decode()
     if isinstance(item, str):
         try:
             return (

@@ -413,6 +413,8 @@ def name_scope(
     """
     if name is None and default_name is not None:
         name = default_name
+    if isinstance(name, bytes):  # TensorFlow takes names as bytes too
+        name = name.decode()
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name_scope's name must be a str or None, got {type(name).__name__}")
     graph = _graph_of(values) if values is not None else None

@@ -564,11 +564,15 @@ class Session:
                 "Session context managers are not re-entrant. Use `Session.as_default()` if you "
                 "want to enter a session multiple times."
             )
-        self._tokens.append(default_session.push(self))
+        graph_scope = self._graph.as_default()  # as TF1: the session's graph is the default
+        graph_scope.__enter__()
+        self._tokens.append((default_session.push(self), graph_scope))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        default_session.pop(self._tokens.pop())
+        token, graph_scope = self._tokens.pop()
+        default_session.pop(token)
+        graph_scope.__exit__(None, None, None)
         self.close()
 
     def __repr__(self) -> str:

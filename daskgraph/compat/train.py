@@ -2,15 +2,34 @@
 the protocol buffers ``ClusterDef``, ``JobDef`` and ``ServerDef``, and the training names of
 :mod:`daskgraph.train` (optimizers, ``Saver``, the global step)."""
 
+from typing import Any
+
 from daskgraph import device_setter as _device_setter
 from daskgraph import train as _train
-from daskgraph.compat.protos import ClusterDef, JobDef, ServerDef  # noqa: F401 - in __all__
+from daskgraph.compat.protos import ClusterDef, JobDef, ServerDef, is_message  # noqa: F401
 from daskgraph.compat.server_lib import ClusterSpec, Server  # noqa: F401 - in __all__
 from daskgraph.queue_runner import QueueRunner, add_queue_runner  # noqa: F401 - in __all__
 from daskgraph.train import *  # noqa: F403 - dg.train's names are tf.train's
 
-#: TF's replica_device_setter (round robin over ps tasks), not dg.train's one-device one
-replica_device_setter = _device_setter.replica_device_setter
+
+def replica_device_setter(
+    ps_tasks: int = 0,
+    ps_device: str = "/job:ps",
+    worker_device: str = "/job:worker",
+    merge_devices: bool = True,
+    cluster: Any = None,
+    ps_ops: Any = None,
+    ps_strategy: Any = None,
+) -> Any:
+    """TF's ``replica_device_setter`` (round robin over the ps tasks, see
+    :func:`daskgraph.device_setter.replica_device_setter`), not dg.train's one-device one;
+    ``cluster`` may also be a ``ClusterDef`` protocol buffer, as in TensorFlow."""
+    if cluster is not None and is_message(cluster, "ClusterDef"):
+        cluster = ClusterSpec(cluster)
+    return _device_setter.replica_device_setter(
+        ps_tasks, ps_device, worker_device, merge_devices, cluster, ps_ops, ps_strategy
+    )
+
 
 __all__ = sorted(
     {*_train.__all__, "ClusterSpec", "Server", "ClusterDef", "JobDef", "ServerDef"}

@@ -253,3 +253,22 @@ def test_variable_count_up_to_method():
         assert [sess.run(step), sess.run(step)] == [0, 1]
         with pytest.raises(tf.errors.OutOfRangeError, match="Reached limit of 2"):
             sess.run(step)
+
+
+def test_entering_a_session_makes_its_graph_the_default_and_bytes_names_work():
+    graph = tf.Graph()
+    with tf.Session(graph=graph) as sess:
+        assert tf.get_default_graph() is graph
+        tf.constant(3.0, name="scale")
+        with tf.name_scope(b"block"):
+            inner = tf.constant(1.0, name="d")
+        assert sess.run(b"scale:0") == 3.0 and inner.op.name == "block/d"
+    assert tf.get_default_graph() is not graph
+
+
+def test_replica_device_setter_takes_a_cluster_def():
+    cluster = tf.train.ClusterSpec({"ps": ["ps0:2222"], "worker": ["w0:2222"]})
+    with tf.device(tf.train.replica_device_setter(cluster=cluster.as_cluster_def())):
+        v = tf.Variable(1.0)
+        w = v * 2.0
+    assert (v.device, w.device) == ("/job:ps/task:0", "/job:worker")
