@@ -413,7 +413,10 @@ class Saver:
         prefix = save_path if step is None else self._with_step(save_path, int(step))
         directory = os.path.dirname(prefix) or "."
         if not os.path.isdir(directory):
-            raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
+            # as TensorFlow: the checkpoint's own folder is made, not a missing chain of them
+            if not os.path.isdir(os.path.dirname(os.path.abspath(directory))):
+                raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
+            os.makedirs(directory, exist_ok=True)
         arrays = {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
         with _atomic_file(_data_path(prefix)) as out:
             _write_arrays(out, arrays)

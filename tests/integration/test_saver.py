@@ -286,3 +286,12 @@ def test_a_killed_trainer_resumes_from_its_checkpoint_in_a_new_process(tmp_path)
     acc = acc * 0.9 + 2 * w
     np.testing.assert_allclose(resumed["after"]["w"], w - 0.1 * acc, rtol=1e-12)
     assert resumed["after"]["global_step"] == 4
+
+
+def test_save_makes_the_checkpoint_folder_but_not_a_chain_of_them(dg_session, tmp_path):
+    w = dg.Variable([1.0, 2.0], name="w_folder")
+    dg_session.run(w.initializer)
+    path = Saver([w]).save(dg_session, str(tmp_path / "fresh" / "model"))
+    assert (tmp_path / "fresh").is_dir() and latest_checkpoint(str(tmp_path / "fresh")) == path
+    with pytest.raises(ValueError, match=r"Parent directory of .* doesn't exist, can't save"):
+        Saver([w]).save(dg_session, str(tmp_path / "no" / "such" / "model"))
