@@ -3,10 +3,11 @@
 
 Its one job is to give daskgraph's objects TF1's names and behaviour: ``init_scope`` clears
 the control dependencies in force (the name and device scopes stay), as TensorFlow's does in
-graph mode; ``container`` names a resource container, which daskgraph has no use for (each
-session's variables live in their own store on each worker), so it changes nothing;
-``convert_to_tensor_or_indexed_slices`` is ``convert_to_tensor``, daskgraph having no
-``IndexedSlices``.
+graph mode; ``container`` names a resource container, which daskgraph does not name (a local
+session's variables are its own; those of sessions on a server are in its one shared
+container), so it changes nothing;
+``convert_to_tensor_or_indexed_slices`` keeps an ``IndexedSlices`` and converts anything
+else.
 
 >>> import daskgraph as dg
 >>> with dg.Graph().as_default():
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from daskgraph.graph import Tensor
+from daskgraph.indexed_slices import IndexedSlices
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.scopes import control_dependencies
 from daskgraph.tensor_shape import Dimension, TensorShape
@@ -79,5 +81,8 @@ def dimension_at_index(shape: Any, index: int) -> Dimension:
 
 
 def convert_to_tensor_or_indexed_slices(value: Any, dtype: Any = None, name: str | None = None):
-    """``convert_to_tensor(value, dtype, name)`` (daskgraph has no ``IndexedSlices``)."""
+    """An :class:`~daskgraph.indexed_slices.IndexedSlices` as it is, anything else through
+    ``convert_to_tensor(value, dtype, name)``."""
+    if isinstance(value, IndexedSlices):
+        return value
     return convert_to_tensor(value, dtype=dtype, name=name)

@@ -74,6 +74,8 @@ DIFFERENCES: dict[str, str] = {
     "cond": "builds and runs both branches (the taken one's result is selected): a branch may "
     "not update variables, and an op failing in the branch not taken fails the run",
     "Print": "prints to stderr where it runs; in both branches of a `cond`, both print",
+    "IndexedSlices": "fetched, fed and made dense as TF's; `tf.gradients` gives dense tensors, "
+    "never IndexedSlices",
     "print": "prints on the worker that runs it (the program's own process on the embedded "
     "cluster); `output_stream` is stdout or stderr only",
     "name_scope": "TF1's `(name, default_name, values)`; scopes are made unique as in TF",
@@ -195,6 +197,11 @@ DIFFERENCES: dict[str, str] = {
     "(TensorFlow drops the round after its initial tokens), `get_init_tokens_op` is a no-op, "
     "the chief queue runner starts no thread; fewer replicas than a step takes are refused (no "
     "accumulation over runs); no sparse (`IndexedSlices`) gradients",
+    "train.ProfilerHook": "`show_memory` is refused (daskgraph's traces record no tensor "
+    "allocations) and no run metadata goes to an event file; each op's time is its kernel's "
+    "call on its partition's worker (one thread lane per device)",
+    "train.warm_start": "no `var_name_to_vocab_info` (vocabulary remapping; `VocabInfo` is "
+    "missing); reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
     "train.Supervisor": "no meta graph: none in the event file, no `.meta` checkpoint files; "
     "`graph.pbtxt` and the event file's graph are daskgraph's GraphDef; checkpoints as "
     "`Saver`'s",

@@ -237,6 +237,7 @@ from daskgraph.graph import (
     name_scope,
     reset_default_graph,
 )
+from daskgraph.indexed_slices import IndexedSlices, IndexedSlicesValue
 from daskgraph.initializers import (
     constant_initializer,
     glorot_normal_initializer,
@@ -907,6 +908,8 @@ __all__ += [  # TF1's other framework, variable and gradient names (compat.frame
 ]
 
 __all__ += [  # TF1's sparse tensors and ops (sparse_tensor, compat.sparse, ops.sparse_*)
+    "IndexedSlices",
+    "IndexedSlicesValue",
     "SparseTensor",
     "SparseTensorValue",
     "convert_to_tensor_or_sparse_tensor",
