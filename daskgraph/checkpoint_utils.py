@@ -7,7 +7,8 @@ dtypes are read from the file's headers, values only when asked for). :func:`loa
 checkpoint). :func:`init_from_checkpoint` replaces variables' initializers, as TensorFlow 1
 does, so that running them loads the checkpoint's values: each variable's initial value
 becomes a ``RestoreV2`` op (:func:`daskgraph.ops.checkpoint_ops.restore_v2`, on the CPU of the
-variable's device) read when the initializer runs. :func:`checkpoints_iterator` yields new
+variable's device) read when the initializer runs. :func:`warm_start` does
+it for variables picked by name, TensorFlow 1's way. :func:`checkpoints_iterator` yields new
 checkpoints of a directory as they appear.
 
 >>> import os, tempfile
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
@@ -44,10 +46,10 @@ import numpy as np
 
 from daskgraph import dtypes, scopes
 from daskgraph.errors import NotFoundError
+from daskgraph.graph import GLOBAL_VARIABLES, TRAINABLE_VARIABLES, get_default_graph
 from daskgraph.ops.checkpoint_ops import checkpoint_data_path, restore_v2, tf_dtype_name
 from daskgraph.ops.state import Variable, assign
 from daskgraph.saver import latest_checkpoint
-from daskgraph.tensor_shape import TensorShape
 from daskgraph.variable_scope import stored_variables
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "load_checkpoint",
     "load_variable",
     "wait_for_new_checkpoint",
+    "warm_start",
 ]
 
 logger = logging.getLogger("tensorflow")
@@ -341,5 +344,77 @@ def _set_checkpoint_initializer(variable: Variable, ckpt_file: str, tensor_name:
     variable._initial_value = value
 
 
-def _shape_text(shape: Any) -> str:
-    return str(TensorShape(shape))
+# -- warm starts ----------------------------------------------------------------------------------
+def warm_start(
+    ckpt_to_initialize_from: Any,
+    vars_to_warm_start: Any = ".*",
+    var_name_to_vocab_info: Any = None,
+    var_name_to_prev_var_name: dict[str, str] | None = None,
+) -> None:
+    """Initialize variables from a checkpoint (:func:`init_from_checkpoint` underneath), as
+    TensorFlow 1's ``tf.train.warm_start``.
+
+    ``vars_to_warm_start`` picks them: a regular expression matched (from the start) against
+    the names of the trainable variables, a list of expressions matched against every global
+    variable, or a list of variables; None picks none. Each loads the checkpoint's tensor of
+    its own name, or of ``var_name_to_prev_var_name[name]``. Remapping vocabularies
+    (``var_name_to_vocab_info``) is not supported.
+    """
+    if var_name_to_vocab_info:
+        raise ValueError(
+            "warm_start: var_name_to_vocab_info (remapping vocabularies) is not supported"
+        )
+    grouped = _grouped_variables(vars_to_warm_start)
+    renames = dict(var_name_to_prev_var_name or {})
+    logger.info("Warm-starting from: %s", ckpt_to_initialize_from)
+    vocabless: dict[str, Variable] = {}
+    for var_name, variable in grouped.items():
+        if not vars_to_warm_start:
+            continue
+        prev_name = renames.get(var_name) or var_name
+        if prev_name in vocabless:  # one checkpoint tensor for two variables: one at a time
+            init_from_checkpoint(ckpt_to_initialize_from, vocabless)
+            vocabless.clear()
+        vocabless[prev_name] = variable
+    if vocabless:
+        init_from_checkpoint(ckpt_to_initialize_from, vocabless)
+    unused = set(renames) - set(grouped)
+    if unused:
+        raise ValueError(
+            "You provided the following variables in var_name_to_prev_var_name that were not "
+            f"used: {unused}.  Perhaps you misspelled them?  Here is the list of viable "
+            f"variable names: {grouped.keys()}"
+        )
+    logger.info("Warm-started %d variables.", len(grouped) if vars_to_warm_start else 0)
+
+
+def _grouped_variables(vars_to_warm_start: Any) -> dict[str, Variable]:
+    """The variables ``vars_to_warm_start`` picks, by name (TensorFlow's rules)."""
+    graph = get_default_graph()
+    if isinstance(vars_to_warm_start, str) or vars_to_warm_start is None:
+        found = _matching(graph.get_collection(TRAINABLE_VARIABLES), vars_to_warm_start)
+    elif isinstance(vars_to_warm_start, list):
+        if all(isinstance(v, str) for v in vars_to_warm_start):
+            found = []
+            for pattern in vars_to_warm_start:
+                found += _matching(graph.get_collection(GLOBAL_VARIABLES), pattern)
+        elif all(isinstance(v, Variable) for v in vars_to_warm_start):
+            found = list(vars_to_warm_start)
+        else:
+            raise ValueError(
+                "If `vars_to_warm_start` is a list, it must be all `Variable` or all `str`.  "
+                f"Given types are {[type(v) for v in vars_to_warm_start]}"
+            )
+    else:
+        raise ValueError(
+            "`vars_to_warm_start must be a `list` or `str`.  Given type is "
+            f"{type(vars_to_warm_start)}"
+        )
+    return {v.op.name: v for v in found}
+
+
+def _matching(variables: list[Variable], pattern: str | None) -> list[Variable]:
+    if pattern is None:
+        return list(variables)
+    regex = re.compile(pattern)
+    return [v for v in variables if regex.match(v.name)]

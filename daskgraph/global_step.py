@@ -25,7 +25,13 @@ from daskgraph.initializers import zeros_initializer
 from daskgraph.ops.state import Variable
 from daskgraph.variable_scope import VariableScope, get_variable, variable_scope
 
-__all__ = ["create_global_step", "get_global_step", "get_or_create_global_step", "global_step"]
+__all__ = [
+    "assert_global_step",
+    "create_global_step",
+    "get_global_step",
+    "get_or_create_global_step",
+    "global_step",
+]
 
 
 def get_global_step(graph: Graph | None = None) -> Variable | Tensor | None:
@@ -88,3 +94,28 @@ def get_or_create_global_step(graph: Graph | None = None) -> Variable | Tensor:
 def global_step(sess: Any, global_step_tensor: Any) -> int:
     """The value of ``global_step_tensor`` in ``sess``, as a Python int."""
     return int(sess.run(global_step_tensor))
+
+
+def assert_global_step(global_step_tensor: Any) -> None:
+    """Raise TypeError, in TensorFlow's words, unless ``global_step_tensor`` can be a global
+    step: a Variable or Tensor of an integer dtype whose shape, when fully known, is scalar.
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     assert_global_step(dg.Variable(0, name="step"))
+    ...     assert_global_step(dg.Variable(0.0, name="float_step"))
+    Traceback (most recent call last):
+    ...
+    TypeError: Existing "global_step" does not have integer type: float32
+    """
+    if not isinstance(global_step_tensor, (Variable, Tensor)):
+        raise TypeError(
+            f'Existing "global_step" must be a Variable or Tensor: {global_step_tensor}.'
+        )
+    if not global_step_tensor.dtype.is_integer:
+        raise TypeError(
+            f'Existing "global_step" does not have integer type: {global_step_tensor.dtype}'
+        )
+    shape = global_step_tensor.get_shape()
+    if shape.ndims != 0 and shape.is_fully_defined():
+        raise TypeError(f'Existing "global_step" is not scalar: {shape}')

@@ -9,8 +9,8 @@ checkpoint readers (:mod:`daskgraph.checkpoint_utils`), the :mod:`daskgraph.supe
 :mod:`daskgraph.sync_replicas`, event
 files read back (:mod:`daskgraph.summary_reader`),
 monitored sessions and their hooks (:mod:`daskgraph.monitored_session`,
-:mod:`daskgraph.session_hooks`, :mod:`daskgraph.session_manager`) and data-parallel towers from
-:mod:`daskgraph.replicate`.
+:mod:`daskgraph.session_hooks`, :mod:`daskgraph.profiler_hook`,
+:mod:`daskgraph.session_manager`) and data-parallel towers from :mod:`daskgraph.replicate`.
 
 >>> import daskgraph as dg
 >>> dg.train.Saver is dg.saver.Saver and dg.train.Optimizer is dg.optimizers.Optimizer
@@ -24,9 +24,11 @@ from daskgraph.checkpoint_utils import (
     list_variables,
     load_checkpoint,
     load_variable,
+    warm_start,
 )
 from daskgraph.coordinator import Coordinator, LooperThread, start_queue_runners
 from daskgraph.global_step import (
+    assert_global_step,
     create_global_step,
     get_global_step,
     get_or_create_global_step,
@@ -69,6 +71,7 @@ from daskgraph.optimizers_proximal import (
     ProximalAdagradOptimizer,
     ProximalGradientDescentOptimizer,
 )
+from daskgraph.profiler_hook import ProfilerHook
 from daskgraph.replicate import Replicas, average_gradients, replica_device_setter, replicate
 from daskgraph.saver import (
     CheckpointState,
@@ -130,6 +133,7 @@ __all__ = [
     "NanTensorHook",
     "NewCheckpointReader",
     "Optimizer",
+    "ProfilerHook",
     "ProximalAdagradOptimizer",
     "ProximalGradientDescentOptimizer",
     "RMSPropOptimizer",
@@ -150,6 +154,7 @@ __all__ = [
     "Supervisor",
     "SyncReplicasOptimizer",
     "WorkerSessionCreator",
+    "assert_global_step",
     "average_gradients",
     "basic_train_loop",
     "checkpoint_exists",
@@ -181,5 +186,6 @@ __all__ = [
     "start_queue_runners",
     "summary_iterator",
     "update_checkpoint_state",
+    "warm_start",
     "write_graph",
 ]
