@@ -308,3 +308,17 @@ def test_compat_names():
     ):
         assert callable(getattr(tf.train, name)), name
     assert tf.train.init_from_checkpoint is init_from_checkpoint
+
+
+def test_a_saver_of_some_variables_restores_only_them(checkpoint):
+    with dg.Graph().as_default():
+        with dg.variable_scope("old"):
+            a = dg.get_variable("a", shape=[2], initializer=dg.zeros_initializer())
+            c = dg.get_variable("inner/c", shape=[1, 1], initializer=dg.zeros_initializer())
+        renamed = dg.Variable(0.0, name="renamed")
+        with dg.Session() as sess:
+            sess.run(dg.global_variables_initializer())
+            Saver([a]).restore(sess, checkpoint)
+            Saver({"g": renamed}).restore(sess, checkpoint)
+            assert sess.run(a).tolist() == [1.0, 2.0] and sess.run(renamed) == 7.0
+            assert sess.run(c).tolist() == [[0.0]]  # not in the savers: left as it was
