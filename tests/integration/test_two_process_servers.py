@@ -241,7 +241,7 @@ tf.Session(target)  # raises: the process must then exit by itself
     ("target", "error", "says"),
     [
         ("grpc://127.0.0.1:{dead}", "UnreachableError", "nothing listens at 127.0.0.1:{dead}"),
-        ("ftp://x:1", "InvalidArgumentError", "Invalid session target 'ftp://x:1'"),
+        ("ftp://x:1", "InvalidTargetError", "Invalid session target 'ftp://x:1'"),
         ("junk", "InvalidArgumentError", "is not a Dask scheduler"),
     ],
     ids=["dead-port", "bad-scheme", "not-dask"],
