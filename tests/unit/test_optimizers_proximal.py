@@ -119,10 +119,10 @@ def test_slot_names_are_tensorflows():
 
 
 def test_arguments_are_checked_as_tensorflow_does():
-    with pytest.raises(ValueError, match="initial_accumulator_value must be positive: 0.0"):
+    with pytest.raises(ValueError, match=r"initial_accumulator_value must be positive: 0\.0"):
         ProximalAdagradOptimizer(0.1, 0.0)
     with pytest.raises(
-        ValueError, match="initial_gradient_squared_accumulator_value must be positive: -1.0"
+        ValueError, match=r"initial_gradient_squared_accumulator_value must be positive: -1\.0"
     ):
         AdagradDAOptimizer(0.1, None, -1.0)
 
