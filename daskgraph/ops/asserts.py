@@ -261,64 +261,32 @@ def assert_equal(
     return _binary_assert("==", "assert_equal", x, y, data, summarize, message, name)
 
 
-def assert_none_equal(
-    x: Any,
-    y: Any,
-    data: Any = None,
-    summarize: int | None = None,
-    message: str | None = None,
-    name: str | None = None,
-) -> Operation:
-    """An op failing the run unless ``x != y`` everywhere, as ``tf.assert_none_equal``."""
-    return _binary_assert("!=", "assert_none_equal", x, y, data, summarize, message, name)
+def _comparison_assert(sym: str, opname: str) -> Callable[..., Operation]:
+    """The public ``assert_*`` named ``opname``: an op failing the run unless ``x sym y``
+    everywhere (see :func:`_binary_assert`)."""
+
+    def comparison_assert(
+        x: Any,
+        y: Any,
+        data: Any = None,
+        summarize: int | None = None,
+        message: str | None = None,
+        name: str | None = None,
+    ) -> Operation:
+        return _binary_assert(sym, opname, x, y, data, summarize, message, name)
+
+    comparison_assert.__name__ = comparison_assert.__qualname__ = opname
+    comparison_assert.__doc__ = (
+        f"An op failing the run unless ``x {sym} y`` everywhere, as ``tf.{opname}``."
+    )
+    return comparison_assert
 
 
-def assert_less(
-    x: Any,
-    y: Any,
-    data: Any = None,
-    summarize: int | None = None,
-    message: str | None = None,
-    name: str | None = None,
-) -> Operation:
-    """An op failing the run unless ``x < y`` everywhere, as ``tf.assert_less``."""
-    return _binary_assert("<", "assert_less", x, y, data, summarize, message, name)
-
-
-def assert_less_equal(
-    x: Any,
-    y: Any,
-    data: Any = None,
-    summarize: int | None = None,
-    message: str | None = None,
-    name: str | None = None,
-) -> Operation:
-    """An op failing the run unless ``x <= y`` everywhere, as ``tf.assert_less_equal``."""
-    return _binary_assert("<=", "assert_less_equal", x, y, data, summarize, message, name)
-
-
-def assert_greater(
-    x: Any,
-    y: Any,
-    data: Any = None,
-    summarize: int | None = None,
-    message: str | None = None,
-    name: str | None = None,
-) -> Operation:
-    """An op failing the run unless ``x > y`` everywhere, as ``tf.assert_greater``."""
-    return _binary_assert(">", "assert_greater", x, y, data, summarize, message, name)
-
-
-def assert_greater_equal(
-    x: Any,
-    y: Any,
-    data: Any = None,
-    summarize: int | None = None,
-    message: str | None = None,
-    name: str | None = None,
-) -> Operation:
-    """An op failing the run unless ``x >= y`` everywhere, as ``tf.assert_greater_equal``."""
-    return _binary_assert(">=", "assert_greater_equal", x, y, data, summarize, message, name)
+assert_none_equal = _comparison_assert("!=", "assert_none_equal")
+assert_less = _comparison_assert("<", "assert_less")
+assert_less_equal = _comparison_assert("<=", "assert_less_equal")
+assert_greater = _comparison_assert(">", "assert_greater")
+assert_greater_equal = _comparison_assert(">=", "assert_greater_equal")
 
 
 def _sign_assert(
@@ -339,32 +307,26 @@ def _sign_assert(
         return compare(zero, x, data=data, summarize=summarize)
 
 
-def assert_positive(
-    x: Any, data: Any = None, summarize: Any = None, message: Any = None, name: Any = None
-) -> Operation:
-    """An op failing the run unless ``x > 0`` everywhere, as ``tf.assert_positive``."""
-    return _sign_assert("assert_positive", ">", x, data, summarize, message, name)
+def _sign_check(sym: str, opname: str) -> Callable[..., Operation]:
+    """The public ``assert_*`` named ``opname``: an op failing the run unless ``x sym 0``
+    everywhere (see :func:`_sign_assert`)."""
+
+    def sign_assert(
+        x: Any, data: Any = None, summarize: Any = None, message: Any = None, name: Any = None
+    ) -> Operation:
+        return _sign_assert(opname, sym, x, data, summarize, message, name)
+
+    sign_assert.__name__ = sign_assert.__qualname__ = opname
+    sign_assert.__doc__ = (
+        f"An op failing the run unless ``x {sym} 0`` everywhere, as ``tf.{opname}``."
+    )
+    return sign_assert
 
 
-def assert_negative(
-    x: Any, data: Any = None, summarize: Any = None, message: Any = None, name: Any = None
-) -> Operation:
-    """An op failing the run unless ``x < 0`` everywhere, as ``tf.assert_negative``."""
-    return _sign_assert("assert_negative", "<", x, data, summarize, message, name)
-
-
-def assert_non_negative(
-    x: Any, data: Any = None, summarize: Any = None, message: Any = None, name: Any = None
-) -> Operation:
-    """An op failing the run unless ``x >= 0`` everywhere, as ``tf.assert_non_negative``."""
-    return _sign_assert("assert_non_negative", ">=", x, data, summarize, message, name)
-
-
-def assert_non_positive(
-    x: Any, data: Any = None, summarize: Any = None, message: Any = None, name: Any = None
-) -> Operation:
-    """An op failing the run unless ``x <= 0`` everywhere, as ``tf.assert_non_positive``."""
-    return _sign_assert("assert_non_positive", "<=", x, data, summarize, message, name)
+assert_positive = _sign_check(">", "assert_positive")
+assert_negative = _sign_check("<", "assert_negative")
+assert_non_negative = _sign_check(">=", "assert_non_negative")
+assert_non_positive = _sign_check("<=", "assert_non_positive")
 
 
 def _tensor_text(t: Tensor) -> str:
