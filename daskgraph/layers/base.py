@@ -32,6 +32,7 @@ from typing import Any
 
 from daskgraph import dtypes
 from daskgraph.graph import REGULARIZATION_LOSSES, Tensor, get_default_graph, name_scope
+from daskgraph.initializers import zeros_initializer
 from daskgraph.ops.array import cast, constant, convert_to_tensor
 from daskgraph.ops.math import divide
 from daskgraph.ops.shape_ops import shape as runtime_shape
@@ -64,6 +65,40 @@ def check_no_constraint(where: str, **constraints: Any) -> None:
     for what, value in constraints.items():
         if value is not None:
             raise ValueError(f"{where}: {what} is not supported by daskgraph")
+
+
+def keep_kernel_and_bias(
+    layer: Any,
+    activation: Callable[[Tensor], Tensor] | None,
+    use_bias: bool,
+    kernel_initializer: Any,
+    bias_initializer: Any,
+    kernel_regularizer: Callable[[Any], Any] | None,
+    bias_regularizer: Callable[[Any], Any] | None,
+) -> None:
+    """Keep the arguments of a layer with a ``kernel`` and a ``bias`` (``Dense``, ``Conv2D``)
+    as its attributes (``bias_initializer`` zeros by default); no variables yet."""
+    layer.activation = activation
+    layer.use_bias = bool(use_bias)
+    layer.kernel_initializer = kernel_initializer
+    layer.bias_initializer = bias_initializer or zeros_initializer()
+    layer.kernel_regularizer = kernel_regularizer
+    layer.bias_regularizer = bias_regularizer
+    layer.kernel = None
+    layer.bias = None
+
+
+def add_kernel_and_bias(layer: Any, kernel_shape: list[Any], units: int) -> None:
+    """Make ``layer.kernel`` of ``kernel_shape`` and, where ``layer.use_bias``, ``layer.bias``
+    of ``[units]``, with the initializers and regularizers kept by
+    :func:`keep_kernel_and_bias`."""
+    layer.kernel = layer.add_weight(
+        "kernel", kernel_shape, None, layer.kernel_initializer, layer.kernel_regularizer
+    )
+    if layer.use_bias:
+        layer.bias = layer.add_weight(
+            "bias", [units], None, layer.bias_initializer, layer.bias_regularizer
+        )
 
 
 class Layer:

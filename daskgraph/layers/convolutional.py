@@ -25,8 +25,12 @@ from typing import Any
 import numpy as np
 
 from daskgraph.graph import Tensor
-from daskgraph.initializers import zeros_initializer
-from daskgraph.layers.base import Layer, check_no_constraint
+from daskgraph.layers.base import (
+    Layer,
+    add_kernel_and_bias,
+    check_no_constraint,
+    keep_kernel_and_bias,
+)
 from daskgraph.layers.core import channels_format, check_rank
 from daskgraph.ops.array import convert_to_tensor, transpose
 from daskgraph.ops.conv import conv2d as nn_conv2d
@@ -146,14 +150,15 @@ class Conv2D(Layer):
         self.strides = normalize_pair(strides, "strides")
         self.padding = normalize_padding(padding)
         self.data_format = channels_format(data_format, "Conv2D")
-        self.activation = activation
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer or zeros_initializer()
-        self.kernel_regularizer = kernel_regularizer
-        self.bias_regularizer = bias_regularizer
-        self.kernel: Any = None
-        self.bias: Any = None
+        keep_kernel_and_bias(
+            self,
+            activation,
+            use_bias,
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+        )
 
     def build(self, input_shape: Any) -> None:
         """Make ``kernel`` ``[kh, kw, in_channels, filters]`` and ``bias`` ``[filters]``."""
@@ -166,13 +171,7 @@ class Conv2D(Layer):
                 "dimension, which found to be `None`."
             )
         shape = [*self.kernel_size, channels, self.filters]
-        self.kernel = self.add_weight(
-            "kernel", shape, None, self.kernel_initializer, self.kernel_regularizer
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias", [self.filters], None, self.bias_initializer, self.bias_regularizer
-            )
+        add_kernel_and_bias(self, shape, self.filters)
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         """Build the layer on the first call, then apply it to ``inputs``."""

@@ -28,8 +28,12 @@ from typing import Any
 import numpy as np
 
 from daskgraph.graph import Tensor, name_scope
-from daskgraph.initializers import zeros_initializer
-from daskgraph.layers.base import Layer, check_no_constraint
+from daskgraph.layers.base import (
+    Layer,
+    add_kernel_and_bias,
+    check_no_constraint,
+    keep_kernel_and_bias,
+)
 from daskgraph.ops.array import convert_to_tensor, identity, reshape, transpose
 from daskgraph.ops.control_flow import cond
 from daskgraph.ops.math import matmul, multiply, reduce_sum
@@ -106,14 +110,15 @@ class Dense(Layer):
                 f"Received: units={units!r}"
             )
         self.units = int(units)
-        self.activation = activation
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer or zeros_initializer()
-        self.kernel_regularizer = kernel_regularizer
-        self.bias_regularizer = bias_regularizer
-        self.kernel: Any = None
-        self.bias: Any = None
+        keep_kernel_and_bias(
+            self,
+            activation,
+            use_bias,
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+        )
 
     def build(self, input_shape: Any) -> None:
         """Make ``kernel`` ``[in, units]`` and ``bias`` ``[units]``."""
@@ -122,13 +127,7 @@ class Dense(Layer):
             raise ValueError(
                 "The last dimension of the inputs to a Dense layer should be defined. Found None."
             )
-        self.kernel = self.add_weight(
-            "kernel", [last, self.units], None, self.kernel_initializer, self.kernel_regularizer
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias", [self.units], None, self.bias_initializer, self.bias_regularizer
-            )
+        add_kernel_and_bias(self, [last, self.units], self.units)
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         """Build the layer on the first call, then apply it to ``inputs``."""
