@@ -22,7 +22,8 @@ op of each schedule is named after its name scope (``ExponentialDecay``, ...), a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from daskgraph import dtypes
@@ -88,6 +89,25 @@ def _fraction(step: Tensor, steps: Tensor, staircase: bool) -> Tensor:
     return floor(p) if staircase else p
 
 
+@contextmanager
+def _schedule(name: str | None, default: str, learning_rate: Any) -> Iterator[tuple[str, Tensor]]:
+    """The name scope of a schedule (``name``, else ``default``) and, made in it, the
+    learning rate as a floating-point tensor."""
+    with get_default_graph().name_scope(name or default) as scope:
+        yield scope, _rate(learning_rate)
+
+
+def _decay_and_fraction(
+    rate: Tensor, global_step: Any, decay_steps: Any, decay_rate: Any, staircase: bool, what: str
+) -> tuple[Tensor, Tensor]:
+    """``decay_rate`` and ``global_step / decay_steps`` (floored with ``staircase``), in the
+    dtype of ``rate``."""
+    dtype = rate.dtype
+    steps = _as(decay_steps, dtype, "decay_steps")
+    decay = _as(decay_rate, dtype, "decay_rate")
+    return decay, _fraction(_step(global_step, dtype, what), steps, staircase)
+
+
 # -- the schedules --------------------------------------------------------------------------------
 def exponential_decay(
     learning_rate: Any,
@@ -99,13 +119,10 @@ def exponential_decay(
 ) -> Tensor:
     """``learning_rate * decay_rate ** (global_step / decay_steps)`` (the exponent floored
     with ``staircase``)."""
-    graph = get_default_graph()
-    with graph.name_scope(name or "ExponentialDecay") as scope:
-        rate = _rate(learning_rate)
-        dtype = rate.dtype
-        steps = _as(decay_steps, dtype, "decay_steps")
-        decay = _as(decay_rate, dtype, "decay_rate")
-        p = _fraction(_step(global_step, dtype, "exponential_decay"), steps, staircase)
+    with _schedule(name, "ExponentialDecay", learning_rate) as (scope, rate):
+        decay, p = _decay_and_fraction(
+            rate, global_step, decay_steps, decay_rate, staircase, "exponential_decay"
+        )
         return _last("Mul", rate, pow(decay, p), scope)
 
 
@@ -133,14 +150,11 @@ def inverse_time_decay(
 ) -> Tensor:
     """``learning_rate / (1 + decay_rate * global_step / decay_steps)`` (the fraction floored
     with ``staircase``)."""
-    graph = get_default_graph()
-    with graph.name_scope(name or "InverseTimeDecay") as scope:
-        rate = _rate(learning_rate)
-        dtype = rate.dtype
-        steps = _as(decay_steps, dtype, "decay_steps")
-        decay = _as(decay_rate, dtype, "decay_rate")
-        p = _fraction(_step(global_step, dtype, "inverse_time_decay"), steps, staircase)
-        denominator = add(constant(1, dtype=dtype), multiply(decay, p))
+    with _schedule(name, "InverseTimeDecay", learning_rate) as (scope, rate):
+        decay, p = _decay_and_fraction(
+            rate, global_step, decay_steps, decay_rate, staircase, "inverse_time_decay"
+        )
+        denominator = add(constant(1, dtype=rate.dtype), multiply(decay, p))
         return _last("RealDiv", rate, denominator, scope)
 
 
@@ -156,9 +170,7 @@ def polynomial_decay(
     """``(learning_rate - end_learning_rate) * (1 - step / decay_steps) ** power +
     end_learning_rate``, with ``step`` capped at ``decay_steps``; with ``cycle``,
     ``decay_steps`` grows to the first multiple of itself beyond the step instead."""
-    graph = get_default_graph()
-    with graph.name_scope(name or "PolynomialDecay") as scope:
-        rate = _rate(learning_rate)
+    with _schedule(name, "PolynomialDecay", learning_rate) as (scope, rate):
         dtype = rate.dtype
         end = _as(end_learning_rate, dtype, "end_learning_rate")
         exponent = _as(power, dtype, "power")
@@ -184,9 +196,7 @@ def cosine_decay(
 ) -> Tensor:
     """``learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * step / decay_steps)) + alpha)``,
     with ``step`` capped at ``decay_steps``."""
-    graph = get_default_graph()
-    with graph.name_scope(name or "CosineDecay") as scope:
-        rate = _rate(learning_rate)
+    with _schedule(name, "CosineDecay", learning_rate) as (scope, rate):
         dtype = rate.dtype
         steps = _as(decay_steps, dtype, "decay_steps")
         step = minimum(_step(global_step, dtype, "cosine_decay"), steps)
@@ -213,9 +223,7 @@ def cosine_decay_restarts(
 ) -> Tensor:
     """Cosine decay with warm restarts (SGDR): the ``i``-th period is ``t_mul ** i`` times
     ``first_decay_steps`` long and starts from ``m_mul ** i`` times the learning rate."""
-    graph = get_default_graph()
-    with graph.name_scope(name or "SGDRDecay") as scope:
-        rate = _rate(learning_rate)
+    with _schedule(name, "SGDRDecay", learning_rate) as (scope, rate):
         dtype = rate.dtype
         first = _as(first_decay_steps, dtype, "first_decay_steps")
         t = _as(t_mul, dtype, "t_mul")
@@ -247,9 +255,7 @@ def linear_cosine_decay(
 ) -> Tensor:
     """``learning_rate * ((alpha + linear) * cosine + beta)``, where ``linear`` falls from 1 to
     0 over ``decay_steps`` and ``cosine`` makes ``num_periods`` periods of a cosine."""
-    graph = get_default_graph()
-    with graph.name_scope(name or "LinearCosineDecay") as scope:
-        rate = _rate(learning_rate)
+    with _schedule(name, "LinearCosineDecay", learning_rate) as (scope, rate):
         dtype = rate.dtype
         steps = _as(decay_steps, dtype, "decay_steps")
         step = minimum(_step(global_step, dtype, "linear_cosine_decay"), steps)
