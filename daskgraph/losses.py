@@ -21,7 +21,7 @@ TensorFlow, the regression losses compute in float32, and the names follow Tenso
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -297,6 +297,27 @@ def _regression_pair(labels: Any, predictions: Any) -> tuple[Tensor, Tensor]:
     return labels, predictions
 
 
+def _elementwise_loss(
+    default: str,
+    compute: Callable[[Tensor, Tensor], Tensor],
+    labels: Any,
+    predictions: Any,
+    weights: Any,
+    scope: str | None,
+    loss_collection: str | None,
+    reduction: str,
+    what: str = "predictions",
+) -> Tensor:
+    """A loss of each element, reduced: ``compute(labels, predictions)`` of the float32 pair
+    (``predictions`` called ``what`` when missing), in the scope ``scope`` or ``default``,
+    through :func:`compute_weighted_loss`."""
+    _required(**{"labels": labels, what: predictions})
+    with _scope(scope, default) as opened:
+        labels, predictions = _regression_pair(labels, predictions)
+        losses = compute(labels, predictions)
+        return compute_weighted_loss(losses, weights, opened, loss_collection, reduction)
+
+
 # -- regression losses ----------------------------------------------------------------------------
 def absolute_difference(
     labels: Any,
@@ -307,11 +328,16 @@ def absolute_difference(
     reduction: str = _DEFAULT,
 ) -> Tensor:
     """The weighted ``|predictions - labels|``, reduced."""
-    _required(labels=labels, predictions=predictions)
-    with _scope(scope, "absolute_difference") as opened:
-        labels, predictions = _regression_pair(labels, predictions)
-        losses = abs_(subtract(predictions, labels))
-        return compute_weighted_loss(losses, weights, opened, loss_collection, reduction)
+    return _elementwise_loss(
+        "absolute_difference",
+        lambda y, p: abs_(subtract(p, y)),
+        labels,
+        predictions,
+        weights,
+        scope,
+        loss_collection,
+        reduction,
+    )
 
 
 def mean_squared_error(
@@ -333,11 +359,16 @@ def mean_squared_error(
     ...
     ValueError: Shapes (1, 3) and (1, 2) are incompatible
     """
-    _required(labels=labels, predictions=predictions)
-    with _scope(scope, "mean_squared_error") as opened:
-        labels, predictions = _regression_pair(labels, predictions)
-        losses = squared_difference(predictions, labels)
-        return compute_weighted_loss(losses, weights, opened, loss_collection, reduction)
+    return _elementwise_loss(
+        "mean_squared_error",
+        lambda y, p: squared_difference(p, y),
+        labels,
+        predictions,
+        weights,
+        scope,
+        loss_collection,
+        reduction,
+    )
 
 
 def huber_loss(
@@ -351,15 +382,17 @@ def huber_loss(
 ) -> Tensor:
     """The weighted Huber loss: ``0.5 * e ** 2`` where ``|e| <= delta``, else
     ``0.5 * delta ** 2 + delta * (|e| - delta)``, with ``e = predictions - labels``."""
-    _required(labels=labels, predictions=predictions)
-    with _scope(scope, "huber_loss") as opened:
-        labels, predictions = _regression_pair(labels, predictions)
+
+    def huber(labels: Tensor, predictions: Tensor) -> Tensor:
         abs_error = abs_(subtract(predictions, labels))
         quadratic = minimum(abs_error, delta)
         linear = subtract(abs_error, quadratic)
         half = constant(0.5, dtype=quadratic.dtype)
-        losses = multiply(half, multiply(quadratic, quadratic)) + multiply(delta, linear)
-        return compute_weighted_loss(losses, weights, opened, loss_collection, reduction)
+        return multiply(half, multiply(quadratic, quadratic)) + multiply(delta, linear)
+
+    return _elementwise_loss(
+        "huber_loss", huber, labels, predictions, weights, scope, loss_collection, reduction
+    )
 
 
 def log_loss(
@@ -373,13 +406,15 @@ def log_loss(
 ) -> Tensor:
     """The weighted binary cross entropy of probabilities ``predictions``:
     ``-labels * log(p + eps) - (1 - labels) * log(1 - p + eps)``."""
-    _required(labels=labels, predictions=predictions)
-    with _scope(scope, "log_loss") as opened:
-        labels, predictions = _regression_pair(labels, predictions)
-        losses = -multiply(labels, log(predictions + epsilon)) - multiply(
+
+    def cross_entropy(labels: Tensor, predictions: Tensor) -> Tensor:
+        return -multiply(labels, log(predictions + epsilon)) - multiply(
             1.0 - labels, log(1.0 - predictions + epsilon)
         )
-        return compute_weighted_loss(losses, weights, opened, loss_collection, reduction)
+
+    return _elementwise_loss(
+        "log_loss", cross_entropy, labels, predictions, weights, scope, loss_collection, reduction
+    )
 
 
 def hinge_loss(
@@ -391,13 +426,15 @@ def hinge_loss(
     reduction: str = _DEFAULT,
 ) -> Tensor:
     """The weighted hinge loss ``max(0, 1 - (2 * labels - 1) * logits)`` of 0/1 ``labels``."""
-    _required(labels=labels, logits=logits)
-    with _scope(scope, "hinge_loss") as opened:
-        labels, logits = _regression_pair(labels, logits)
+
+    def hinge(labels: Tensor, logits: Tensor) -> Tensor:
         all_ones = ones_like(labels)
         signs = subtract(2.0 * labels, all_ones)
-        losses = relu(subtract(all_ones, multiply(signs, logits)))
-        return compute_weighted_loss(losses, weights, opened, loss_collection, reduction)
+        return relu(subtract(all_ones, multiply(signs, logits)))
+
+    return _elementwise_loss(
+        "hinge_loss", hinge, labels, logits, weights, scope, loss_collection, reduction, "logits"
+    )
 
 
 def cosine_distance(
@@ -417,12 +454,21 @@ def cosine_distance(
     axis = dim if axis is None else axis
     if axis is None:
         raise ValueError("You must specify argument `axis`.")
-    _required(labels=labels, predictions=predictions)
-    with _scope(scope, "cosine_distance_loss") as opened:
-        labels, predictions = _regression_pair(labels, predictions)
+
+    def distance(labels: Tensor, predictions: Tensor) -> Tensor:
         products = multiply(predictions, labels)
-        losses = 1.0 - reduce_sum(products, axis=(axis,), keepdims=True)
-        return compute_weighted_loss(losses, weights, opened, loss_collection, reduction)
+        return 1.0 - reduce_sum(products, axis=(axis,), keepdims=True)
+
+    return _elementwise_loss(
+        "cosine_distance_loss",
+        distance,
+        labels,
+        predictions,
+        weights,
+        scope,
+        loss_collection,
+        reduction,
+    )
 
 
 def mean_pairwise_squared_error(
