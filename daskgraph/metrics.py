@@ -40,7 +40,7 @@ from daskgraph.metrics_base import (
     METRIC_VARIABLES,
     broadcast_weights,
     check_compatible,
-    collect,
+    collected,
     metric_variable,
     rank,
     remove_squeezable_dimensions,
@@ -171,10 +171,8 @@ def mean(
 def _ratio(total, count, update_total, update_count, metrics_collections, updates_collections):
     """``(value, update_op)``: ``total / count`` of the variables and of their updates."""
     value = div_no_nan(total, maximum(count, 0.0), name="value")
-    collect(metrics_collections, value)
     update_op = div_no_nan(update_total, maximum(update_count, 0.0), name="update_op")
-    collect(updates_collections, update_op)
-    return value, update_op
+    return collected(value, update_op, metrics_collections, updates_collections)
 
 
 def mean_tensor(
@@ -273,9 +271,7 @@ def root_mean_squared_error(
         labels, predictions, weights, None, None, name or "root_mean_squared_error"
     )
     rmse, update_rmse = sqrt(mse), sqrt(update_mse)
-    collect(metrics_collections, rmse)
-    collect(updates_collections, update_rmse)
-    return rmse, update_rmse
+    return collected(rmse, update_rmse, metrics_collections, updates_collections)
 
 
 def mean_relative_error(
@@ -315,9 +311,7 @@ def mean_cosine_distance(
     radial = reduce_sum(multiply(predictions, labels), axis=[dim], keepdims=True)
     mean_distance, update_op = mean(radial, weights, None, None, name or "mean_cosine_distance")
     mean_distance, update_op = subtract(1.0, mean_distance), subtract(1.0, update_op)
-    collect(metrics_collections, mean_distance)
-    collect(updates_collections, update_op)
-    return mean_distance, update_op
+    return collected(mean_distance, update_op, metrics_collections, updates_collections)
 
 
 def percentage_below(
@@ -357,10 +351,8 @@ def _count_condition(
             )
         values = multiply(values, cast(weights, dtypes.float32))
     value = identity(count)
-    collect(metrics_collections, value)
     update_op = assign_add(count, reduce_sum(values))
-    collect(updates_collections, update_op)
-    return value, update_op
+    return collected(value, update_op, metrics_collections, updates_collections)
 
 
 def _condition_metric(kind: str, label: bool, prediction: bool):
@@ -410,10 +402,8 @@ def _fraction(kind: str, other):
             tp, tp_update = true_positives(labels, predictions, weights)
             wrong, wrong_update = other(labels, predictions, weights)
             value = _share(tp, wrong, "value")
-            collect(metrics_collections, value)
             update_op = _share(tp_update, wrong_update, "update_op")
-            collect(updates_collections, update_op)
-            return value, update_op
+            return collected(value, update_op, metrics_collections, updates_collections)
 
     metric.__name__ = metric.__qualname__ = kind
     return metric
@@ -468,9 +458,7 @@ def mean_iou(
         )
         update_op = assign_add(total_cm, current)
         value = _mean_iou_value(total_cm)
-        collect(metrics_collections, value)
-        collect(updates_collections, update_op)
-        return value, update_op
+        return collected(value, update_op, metrics_collections, updates_collections)
 
 
 def _mean_iou_value(total_cm: Any) -> Tensor:
@@ -514,10 +502,8 @@ def mean_per_class_accuracy(
         update_count = scatter_add(count, labels, is_correct)
         per_class = div_no_nan(count, maximum(total, 0.0))
         value = reduce_mean(per_class, name="mean_accuracy")
-        collect(metrics_collections, value)
         update_op = div_no_nan(update_count, maximum(update_total, 0.0), name="update_op")
-        collect(updates_collections, update_op)
-        return value, update_op
+        return collected(value, update_op, metrics_collections, updates_collections)
 
 
 #: TensorFlow's deprecated name of :func:`precision_at_k`

@@ -30,7 +30,7 @@ import numpy as np
 
 from daskgraph import dtypes
 from daskgraph.graph import Tensor, get_default_graph, name_scope
-from daskgraph.metrics_base import collect, metric_variable, rank
+from daskgraph.metrics_base import collected, metric_variable, rank
 from daskgraph.ops import (
     add,
     assign_add,
@@ -149,10 +149,8 @@ def _at_top_k(kind: str, other: str, other_key: str):
             tp, tp_update = _streaming_count(counts, "tp", "true_positive", k, class_id, weights)
             wrong, wrong_update = _streaming_count(counts, other_key, other, k, class_id, weights)
             value = _divide_named(tp, add(tp, wrong), scope.rstrip("/"))
-            collect(metrics_collections, value)
             update = divide(tp_update, add(tp_update, wrong_update), name="update")
-            collect(updates_collections, update)
-            return value, update
+            return collected(value, update, metrics_collections, updates_collections)
 
     metric.__name__ = metric.__qualname__ = f"{kind}_at_top_k"
     return metric

@@ -36,6 +36,7 @@ __all__ = [
     "broadcast_weights",
     "check_compatible",
     "collect",
+    "collected",
     "metric_variable",
     "rank",
     "remove_squeezable_dimensions",
@@ -78,6 +79,16 @@ def collect(collections: Any, value: Any) -> None:
     graph = get_default_graph()
     for key in [collections] if isinstance(collections, str) else dict.fromkeys(collections):
         graph.add_to_collection(key, value)
+
+
+def collected(
+    value: Tensor, update_op: Tensor, metrics_collections: Any, updates_collections: Any
+) -> tuple[Tensor, Tensor]:
+    """A metric's ``(value, update_op)``, after adding ``value`` to ``metrics_collections``
+    and ``update_op`` to ``updates_collections`` (see :func:`collect`)."""
+    collect(metrics_collections, value)
+    collect(updates_collections, update_op)
+    return value, update_op
 
 
 def rank(x: Tensor) -> int | None:

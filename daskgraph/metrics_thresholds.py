@@ -28,7 +28,7 @@ from daskgraph import dtypes
 from daskgraph.graph import Tensor
 from daskgraph.metrics_base import (
     broadcast_weights,
-    collect,
+    collected,
     metric_variable,
     remove_squeezable_dimensions,
 )
@@ -144,9 +144,7 @@ def _count_at_thresholds(key: str, kind: str):
                 labels, predictions, list(thresholds), weights, includes=(key,)
             )
             value = identity(values[key])
-            collect(metrics_collections, value)
-            collect(updates_collections, updates[key])
-            return value, updates[key]
+            return collected(value, updates[key], metrics_collections, updates_collections)
 
     metric.__name__ = metric.__qualname__ = f"{kind}_at_thresholds"
     metric.__doc__ = (
@@ -183,10 +181,8 @@ def _ratio_at_thresholds(kind: str, other: str):
                 return divide(counts["tp"], total, name=f"{kind}_{suffix}")
 
             value = compute(values, "value")
-            collect(metrics_collections, value)
             update_op = compute(updates, "update_op")
-            collect(updates_collections, update_op)
-            return value, update_op
+            return collected(value, update_op, metrics_collections, updates_collections)
 
     metric.__name__ = metric.__qualname__ = f"{kind}_at_thresholds"
     return metric
@@ -293,10 +289,8 @@ def auc(
         points = _auc_thresholds(num_thresholds, thresholds)
         values, updates = _confusion_at_thresholds(labels, predictions, points, weights)
         value = _area(values, curve, summation_method, "value")
-        collect(metrics_collections, value)
         update_op = _area(updates, curve, summation_method, "update_op")
-        collect(updates_collections, update_op)
-        return value, update_op
+        return collected(value, update_op, metrics_collections, updates_collections)
 
 
 def _at_rate(kind: str, target_name: str, end: float, pick):
@@ -320,10 +314,8 @@ def _at_rate(kind: str, target_name: str, end: float, pick):
             points = [0.0 - _KEPSILON, *inner, end]
             values, updates = _confusion_at_thresholds(labels, predictions, points, weights)
             value = pick(values, float(target), "value")
-            collect(metrics_collections, value)
             update_op = pick(updates, float(target), "update_op")
-            collect(updates_collections, update_op)
-            return value, update_op
+            return collected(value, update_op, metrics_collections, updates_collections)
 
     metric.__name__ = metric.__qualname__ = kind
     return metric
