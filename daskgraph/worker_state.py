@@ -167,8 +167,8 @@ class VariableStore:
             return self._values[name]
         except KeyError:
             raise FailedPreconditionError(
-                f"Attempting to use uninitialized value {name} "
-                f"(on {self.device or 'its device'}). Run its initializer first, e.g. "
+                f"Attempting to use uninitialized value {name} (variable {name!r} on "
+                f"{self.device or 'its device'}). Run its initializer first, e.g. "
                 "session.run(global_variables_initializer()).",
                 op=name,
                 variable=name,
