@@ -77,7 +77,8 @@ def test_runs_survive_a_worker_killed_at_a_random_point(process_cluster):
         session = dg.Session(client, graph=g)
         try:
             for trial in range(TRIALS):
-                victim = rng.choice(sorted(client.scheduler_info()["workers"]))
+                _wait_for_both(client)  # the last victim's nanny may still be restarting it
+                victim = rng.choice(sorted(client.scheduler_info(n_workers=-1)["workers"]))
                 killer = threading.Timer(rng.uniform(0.0, 0.3), _kill, (client, victim))
                 killer.start()
                 result = within(90, lambda s=session: s.run(out, {a: value}))
