@@ -316,7 +316,7 @@ class Graph:
         [('c', 'Const')]
         """
         ops = self._ops[from_version or 0 :]
-        return GraphDef([op.node_def for op in ops], {"producer": 1, "min_consumer": 0})
+        return GraphDef([op.node_def for op in ops], self.graph_def_versions)
 
     @property
     def graph_def_versions(self) -> dict[str, int]:

@@ -296,7 +296,7 @@ class WorkerState:
             with self._lock:
                 state = self._sessions.get(session_id)
                 if state is None:
-                    name = session_id.partition("~")[2]
+                    name = _container_of(session_id)
                     container = self._containers.setdefault(name, {}) if name else None
                     state = self._sessions[session_id] = SessionState(container)
         return state
@@ -309,7 +309,7 @@ class WorkerState:
                 self._containers[name].clear()
                 del self._containers[name]
             for session_id, state in self._sessions.items():  # open ones start again empty
-                name = session_id.partition("~")[2]
+                name = _container_of(session_id)
                 if name in dropped:
                     state.stores.clear()
                     state.container = self._containers.setdefault(name, {})
@@ -324,6 +324,12 @@ class WorkerState:
     def session_ids(self) -> list[str]:
         """The sessions that hold state here."""
         return sorted(self._sessions)
+
+
+def _container_of(session_id: str) -> str:
+    """The shared container a session keeps its variables in (``"~NAME"`` ending its id), or
+    ``""`` for its own."""
+    return session_id.partition("~")[2]
 
 
 _local_state = WorkerState()

@@ -309,9 +309,7 @@ def get_collection_ref(key: str) -> list[Any]:
 def add_to_collections(names: Any, value: Any) -> None:
     """``tf.add_to_collections(names, value)``: ``value`` added to each named collection (a
     single name works too)."""
-    graph = get_default_graph()
-    for name in [names] if isinstance(names, str) else dict.fromkeys(names):
-        graph.add_to_collection(name, value)
+    get_default_graph().add_to_collections(names, value)
 
 
 def get_local_variable(name: str, shape: Any = None, dtype: Any = None, **kwargs: Any) -> Any:

@@ -284,10 +284,12 @@ def shape_tensor(shape: Any, where: str) -> Tensor | None:
     if isinstance(shape, Tensor):
         if shape.op.type == "Const":
             return None
-        if not shape.dtype.is_integer or (shape.shape is not None and len(shape.shape) != 1):
+        if shape.dtype not in (dtypes.int32, dtypes.int64) or (
+            shape.shape is not None and len(shape.shape) != 1
+        ):
             raise TypeError(
-                f"{where}: a shape tensor must be a 1-D integer tensor; {shape.name!r} is "
-                f"{shape.dtype.name} of shape {shape.shape}"
+                f"{where}: a shape tensor must be a 1-D int32 or int64 tensor; {shape.name!r} "
+                f"is {shape.dtype.name} of shape {shape.shape}"
             )
         return shape
     if not isinstance(shape, (list, tuple)):

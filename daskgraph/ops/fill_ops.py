@@ -94,15 +94,9 @@ def shape_argument(dims: Any, where: str) -> tuple[Shape | None, list[Tensor]]:
     >>> shape_argument([2, 3], "fill")
     ((2, 3), [])
     """
-    if isinstance(dims, (list, tuple)) and any(isinstance(d, Tensor) for d in dims):
-        return None, [shape_tensor(dims, where)]  # [shape(x)[0], 10]: packed at run time
-    if isinstance(dims, Tensor) and dims.op.type != "Const":
-        if dims.dtype not in _INDEX or (dims.shape is not None and len(dims.shape) != 1):
-            raise TypeError(
-                f"{where}: a shape tensor must be a 1-D int32 or int64 tensor; {dims.name!r} "
-                f"is {dims.dtype.name} of shape {dims.shape}"
-            )
-        return None, [dims]
+    computed = shape_tensor(dims, where)  # a shape tensor, or [shape(x)[0], 10]
+    if computed is not None:
+        return None, [computed]
     if isinstance(dims, (int, np.integer)):
         dims = [dims]
     shape = _static_ints(dims, where, "shape")

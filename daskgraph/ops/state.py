@@ -179,14 +179,7 @@ class Variable:
         ref = self._variable_op.outputs[0]
         with graph_name_scope(graph, base + "/"):
             self._initializer_op = _make_assign(ref, initial, validate_shape, name="Assign")
-            self._snapshot = graph.create_op(
-                "Identity",
-                [ref],
-                dtype=initial.dtype,
-                shape=initial.shape,
-                name="read",
-                colocate_with=self._variable_op,
-            ).outputs[0]
+            self._snapshot = _read(ref)
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -242,14 +235,7 @@ class Variable:
         ``control_dependencies`` it reads after those ops ran (TF1's ``read_value``)."""
         ref = self._ref()
         with graph_name_scope(ref.graph, f"{self.op.name}/"):
-            return ref.graph.create_op(
-                "Identity",
-                [ref],
-                dtype=self.dtype,
-                shape=self.shape,
-                name="read",
-                colocate_with=self._variable_op,
-            ).outputs[0]
+            return _read(ref)
 
     def _as_tensor(self) -> Tensor:
         return self._snapshot
@@ -322,6 +308,13 @@ def _operator(dunder: str):
 
     call.__name__ = dunder
     return call
+
+
+def _read(ref: Tensor) -> Tensor:
+    """A read of the variable ``ref`` (an ``Identity`` named ``read``, colocated with it)."""
+    return ref.graph.create_op(
+        "Identity", [ref], dtype=ref.dtype, shape=ref.shape, name="read", colocate_with=ref.op
+    ).outputs[0]
 
 
 def _make_assign(ref: Tensor, value: Tensor, validate_shape: bool, name: str) -> Operation:
