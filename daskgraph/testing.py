@@ -40,8 +40,10 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -94,7 +96,11 @@ def within(seconds: float, fn: Callable[[], Any]) -> dict[str, Any]:
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
-        pytest.fail(f"did not finish within {seconds} s (it would have hung)")
+        frame = sys._current_frames().get(thread.ident or -1)
+        stack = "".join(traceback.format_stack(frame)) if frame is not None else "(gone)"
+        pytest.fail(
+            f"did not finish within {seconds} s (it would have hung); it was waiting in:\n{stack}"
+        )
     box["elapsed"] = time.monotonic() - start
     return box
 
