@@ -15,6 +15,7 @@ workers (:func:`cuda_probes`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -69,10 +70,12 @@ class Connection:
         self.watch: ClusterWatch | None = None
         try:
             self.watch = watch_for(self.client)
+            self.watch.restart_stalled |= self._shape is not None  # the embedded cluster
             self.plugin = SessionPlugin(session_id)
             self.client.register_plugin(self.plugin)
             footprint.install(self.client)  # keeps the scheduler's key memo small
             self._seen = self.watch.version
+            self._await_restarts(target)
             self.devices = self.discover()
         except BaseException:
             self.close()
@@ -114,6 +117,28 @@ class Connection:
         )
 
     # -- devices --------------------------------------------------------------------------------
+    def _await_restarts(self, target: Any) -> None:
+        """A cluster described as data (the embedded cluster, or a ``SpecCluster`` such as
+        ``LocalCluster`` or ``LocalCUDACluster`` given as the target) says which workers it
+        should have; a session opened while one of them restarts (its nanny brings it back
+        under the same name) waits for it for up to ``daskgraph.worker-restart-grace`` rather
+        than seeing its devices missing. Clusters known only by address are taken as they are.
+        """
+        spec = getattr(self.cluster if self.cluster is not None else target, "worker_spec", None)
+        if not isinstance(spec, Mapping) or not spec:
+            return
+        names = list(spec)
+        if not self.watch.view().missing(names):
+            return
+        grace = float(dask.config.get("daskgraph.worker-restart-grace"))
+        if not self.watch.wait_for(names, grace):
+            logger.warning(
+                "workers %s of the cluster's spec did not join within %s s "
+                "(daskgraph.worker-restart-grace); their devices are missing",
+                self.watch.view().missing(names),
+                grace,
+            )
+
     def check(self) -> None:
         """Raise :class:`~daskgraph.errors.UnreachableError` if the cluster's scheduler is gone
         (the client lost it, now or earlier); returns at once otherwise."""

@@ -311,7 +311,7 @@ def _actor_result_watching(
             return call.result(timeout=wait_time(tick))
         except TimeoutError:
             raise_if_past("an actor's run of the partition")
-            _raise_if_devices_left(watch, plan, [], started=started)
+            _raise_if_devices_left(watch, plan, [], started=started, max_age=tick)
 
 
 def submit_run(
@@ -467,7 +467,7 @@ def _result_watching_workers(
             except DeadlineExceededError:
                 future.client.cancel(futures)
                 raise
-            _raise_if_devices_left(watch, plan, futures, started=started)
+            _raise_if_devices_left(watch, plan, futures, started=started, max_age=tick)
 
 
 def _gathering(future: Any) -> Any:
@@ -495,28 +495,57 @@ def _raise_if_devices_left(
     futures: list[Future],
     cause: Exception | None = None,
     started: dict[Any, str | None] | None = None,
+    max_age: float | None = None,
 ) -> None:
-    """Raise UnavailableError if a worker of the plan is missing, or (given the addresses at
-    the start of the run, or where an actor lives) was replaced since: a restarted worker lost
-    the run's partitions there, and Dask may hold them for a worker that never comes. The
-    error names the devices, their workers and (field ``addresses``) the dead addresses."""
-    now = watch.view().addresses({p.worker for p in plan.partitions})
+    """Raise UnavailableError if a worker of the plan is missing, stalled (silent for longer
+    than ``daskgraph.worker-stall-timeout``), or (given the addresses at the start of the run,
+    or where an actor lives) was replaced since: a restarted worker lost the run's partitions
+    there, and Dask may hold them for a worker that never comes. The membership is read again
+    when older than ``max_age`` seconds (a waiting run's tick). The error names the devices,
+    their workers, (field ``addresses``) the dead addresses and (``stalled``) the devices of
+    stalled workers; the run's futures are cancelled, so a stalled worker that wakes up runs
+    nothing more of it."""
+    workers = {p.worker for p in plan.partitions}
+    view = watch.view(max_age=max_age)
+    now = view.addresses(workers)
     started = started or {}
     gone = [
         p
         for p in plan.partitions
         if now[p.worker] is None or started.get(p.worker, now[p.worker]) != now[p.worker]
     ]
-    if gone:
-        missing = sorted({p.device for p in gone})
-        if futures:
-            futures[0].client.cancel(futures)
-        seen = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-        raise UnavailableError(
-            f"The workers of devices {', '.join(missing)} left the cluster during the run{seen}, "
-            "so its partitions there cannot run. Run again: the graph is placed again on the "
-            "devices that remain (soft placement may move ops elsewhere).",
-            missing=missing,
-            workers=sorted({str(p.worker) for p in gone}),
-            addresses=sorted({a for p in gone if (a := started.get(p.worker))}),
-        ) from cause
+    if not gone:
+        return
+    missing = sorted({p.device for p in gone})
+    frozen = set(view.stalled_names(workers))
+    stalled = sorted({p.device for p in gone if p.worker in frozen})
+    if futures:
+        futures[0].client.cancel(futures)
+    raise UnavailableError(
+        _left_message(missing, stalled, cause),
+        missing=missing,
+        stalled=stalled,
+        workers=sorted({str(p.worker) for p in gone}),
+        addresses=sorted({a for p in gone if (a := started.get(p.worker))}),
+    ) from cause
+
+
+def _left_message(missing: list[str], stalled: list[str], cause: Exception | None) -> str:
+    """What :func:`_raise_if_devices_left` says.
+
+    >>> print(_left_message(["/device:GPU:0"], ["/device:GPU:0"], None))  # doctest: +ELLIPSIS
+    The workers of devices /device:GPU:0 left the cluster during the run; ... stopped sending...
+    """
+    seen = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+    frozen = (
+        f"; the workers of {', '.join(stalled)} stopped sending heartbeats for longer than "
+        "daskgraph.worker-stall-timeout and are taken as gone"
+        if stalled
+        else ""
+    )
+    return (
+        f"The workers of devices {', '.join(missing)} left the cluster during the run{seen}"
+        f"{frozen}, so its partitions there cannot run. The session runs the step again once "
+        "they are back (within daskgraph.worker-restart-grace), or places the graph again on "
+        "the devices that remain (soft placement may move ops elsewhere)."
+    )

@@ -17,6 +17,17 @@ and keeps raising it, before anything asks the scheduler (which would wait for
 ``distributed.comm.timeouts.connect`` and then fail with distributed's own errors). A run's
 watchdog calls it on every tick, so a run whose scheduler was killed fails within a tick.
 
+Events alone are not trusted to bound a wait: one may be missed, and a worker that is
+*frozen* (SIGSTOP, swap, a debugger, a long pause) sends none at all while the scheduler lists
+it as running for its whole ``distributed.scheduler.worker-ttl`` (5 minutes). So a waiting run
+asks for a fresh view at most once a tick (:meth:`ClusterWatch.view` with ``max_age``), and
+each fresh view compares the workers' heartbeats (the scheduler's ``last_seen``, on the
+scheduler's clock alone, :func:`silent_workers`): a worker silent for longer than
+``daskgraph.worker-stall-timeout`` while the others were heard is *stalled*. A stalled worker
+is left out of every later view of that client: its devices read as gone, and a worker that
+wakes up later is not trusted with a half-run step (one that restarts comes back at a new
+address, and is seen afresh).
+
 There is one watch per client (:func:`watch_for`), shared by the sessions using that client,
 and it unsubscribes when the last of them lets it go (:func:`release_watch`): a client that
 closes while subscribed makes the scheduler log a ``CommClosedError`` as it announces that.
@@ -24,16 +35,21 @@ closes while subscribed makes the scheduler log a ``CommClosedError`` as it anno
 >>> view = MembershipView({"tcp://127.0.0.1:1": {"name": "cpu0", "status": "running"}})
 >>> view.missing(["cpu0", "gpu0", "tcp://127.0.0.1:1"])
 ['gpu0']
+>>> MembershipView({"tcp://h:1": {"name": "gpu0"}}, stalled=["tcp://h:1"]).missing(["gpu0"])
+['gpu0']
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import dask.config
+from dask.utils import parse_timedelta
 from distributed import Client
 
 from daskgraph.errors import UnreachableError
@@ -45,8 +61,12 @@ __all__ = [
     "forget_client",
     "release_watch",
     "scheduler_lost",
+    "silent_workers",
+    "stall_timeout",
     "watch_for",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: the scheduler's event topic that carries add-worker / remove-worker
 TOPIC = "all"
@@ -59,8 +79,12 @@ class MembershipView:
     """The workers of a cluster at one moment: address -> worker record (as
     ``Client.scheduler_info()["workers"]``), looked up by address or by name."""
 
-    def __init__(self, workers: Mapping[str, Mapping[str, Any]]) -> None:
-        self.workers = dict(workers)
+    def __init__(
+        self, workers: Mapping[str, Mapping[str, Any]], stalled: Iterable[str] = ()
+    ) -> None:
+        left_out = set(stalled)
+        self.workers = {a: info for a, info in workers.items() if a not in left_out}
+        self.stalled = {a: workers[a] for a in left_out if a in workers}
         self._present = set()
         for address, info in self.workers.items():
             if info.get("status") in LEAVING:
@@ -102,6 +126,46 @@ class MembershipView:
     def __contains__(self, worker: Any) -> bool:
         return worker in self._present
 
+    def stalled_names(self, workers: Iterable[Any]) -> list[Any]:
+        """Those of ``workers`` (names or addresses) that are stalled: listed by the
+        scheduler, but silent for longer than ``daskgraph.worker-stall-timeout``.
+
+        >>> MembershipView({"tcp://h:1": {"name": "gpu0"}}, ["tcp://h:1"]).stalled_names(["gpu0"])
+        ['gpu0']
+        """
+        names = {info.get("name", a) for a, info in self.stalled.items()} | set(self.stalled)
+        return [w for w in workers if w in names]
+
+
+def stall_timeout() -> float:
+    """``daskgraph.worker-stall-timeout`` in seconds (a number, or a duration such as "15s").
+
+    >>> with dask.config.set({"daskgraph.worker-stall-timeout": "2s"}):
+    ...     stall_timeout()
+    2.0
+    """
+    value = dask.config.get("daskgraph.worker-stall-timeout")
+    return float(parse_timedelta(value, default="seconds"))
+
+
+def silent_workers(workers: Mapping[str, Mapping[str, Any]], timeout: float) -> list[str]:
+    """The workers (addresses) whose last heartbeat is over ``timeout`` seconds older than the
+    latest heartbeat of any worker: frozen while the others, and the scheduler, went on.
+
+    Only the scheduler's clock is used (each record's ``last_seen``), so clocks need not agree;
+    a scheduler too busy to hear anyone stalls no worker, and a cluster of one worker has no
+    one to compare with (its loss shows when it leaves).
+
+    >>> silent_workers({"tcp://h:1": {"last_seen": 100.0}, "tcp://h:2": {"last_seen": 120.0},
+    ...                 "tcp://h:3": {"last_seen": 119.5}}, timeout=15)
+    ['tcp://h:1']
+    >>> silent_workers({"tcp://h:1": {"last_seen": 100.0}}, timeout=15)
+    []
+    """
+    seen = {a: float(i["last_seen"]) for a, i in workers.items() if i.get("last_seen")}
+    latest = max(seen.values(), default=0.0)
+    return sorted(a for a, t in seen.items() if latest - t > timeout)
+
 
 def cluster_workers(client: Any, attempts: int = 5) -> dict[str, dict[str, Any]]:
     """Every worker record of ``client``'s cluster: address -> record, as
@@ -140,6 +204,11 @@ class ClusterWatch:
         self._version = 0
         self._view: MembershipView | None = None
         self._view_version = -1
+        self._view_time = 0.0
+        self._stalled: set[str] = set()
+        #: ask a stalled worker's nanny to restart it (daskgraph's own clusters: as Dask's
+        #: scheduler does after ``worker-ttl``), so that its device comes back, fresh
+        self.restart_stalled = False
         self._lost: UnreachableError | None = None
         client.subscribe_topic(TOPIC, self._on_event)
 
@@ -172,20 +241,57 @@ class ClusterWatch:
                 self._version += 1
                 self._changed.notify_all()
 
-    def view(self, fresh: bool = False) -> MembershipView:
-        """The cluster's workers, read from the scheduler only when a worker came or went
-        (or when ``fresh``: an event may be missed while the subscription is on its way).
+    def view(self, fresh: bool = False, max_age: float | None = None) -> MembershipView:
+        """The cluster's workers, read from the scheduler only when a worker came or went,
+        when ``fresh``, or when the last read is older than ``max_age`` seconds (a waiting
+        run's tick: an event may be missed, and a frozen worker sends none). Stalled workers
+        are left out (see the module's docstring).
         Raises :class:`~daskgraph.errors.UnreachableError` once the scheduler is lost."""
         self.check()
         version = self._version
-        if fresh or self._view is None or self._view_version != version:
+        now = time.monotonic()
+        stale = max_age is not None and now - self._view_time >= max_age
+        if fresh or stale or self._view is None or self._view_version != version:
             try:
                 workers = cluster_workers(self._client)
             except (OSError, KeyError, RuntimeError):  # the scheduler went away meanwhile?
                 self.check()
                 raise
-            self._view, self._view_version = MembershipView(workers), version
+            self._note_stalls(workers)
+            self._view = MembershipView(workers, self._stalled)
+            self._view_version, self._view_time = version, now
         return self._view
+
+    def _note_stalls(self, workers: Mapping[str, Mapping[str, Any]]) -> None:
+        """A worker of ``workers`` silent for longer than the stall timeout is stalled from
+        now on, for as long as the scheduler lists it at that address."""
+        self._stalled &= set(workers)  # a worker that left (or restarted) is seen afresh
+        timeout = stall_timeout()
+        for address in silent_workers(workers, timeout):
+            if address not in self._stalled:
+                self._stalled.add(address)
+                logger.warning(
+                    "worker %s (%s) sent no heartbeat for over %s s while the others did: "
+                    "taken as gone (daskgraph.worker-stall-timeout), and not used again by "
+                    "this client unless it restarts",
+                    workers[address].get("name", address),
+                    address,
+                    timeout,
+                )
+                if self.restart_stalled:
+                    self._restart(address)
+
+    def _restart(self, address: str) -> None:
+        """Have ``address``'s nanny kill and restart it, in the background (a frozen process
+        takes the nanny's close timeout to be killed); no nanny: nothing happens."""
+
+        def restart() -> None:
+            try:
+                self._client.restart_workers([address], raise_for_error=False)
+            except Exception:  # the cluster is closing, or the worker has no nanny
+                logger.debug("could not restart stalled worker %s", address, exc_info=True)
+
+        threading.Thread(target=restart, daemon=True, name="daskgraph-restart-stalled").start()
 
     def missing(self, workers: Iterable[Any]) -> list[Any]:
         """Those of ``workers`` (names or addresses) that are not in the cluster now."""

@@ -410,11 +410,14 @@ class Session:
         (a nanny restarts a dead worker under the same device name, at a new address). When
         every device is served again the same plans run again, unchanged; devices that are
         gone for good raise :class:`InvalidArgumentError` naming them, unless soft placement
-        moves their ops. Variables of a restarted worker are lost, and a later read says so by
-        name.
+        moves their ops (and every later run places again, as TensorFlow's would on the
+        devices there are). A stalled worker (frozen: no heartbeat for
+        ``daskgraph.worker-stall-timeout``) is not waited for: no nanny restarts it. Variables
+        of a restarted worker are lost, and a later read says so by name.
         """
         before = list(self._conn.devices)
         dead = set(failure.fields.get("workers", ()))
+        stalled = set(failure.fields.get("stalled", ()))
         # the addresses the failure saw die; else those the session knew for its devices (a
         # session that already saw a restarted worker knows its new address, alive)
         dead_addresses = set(failure.fields.get("addresses", ())) or {
@@ -423,27 +426,18 @@ class Session:
         grace = float(dask.config.get("daskgraph.worker-restart-grace"))
         # every device the session knew, not only those the run missed: another worker may
         # have died since (its restart is then awaited too, not placed around)
-        back = self._conn.watch.wait_for(
-            [d.restriction for d in before], grace, exclude=dead_addresses
-        )
+        awaited = [d.restriction for d in before if d.name not in stalled]
+        back = self._conn.watch.wait_for(awaited, grace, exclude=dead_addresses) and not stalled
         self._fast.forget()
         self._in_process.forget()
         devices = self._conn.discover()
         self._conn.devices = devices
-        address = {d.name: d.worker for d in devices}
         self._note_restarts(before, devices)
-        missing = sorted({d.name for d in before} - set(address) | set(failure.missing))
-        if _serving(devices) != _serving(before):
-            try:
-                self._current_placement(replace_devices=True)
-            except InvalidArgumentError as exc:
-                raise InvalidArgumentError(
-                    f"{exc} (devices {missing} left the cluster during a run and did not "
-                    f"come back within {grace} s)",
-                    op=exc.op,
-                    missing=missing,
-                    **exc.fields,
-                ) from failure
+        missing = sorted(
+            {d.name for d in before} - {d.name for d in devices} | set(failure.missing)
+        )
+        if not self._placement_served(devices):
+            self._place_around(missing, grace, failure)
         if back:  # what a nanny is there for: one line, no alarm
             logger.info(
                 "devices %s left during a run; their workers restarted; running it again",
@@ -456,6 +450,29 @@ class Session:
                 sorted(failure.missing),
                 grace,
             )
+
+    def _placement_served(self, devices: list[Device]) -> bool:
+        """Whether every device the current placement uses is among ``devices`` as it was
+        placed on (the same name, kind and task restriction)."""
+        placement = self._placement
+        return placement is not None and _serving(list(placement.devices)) <= _serving(devices)
+
+    def _place_around(self, missing: list[str], grace: float, failure: Exception) -> None:
+        """Place the graph again on the devices there are now, after ``missing`` left; without
+        soft placement, ops pinned to them raise InvalidArgumentError naming them (and so
+        does every later run: no stale placement is kept)."""
+        try:
+            self._current_placement(replace_devices=True)
+        except InvalidArgumentError as exc:
+            self._placement = None  # the next run places again, and says the same
+            self._plans.clear()
+            raise InvalidArgumentError(
+                f"{exc} (devices {missing} left the cluster during a run and did not "
+                f"come back within {grace} s)",
+                op=exc.op,
+                missing=missing,
+                **exc.fields,
+            ) from failure
 
     def _explain_lost(self, exc: FailedPreconditionError) -> FailedPreconditionError:
         name = exc.fields.get("variable")

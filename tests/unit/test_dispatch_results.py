@@ -31,7 +31,7 @@ PLAN = SimpleNamespace(partitions=())  # no device to watch: only the waiting is
 
 
 class Watch:
-    def view(self, fresh: bool = False) -> MembershipView:
+    def view(self, fresh: bool = False, max_age: float | None = None) -> MembershipView:
         return MembershipView({})
 
 

@@ -129,7 +129,7 @@ class Watch:
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
 
-    def view(self, fresh: bool = False) -> MembershipView:
+    def view(self, fresh: bool = False, max_age: float | None = None) -> MembershipView:
         return MembershipView({self.cluster.address: {"name": GPU, "status": "running"}})
 
     def wait_until(self, ready, timeout: float | None, **kwargs: Any) -> bool:
