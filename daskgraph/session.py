@@ -443,6 +443,13 @@ class Session:
                 "devices %s left during a run; their workers restarted; running it again",
                 sorted(failure.missing),
             )
+        elif stalled:
+            logger.warning(
+                "devices %s stopped answering during a run (no heartbeat for "
+                "daskgraph.worker-stall-timeout); placed again on the remaining devices; "
+                "running it again",
+                sorted(stalled),
+            )
         else:
             logger.warning(
                 "devices %s left during a run and did not come back within %s s; placed again "
