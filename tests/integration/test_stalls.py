@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -48,14 +49,14 @@ def _wait_until_gone(client: Client, name: str, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
-def _two_device_graph() -> tuple[dg.Tensor, dg.Tensor, np.ndarray]:
+def _two_device_graph() -> tuple[dg.Tensor, np.float32]:
     value = np.arange(16, dtype=np.float32).reshape(4, 4) / 16
     with dg.device("/gpu:0"):
         x = dg.constant(value, name="x")
-        y = dg.matmul(x, x, name="y")
+        y = dg.matmul(x, x, name="y")  # its device is asserted by name
     with dg.device("/cpu:0"):
         out = dg.reduce_sum(y + 1.0, name="out")
-    return y, out, np.float32((value @ value + 1.0).sum(dtype=np.float32))
+    return out, np.float32((value @ value + 1.0).sum(dtype=np.float32))
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ def test_a_missed_leave_event_does_not_hang_the_run(deaf_watches, soft):
     try:
         with Client(cluster, set_as_default=False) as client, dg.Graph().as_default():
             client.wait_for_workers(2, timeout=60)
-            y, out, expected = _two_device_graph()
+            out, expected = _two_device_graph()
             config = dg.SessionConfig(allow_soft_placement=soft)
             with dask.config.set({"daskgraph.worker-restart-grace": 1.0}):
                 session = dg.Session(client, config=config)
@@ -119,7 +120,7 @@ def test_a_frozen_worker_is_taken_as_gone(process_cluster, soft):
     gpu = _address_of(client, GPU0)
     (pid,) = client.run(os.getpid, workers=[gpu]).values()
     with dg.Graph().as_default(), dask.config.set({"daskgraph.worker-stall-timeout": STALL}):
-        y, out, expected = _two_device_graph()
+        out, expected = _two_device_graph()
         session = dg.Session(client, config=dg.SessionConfig(allow_soft_placement=soft))
         try:
             assert session.run(out) == pytest.approx(expected)
@@ -186,3 +187,37 @@ def test_a_session_opened_while_a_worker_restarts_waits_for_it(process_cluster, 
 
 def _open(cluster: object):
     return lambda: dg.Session(cluster, graph=dg.Graph())
+
+
+def test_the_embedded_cluster_restarts_a_frozen_worker():
+    """On daskgraph's own cluster a stalled worker is also restarted by its nanny (as Dask's
+    scheduler does after ``worker-ttl``): the device comes back, fresh, at a new address."""
+    settings = {"daskgraph.virtual-gpus": 1, "daskgraph.worker-stall-timeout": STALL}
+    with dask.config.set(settings), dg.Graph().as_default():
+        with dg.device("/gpu:0"):
+            y = dg.constant(np.ones((4, 4), np.float32), name="ones") * 2.0
+        config = dg.SessionConfig(allow_soft_placement=True)
+        with dg.Session(config=config) as first:
+            client = first._conn.client
+            gpu = _address_of(client, GPU0)
+            (pid,) = client.run(os.getpid, workers=[gpu]).values()
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                assert within(40, lambda: first.run(y))["value"].sum() == 32.0
+                deadline = time.monotonic() + 120
+                while _gpu_address(client) in (None, gpu):
+                    assert time.monotonic() < deadline, "the frozen worker was not restarted"
+                    time.sleep(0.1)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+            with dg.Session() as second:
+                md = RunMetadata()
+                trace = RunOptions(trace_level=RunOptions.FULL_TRACE)
+                assert second.run(y, options=trace, run_metadata=md).sum() == 32.0
+                assert md.step_stats.worker_of(y.op.name) == _gpu_address(client) != gpu
+
+
+def _gpu_address(client: Client) -> str | None:
+    names = {w.get("name"): a for a, w in cluster_workers(client).items()}
+    return names.get(GPU0)
