@@ -156,6 +156,7 @@ class Session:
         self._plans: dict[tuple, CompiledRun] = {}
         self._tokens: list = []
         self._lost: dict[str, str] = {}  # variable -> device whose worker died with it
+        self._gone: set[str] = set()  # devices lost for good that the placement still uses
         self._target = target if isinstance(target, str) else ""
         self._conn = Connection(target, self._config, self._id, security)
         self._local_task = self._conn.local_task  # preferred by the placer, as TF's master
@@ -325,6 +326,7 @@ class Session:
         while True:
             compiled = self._plan(items, feeds)
             plan = compiled.plan
+            self._refuse_gone_devices(plan)
             try:
                 results = self._execute(compiled, step, values, trace) if plan.partitions else {}
                 return plan, results
@@ -390,6 +392,7 @@ class Session:
             self._conn.devices = devices
             self._placement = None
             self._plans.clear()
+            self._gone.clear()
         elif _serving(devices) == _serving(before):
             self._conn.devices = devices  # the same devices, perhaps at new addresses
 
@@ -471,8 +474,9 @@ class Session:
         try:
             self._current_placement(replace_devices=True)
         except InvalidArgumentError as exc:
-            self._placement = None  # the next run places again, and says the same
-            self._plans.clear()
+            # runs that need only the devices that remain still run (a checkpoint of the
+            # parameters on the CPU can still be saved); the others are refused at once
+            self._gone.update(missing)
             raise InvalidArgumentError(
                 f"{exc} (devices {missing} left the cluster during a run and did not "
                 f"come back within {grace} s)",
@@ -480,6 +484,27 @@ class Session:
                 missing=missing,
                 **exc.fields,
             ) from failure
+
+    def _refuse_gone_devices(self, plan: Plan) -> None:
+        """Raise InvalidArgumentError, at once, if ``plan`` needs a device that left the
+        cluster for good while soft placement could not move its ops elsewhere."""
+        gone = sorted({p.device for p in plan.partitions} & self._gone)
+        if gone:
+            ops = [
+                i.op_name
+                for p in plan.partitions
+                if p.device in gone
+                for i in p.program.instructions
+            ][:3]
+            raise InvalidArgumentError(
+                f"Cannot run ops {ops} (and the others of {', '.join(gone)}): their devices "
+                "left the cluster during an earlier run and did not come back, and without "
+                "soft placement they cannot go elsewhere. Open a new Session with "
+                "allow_soft_placement=True, or bring the devices back (the session places "
+                "the graph again when they rejoin).",
+                op=ops[0] if ops else None,
+                missing=gone,
+            )
 
     def _explain_lost(self, exc: FailedPreconditionError) -> FailedPreconditionError:
         name = exc.fields.get("variable")
