@@ -84,7 +84,9 @@ def _parse_fields(spec: str) -> _Fields:
                 name, index_text = key, values[0] if values else "*"
             name = _normalise_type(name)
             if device_type is not None:
-                raise _malformed(spec, f"two device types given ({device_type} and {name})")
+                raise _malformed(
+                    spec, f"two device types given ({quote(device_type)} and {quote(name)})"
+                )
             device_type = name
             device_index = _parse_int(spec, "device index", index_text, allow_star=True)
         else:
@@ -173,7 +175,7 @@ class DeviceSpec:
         >>> DeviceSpec.from_string("/gpu:0/cpu:0")
         Traceback (most recent call last):
         ...
-        ValueError: Malformed device specification '/gpu:0/cpu:0': two device types given (GPU and CPU). Expected a string like '/job:worker/replica:0/task:1/device:GPU:0'
+        ValueError: Malformed device specification '/gpu:0/cpu:0': two device types given ('GPU' and 'CPU'). Expected a string like '/job:worker/replica:0/task:1/device:GPU:0'
         """  # noqa: E501
         if not isinstance(spec, str):
             raise TypeError(f"device specification must be a str, got {type(spec).__name__}")
@@ -286,7 +288,9 @@ class DeviceSpec:
         """
         unknown = sorted(set(fields) - set(_FIELD_NAMES))
         if unknown:
-            raise TypeError(f"DeviceSpec has no field {unknown[0]!r}; fields are {_FIELD_NAMES}")
+            raise TypeError(
+                f"DeviceSpec has no field {quote(unknown[0])}; fields are {_FIELD_NAMES}"
+            )
         return dataclasses.replace(self, **fields)
 
     def matches(self, other: DeviceSpec) -> bool:

@@ -339,7 +339,7 @@ def cast_exactly(array: np.ndarray, dtype: DType) -> np.ndarray:
         )
     if not (integers or np.can_cast(source, target, "same_kind")):
         raise ValueError(f"{source} values do not convert to {dtype.name} without loss")
-    if np.can_cast(source, target, "safe") or array.size == 0:
+    if _always_exact(source, target) or array.size == 0:
         return array.astype(target)
     with np.errstate(all="ignore"):
         converted = array.astype(target)
@@ -354,12 +354,50 @@ def cast_exactly(array: np.ndarray, dtype: DType) -> np.ndarray:
                 f"{bad!r} overflows {dtype.name} (largest magnitude {largest}) to infinity"
             )
     else:  # integers to a float type: every value must come back unchanged
-        with np.errstate(all="ignore"):
-            changed = ~np.isfinite(converted) | (converted.astype(source) != array)
-        if changed.any():
-            bad = array[changed].flat[0]
-            raise ValueError(f"{int(bad)} cannot be represented exactly as {dtype.name}")
+        _check_integers_survive(array, converted, dtype)
     return converted
+
+
+def _always_exact(source: np.dtype, target: np.dtype) -> bool:
+    """Whether every value of ``source`` converts to ``target`` unchanged, so that no value
+    needs checking. NumPy's "safe" casts are not enough: int64 and uint64 to float64 (or
+    complex128) are "safe" although integers beyond 2**53 are rounded.
+
+    >>> _always_exact(np.dtype(np.int32), np.dtype(np.float64))
+    True
+    >>> _always_exact(np.dtype(np.int64), np.dtype(np.float64))
+    False
+    """
+    if not np.can_cast(source, target, "safe"):
+        return False
+    if source.kind in "iu" and target.kind in "fc":
+        magnitude_bits = source.itemsize * 8 - (source.kind == "i")
+        return magnitude_bits <= np.finfo(target).nmant + 1
+    return True
+
+
+def _check_integers_survive(array: np.ndarray, converted: np.ndarray, dtype: DType) -> None:
+    """Refuse integers that the float array ``converted`` does not hold exactly (rounded, or
+    overflowed to infinity): each must convert back to itself. Vectorised, one pass; values
+    rounded beyond the integer type's range are caught before converting back, where NumPy's
+    result is platform-dependent."""
+    bits = np.finfo(dtype.numpy).nmant + 1
+    exact = 2**bits  # every integer up to here is exact
+    if -exact <= int(array.min()) and int(array.max()) <= exact:
+        return  # the common case: two cheap reductions, no conversion back
+    real = converted.real if converted.dtype.kind == "c" else converted
+    beyond = float(int(np.iinfo(array.dtype).max) + 1)  # a power of two: exact in any float
+    with np.errstate(all="ignore"):
+        changed = ~((real >= -beyond) & (real < beyond))  # infinities and NaN included
+        changed |= np.where(changed, 0, real).astype(array.dtype) != array
+    if changed.any():
+        bad = int(array[changed].flat[0])
+        became = real[changed].flat[0]
+        shown = str(int(became)) if np.isfinite(became) else "inf"
+        raise ValueError(
+            f"{bad} cannot be represented exactly as {dtype.name} (it would become {shown}; "
+            f"{dtype.name} holds every integer only up to 2**{bits})"
+        )
 
 
 def _check_range(array: np.ndarray, dtype: DType) -> None:

@@ -332,17 +332,23 @@ def error_code_from_exception_type(cls: type[OpError]) -> int:
 
 
 def quote(value: object, limit: int = 80) -> str:
-    """``repr(value)`` for an error message, shortened when long so that the message stays
-    readable while still quoting the input.
+    """``repr(value)`` for an error message, shortened when longer than ``limit`` characters
+    (its first ``limit // 2``, an ellipsis and the original length), so that a message stays
+    readable, and small, while still quoting the input. Every message that quotes user input
+    (device strings, op names, values) quotes it through here; the full value belongs in the
+    error's structured fields.
 
     >>> quote("/gpu:1")
     "'/gpu:1'"
     >>> quote("/gpu:" + "9" * 5000)
     "'/gpu:99999999999999999999999999999999999'... (5005 characters)"
+    >>> quote(list(range(1000)), limit=20)
+    '[0, 1, 2, 3, 4,... (list, 4890 characters as text)'
     """
     text = repr(value)
     if len(text) <= limit:
         return text
+    keep = max(limit // 2, 1)
     if isinstance(value, str):
-        return f"{value[:40]!r}... ({len(value)} characters)"
-    return f"{text[:60]}... ({type(value).__name__}, {len(text)} characters as text)"
+        return f"{value[:keep]!r}... ({len(value)} characters)"
+    return f"{text[: keep + keep // 2]}... ({type(value).__name__}, {len(text)} characters as text)"

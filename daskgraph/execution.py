@@ -45,6 +45,7 @@ __all__ = [
     "execute_partition",
     "pack_small",
     "requested_bytes",
+    "requested_size",
     "resident",
     "run_partition",
     "store_for",
@@ -107,7 +108,8 @@ _ASKED = re.compile(r"allocat\w*\s+([\d,]+(?:\.\d+)?)\s?(" + "|".join(_UNITS) + 
 def requested_bytes(message: str) -> int | None:
     """The bytes an out-of-memory error says were asked for, in the words of CuPy's pool
     (``1,024 bytes``), RMM's pool (``failed to allocate 1.5 GiB``: rounded as RMM printed it)
-    or NumPy; None where the message names no size.
+    or NumPy; None where the message names no size. :func:`requested_size` also says how
+    precise the figure is.
 
     >>> requested_bytes("Out of memory allocating 1,024 bytes (allocated so far: 0 bytes).")
     1024
@@ -119,21 +121,53 @@ def requested_bytes(message: str) -> int | None:
     >>> requested_bytes("std::bad_alloc") is None
     True
     """
+    size = requested_size(message)
+    return None if size is None else size[0]
+
+
+def requested_size(message: str) -> tuple[int, int] | None:
+    """``(bytes, margin)``: the bytes an out-of-memory error says were asked for, and how far
+    the true count may lie from them. A count printed in bytes is exact (margin 0); one
+    printed in a binary unit with a few decimals (RMM's ``7.964494 GiB``, NumPy's
+    ``4.00 PiB``) is only as precise as its last digit: the margin is that digit's unit, so
+    that the true count is within it whether the allocator rounded or truncated.
+
+    >>> requested_size("Out of memory allocating 8,551,810,576 bytes (allocated so far: 0 bytes)")
+    (8551810576, 0)
+    >>> requested_size("Maximum pool size exceeded (failed to allocate 7.964494 GiB): current")
+    (8551810315, 1074)
+    >>> requested_size("std::bad_alloc") is None
+    True
+    """
     found = _ASKED.search(message) or re.search(r"([\d,]+) (bytes)", message)
     if found is None:
         return None
-    return round(float(found.group(1).replace(",", "")) * _UNITS[found.group(2)])
+    number, unit = found.group(1).replace(",", ""), _UNITS[found.group(2)]
+    decimals = len(number.partition(".")[2])
+    margin = 0 if unit == 1 else -(-unit // 10**decimals)  # ceil: one unit of the last digit
+    return round(float(number) * unit), margin
 
 
 def _resource_exhausted(exc: Exception, ins: Any, program: PartitionProgram) -> Exception:
     """TensorFlow's OOM error, naming the op, the device and the bytes asked for; the pool's
-    cached blocks are freed so that the worker keeps working."""
-    nbytes = requested_bytes(str(exc))
+    cached blocks are freed so that the worker keeps working.
+
+    Fields: ``nbytes`` (None where the allocator named no size), ``nbytes_exact`` (whether
+    the allocator printed the count in bytes) and ``nbytes_margin`` (how far the true count
+    may lie from ``nbytes``: 0 when exact, else the unit of the last digit the allocator
+    printed, e.g. 1074 bytes for RMM's ``7.964494 GiB``)."""
+    size = requested_size(str(exc))
+    nbytes, margin = size if size is not None else (None, None)
     if program.backend == "cupy":
         import cupy
 
         cupy.get_default_memory_pool().free_all_blocks()
-    asked = f"{nbytes} bytes" if nbytes is not None else "memory"
+    if nbytes is None:
+        asked = "memory"
+    elif margin == 0:
+        asked = f"{nbytes} bytes"
+    else:
+        asked = f"about {nbytes} bytes (to within {margin} bytes: the allocator's rounded figure)"
     fix = (
         "Lower the batch size, or raise gpu_options.per_process_gpu_memory_fraction."
         if program.device_type == "GPU"
@@ -145,6 +179,8 @@ def _resource_exhausted(exc: Exception, ins: Any, program: PartitionProgram) -> 
         op=ins.op_name,
         device=program.device,
         nbytes=nbytes,
+        nbytes_exact=margin == 0 if nbytes is not None else None,
+        nbytes_margin=margin,
     )
 
 

@@ -49,8 +49,9 @@ def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
             reason = _not_in_graph(item, graph)
         if what == "Feed key":
             raise TypeError(f"Cannot interpret feed_dict key as Tensor: {reason}")
+        shown = item if len(item) <= 80 else quote(item)  # TensorFlow's words, unquoted
         raise ValueError(
-            f'Argument `fetch` = {item} cannot be interpreted as a Tensor. ("{reason}")'
+            f'Argument `fetch` = {shown} cannot be interpreted as a Tensor. ("{reason}")'
         )
     to_tensor = getattr(item, "_as_tensor", None)
     if to_tensor is not None:
@@ -62,7 +63,7 @@ def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
         )
     if item.graph is not graph:
         raise ValueError(
-            f"{what} {item!r} is not an element of this session's graph: it was built in "
+            f"{what} {quote(item)} is not an element of this session's graph: it was built in "
             "another graph. Run it with a session of that graph, or build it in this one."
         )
     return item
@@ -77,19 +78,19 @@ exist in the graph."
     """
     op_name, _, index = name.rpartition(":")
     if not op_name:
-        return f"The name {name!r} refers to an Operation not in the graph."
+        return f"The name {quote(name)} refers to an Operation not in the graph."
     try:
         op = graph.get_operation_by_name(op_name)
     except KeyError:
         return (
-            f"The name {name!r} refers to a Tensor which does not exist. The operation, "
-            f"{op_name!r}, does not exist in the graph."
+            f"The name {quote(name)} refers to a Tensor which does not exist. The operation, "
+            f"{quote(op_name)}, does not exist in the graph."
         )
     if not index.isdigit():
-        return f"The name {name!r} looks a like a Tensor name, but is not a valid one."
+        return f"The name {quote(name)} looks a like a Tensor name, but is not a valid one."
     return (
-        f"The name {name!r} refers to a Tensor which does not exist. The operation, "
-        f"{op_name!r}, exists but only has {len(op.outputs)} outputs."
+        f"The name {quote(name)} refers to a Tensor which does not exist. The operation, "
+        f"{quote(op_name)}, exists but only has {len(op.outputs)} outputs."
     )
 
 
@@ -138,7 +139,7 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
         item = resolve(value, graph, "Fetch argument")
         if not graph.is_fetchable(item):
             op = item.op if isinstance(item, Tensor) else item
-            raise ValueError(f"Operation {op.name!r} has been marked as not fetchable.")
+            raise ValueError(f"Operation {quote(op.name)} has been marked as not fetchable.")
         position = index.get(id(item))
         if position is None:
             position = index[id(item)] = len(items)
@@ -170,13 +171,15 @@ def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list
     if feed_dict is None:
         return [], []
     if not isinstance(feed_dict, Mapping):
-        raise TypeError(f"feed_dict must be a dict of tensor -> value; got {feed_dict!r}")
+        raise TypeError(f"feed_dict must be a dict of tensor -> value; got {quote(feed_dict)}")
     tensors, values = [], []
     keys: dict[Tensor, Any] = {}
     for key, value in _feed_pairs(feed_dict):
         tensor = resolve(key, graph, "Feed key")
         if not isinstance(tensor, Tensor):
-            what = f"The name {key!r} refers to" if isinstance(key, str) else f"{key!r} is"
+            what = (
+                f"The name {quote(key)} refers to" if isinstance(key, str) else f"{quote(key)} is"
+            )
             raise TypeError(
                 f"Cannot interpret feed_dict key as Tensor: {what} an Operation, not a Tensor "
                 '(tensor names have the form "<op_name>:<output_index>"); feed one of the '
@@ -186,8 +189,8 @@ def check_feeds(feed_dict: Mapping[Any, Any] | None, graph: Graph) -> tuple[list
             raise ValueError(f"Tensor {tensor.name} may not be fed.")
         if tensor in keys:
             raise ValueError(
-                f"Tensor {tensor.name!r} is fed twice, under the keys {keys[tensor]!r} and "
-                f"{key!r}; feed each tensor once."
+                f"Tensor {quote(tensor.name)} is fed twice, under the keys "
+                f"{quote(keys[tensor])} and {quote(key)}; feed each tensor once."
             )
         keys[tensor] = key
         tensors.append(tensor)
@@ -225,13 +228,13 @@ def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
     dtype = tensor.dtype
     if isinstance(value, (Tensor, Operation, CompositeTensor)):
         raise TypeError(
-            f"The value of a feed cannot be a Tensor ({value!r}); feed NumPy arrays or Python "
-            f"values to {tensor.name!r}."
+            f"The value of a feed cannot be a Tensor ({quote(value)}); feed NumPy arrays or Python "
+            f"values to {quote(tensor.name)}."
         )
     if dtype.name == "string" and isinstance(value, (int, float, np.number)):
         raise TypeError(
-            f"Type of feed value {value!r} with type {type(value)} is not compatible with Tensor "
-            f"type <dtype: 'string'> of {tensor.name!r}: feed str or bytes values."
+            f"Type of feed value {quote(value)} with type {type(value)} is not compatible with "
+            f"Tensor type <dtype: 'string'> of {quote(tensor.name)}: feed str or bytes values."
         )
     array = np.asarray(value, dtype=dtype.numpy if dtype.name == "string" else None)
     if dtype.name == "string":
@@ -240,7 +243,7 @@ def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
         array = cast_exactly(array, dtype)
     except ValueError as exc:
         raise ValueError(
-            f"Cannot feed value of dtype {array.dtype} to tensor {tensor.name!r} of dtype "
+            f"Cannot feed value of dtype {array.dtype} to tensor {quote(tensor.name)} of dtype "
             f"{dtype.name}: {exc}. Feed values that fit {dtype.name}, or give the placeholder "
             "a wider dtype."
         ) from None
@@ -251,7 +254,7 @@ def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
     ):
         wanted = tuple("?" if d is None else d for d in shape)
         raise ValueError(
-            f"Cannot feed value of shape {array.shape} for tensor {tensor.name!r}, which has "
+            f"Cannot feed value of shape {array.shape} for tensor {quote(tensor.name)}, which has "
             f"shape {wanted}".replace("'?'", "?")
         )
     return array

@@ -35,7 +35,7 @@ from itertools import compress, count
 from operator import ne
 
 from daskgraph.device import CPU, GPU, DeviceSpec
-from daskgraph.errors import InvalidArgumentError
+from daskgraph.errors import InvalidArgumentError, quote
 from daskgraph.graph import Graph, Operation
 from daskgraph.ops.registry import lookup
 from daskgraph.topology import Device
@@ -257,8 +257,8 @@ def colocation_groups(ops: Sequence[Operation]) -> list[int]:
             other = by_name.get(op.colocation)
             if other is None:
                 raise InvalidArgumentError(
-                    f"Operation {op.name!r} is colocated with {op.colocation!r}, which is not in "
-                    "the graph.",
+                    f"Operation {quote(op.name)} is colocated with {quote(op.colocation)}, which "
+                    "is not in the graph.",
                     op=op.name,
                 )
             a, b = find(op.id), find(other)
@@ -342,9 +342,9 @@ def _merge_group_request(
             if soft:
                 return current  # the first request of the group wins
             raise InvalidArgumentError(
-                f"Cannot colocate operations {source!r} and {op.name!r}: they request "
-                f"incompatible devices '{known}' and '{spec}'. Put them under one device scope, "
-                "or set allow_soft_placement=True.",
+                f"Cannot colocate operations {quote(source)} and {quote(op.name)}: they request "
+                f"incompatible devices {quote(str(known))} and {quote(str(spec))}. Put them "
+                "under one device scope, or set allow_soft_placement=True.",
                 op=op.name,
                 requested=str(spec),
                 conflicting=str(known),
@@ -537,7 +537,7 @@ def _why_unsatisfied(
 
 def _soft_detail(spec: DeviceSpec, why: str, device: Device) -> str:
     """What a soft fallback records: the request, why it failed, and where the op went."""
-    return f"requested '{spec}' but {why}; placed on {device.name} by soft placement"
+    return f"requested {quote(str(spec))} but {why}; placed on {device.name} by soft placement"
 
 
 def _unsatisfiable(
@@ -557,13 +557,30 @@ def _unsatisfiable(
     )
     names = ", ".join(d.name for d in devices if not d.unusable)
     return InvalidArgumentError(
-        f"Cannot assign a device for operation {op.name!r} ({op.type}): Could not satisfy "
-        f"explicit device specification '{spec}' because {why}; available devices: "
-        f"{names}.{fix}",
+        f"Cannot assign a device for operation {quote(op.name)} ({op.type}): Could not satisfy "
+        f"explicit device specification {quote(str(spec))} because {why}; available devices: "
+        f"{names}.{fix}{_virtual_gpu_hint(spec, devices)}",
         op=op.name,
         requested=str(spec),
         available=[d.name for d in devices if not d.unusable],
         requested_by=requester,
+    )
+
+
+def _virtual_gpu_hint(spec: DeviceSpec, devices: Sequence[Device]) -> str:
+    """How to get GPUs, for a GPU request on a cluster that has none at all, where a GPU
+    would have satisfied it (its job, replica and task exist): virtual GPUs, workers that run
+    the GPU kernels over NumPy. Empty otherwise."""
+    if spec.device_type != GPU or any(d.device_type == GPU for d in devices):
+        return ""
+    host = spec.replace(device_type=None, device_index=None)
+    if not any(host.matches(d.spec) for d in devices):
+        return ""  # the job or task is what is missing, not a GPU
+    return (
+        " This cluster has no GPU: to run GPU placements without one, use virtual GPUs "
+        "(workers that run the GPU kernels over NumPy): DASK_DASKGRAPH__VIRTUAL_GPUS=N in the "
+        "environment, or the Dask config key daskgraph.virtual-gpus, for the embedded cluster; "
+        "`daskgraph server --virtual-gpus N` for a server."
     )
 
 

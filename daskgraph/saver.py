@@ -6,8 +6,10 @@ writes them, by variable name, to ``dir/model-n.npz`` (NumPy's format), then rec
 and one ``all_model_checkpoint_paths`` line per kept checkpoint) and deletes the oldest beyond
 ``max_to_keep``. Both files are written atomically (a temporary file in the same directory,
 flushed and ``fsync``-ed, then ``os.replace``-d into place), so a crash mid-save leaves the
-previous checkpoint and state intact. ``restore`` reads the file back and assigns every
-variable, in a fresh process and graph too, whatever devices the variables are on now.
+previous checkpoint and state intact; the temporary file a killed save leaves behind is
+removed by the next save or restore in that directory. ``restore`` reads the file back and
+assigns every variable, in a fresh process and graph too, whatever devices the variables are
+on now.
 
 >>> import tempfile, os
 >>> import daskgraph as dg
@@ -40,6 +42,11 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: temporary files are not locked, and never swept
+    fcntl = None  # type: ignore[assignment]
 
 from daskgraph import scopes
 from daskgraph.errors import InvalidArgumentError, NotFoundError
@@ -136,26 +143,98 @@ def _unquote(text: str) -> str:
 
 
 # -- atomic files ----------------------------------------------------------------------------------
+# A file being written is named ``.<final name>.daskgraph-partial-<random>.tmp`` (hidden, in the
+# final file's directory, so that the rename stays within one file system) and holds an
+# exclusive ``flock`` for as long as it is written. The marker keeps the sweep below away from
+# user files; the lock keeps it away from files that a live writer (another Saver, another
+# process, another host on a shared file system) is still writing.
+_PARTIAL_MARKER = ".daskgraph-partial-"
+_PARTIAL = re.compile(r"\..+" + re.escape(_PARTIAL_MARKER) + r"[A-Za-z0-9_]+\.tmp")
+
+
 @contextmanager
 def _atomic_file(path: str) -> Iterator[IO[bytes]]:
-    """A file that appears at ``path`` whole or not at all: written as a hidden temporary file
-    in the same directory, flushed and fsync-ed, then renamed over ``path``; removed if the
-    block raises."""
+    """A file that appears at ``path`` whole or not at all: written as a hidden, locked
+    temporary file in the same directory, flushed and fsync-ed, then renamed over ``path``;
+    removed if the block raises. A process killed mid-write leaves its temporary file, which
+    :func:`_sweep_partial_files` removes at the next save or restore in that directory."""
     directory = os.path.dirname(path) or "."
-    handle, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-    )
+    handle, temporary = _locked_temporary(directory, os.path.basename(path))
     try:
         with os.fdopen(handle, "wb") as out:
             yield out
             out.flush()
             os.fsync(out.fileno())
-        os.replace(temporary, path)
+            os.replace(temporary, path)  # still locked: no sweep takes it before the rename
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
     _fsync_directory(directory)
+
+
+def _locked_temporary(directory: str, name: str) -> tuple[int, str]:
+    """A new temporary file for ``name`` in ``directory`` (descriptor and path), locked.
+
+    A sweep may take the file in the instant between its creation and its lock (it looks
+    abandoned then): the path is checked to still name the locked file, else a new one is
+    made."""
+    while True:
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{name}{_PARTIAL_MARKER}", suffix=".tmp", dir=directory
+        )
+        _lock(handle, blocking=True)
+        if _names_file(temporary, handle):
+            return handle, temporary
+        os.close(handle)  # swept before it was locked: its name is gone
+
+
+def _lock(handle: int, blocking: bool) -> bool:
+    """Take the exclusive lock of an open file; False if another process holds it (only
+    when not ``blocking``). Where the platform has no ``flock``, always True."""
+    if fcntl is None:
+        return True
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _names_file(path: str, handle: int) -> bool:
+    """Whether ``path`` still names the open file ``handle``."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(handle))
+    except FileNotFoundError:
+        return False
+
+
+def _sweep_partial_files(directory: str) -> list[str]:
+    """Remove the temporary files that saves killed mid-write left in ``directory`` (those of
+    daskgraph's naming that no live writer holds locked); returns their paths. Without
+    ``flock`` (not POSIX) nothing is removed: a writer could not be told from a leftover."""
+    removed = []
+    try:
+        names = [n for n in os.listdir(directory or ".") if _PARTIAL.fullmatch(n)]
+    except OSError:
+        return removed
+    if fcntl is None:
+        return removed
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            handle = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue  # gone already (its writer renamed it, or another sweep took it)
+        try:
+            if _lock(handle, blocking=False) and _names_file(path, handle):
+                os.unlink(path)
+                removed.append(path)
+        except OSError:
+            pass  # unlocked by a writer that just renamed it, or not ours to remove
+        finally:
+            os.close(handle)
+    return removed
 
 
 def _fsync_directory(directory: str) -> None:
@@ -418,6 +497,7 @@ class Saver:
                 raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
             os.makedirs(directory, exist_ok=True)
         arrays = {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
+        _sweep_partial_files(directory)  # what saves killed mid-write left here
         with _atomic_file(_data_path(prefix)) as out:
             _write_arrays(out, arrays)
         old = self._record(prefix)
@@ -462,6 +542,7 @@ class Saver:
             raise ValueError("Can't load save_path when it is None.")
         if not checkpoint_exists(save_path):
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
+        _sweep_partial_files(os.path.dirname(save_path) or ".")
         arrays = _read(save_path)
         feeds = self._restore_ops()
         feed_dict = {}

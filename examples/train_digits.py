@@ -11,9 +11,12 @@ the model on its own (virtual) GPU, and the parameters live on the CPU
 - ``async``: each tower applies its own update as soon as it is done, in its own thread.
 
 Both should reach at least 95% accuracy on the held-out quarter of the data. A progress bar
-shows the training, and the loss curves of both modes go to a PNG.
+shows the training, and the loss curves of both modes go to a PNG: by default in the system's
+temporary folder (its path is printed), never among the repository's files; ``--plot PATH``
+writes it elsewhere, and ``--docs-image`` rewrites the README's picture
+(docs/images/train_digits.png) on purpose.
 
-Run: ``python examples/train_digits.py --steps 150 --plot docs/images/train_digits.png``
+Run: ``python examples/train_digits.py --steps 150``
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import daskgraph as dg
 
 # Without real GPUs, the embedded cluster gets virtual ones for the towers (see matpow.py).
 TOWERS = 4
+DOCS_IMAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "images" / "train_digits.png"
 dask.config.set({"daskgraph.virtual-gpus": max(TOWERS, dask.config.get("daskgraph.virtual-gpus"))})
 
 
@@ -215,7 +219,20 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="a multiple of --towers")
     parser.add_argument("--learning-rate", type=float, default=0.005)
     parser.add_argument("--modes", nargs="+", default=["sync", "async"])
-    parser.add_argument("--plot", type=pathlib.Path, default=pathlib.Path("train_digits.png"))
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--plot",
+        type=pathlib.Path,
+        default=pathlib.Path(tempfile.gettempdir()) / "daskgraph-examples" / "train_digits.png",
+        help="where the loss curves go (default: %(default)s)",
+    )
+    where.add_argument(
+        "--docs-image",
+        action="store_const",
+        dest="plot",
+        const=DOCS_IMAGE,
+        help="rewrite the README's picture, docs/images/train_digits.png",
+    )
     parser.add_argument("--min-accuracy", type=float, default=0.95)
     args = parser.parse_args()
     data = load_digits_data()

@@ -168,6 +168,17 @@ def constant(
     return op.outputs[0]
 
 
+def _check_big_ints(source: np.ndarray, array: np.ndarray, dtype: dtypes.DType) -> None:
+    """Refuse Python ints too large for NumPy's integers (an object array) that the float
+    array ``array`` made from them does not hold exactly."""
+    for given, made in zip(source.flat, array.flat, strict=True):
+        if isinstance(given, int) and not (np.isfinite(made) and int(made) == given):
+            shown = str(int(made)) if np.isfinite(made) else "inf"
+            raise ValueError(
+                f"{given} cannot be represented exactly as {dtype.name} (it would become {shown})"
+            )
+
+
 def _convert(value: Any, dtype: dtypes.DType, name: str) -> np.ndarray:
     """``value`` as an array of ``dtype``; refuses conversions that would change values."""
     source = np.asarray(value)
@@ -179,13 +190,15 @@ def _convert(value: Any, dtype: dtypes.DType, name: str) -> np.ndarray:
             f"constant {name!r}: cannot convert {quote(value)} to {dtype.name}: {exc}"
         ) from None
     kinds = source.dtype.kind + array.dtype.kind
-    if (kinds[0] in "biu" and kinds[1] in "iuf") or kinds == "ff":
-        try:  # integers out of range, overflow to infinity: TensorFlow refuses them too
+    try:  # integers out of range or rounded, overflow to infinity: all refused
+        if (kinds[0] in "biu" and kinds[1] in "iuf") or kinds == "ff":
             dtypes.cast_exactly(source, dtype)
-        except ValueError as exc:
-            raise TypeError(
-                f"constant {name!r}: cannot convert {quote(value)} to {dtype.name}: {exc}"
-            ) from None
+        elif kinds == "Of":
+            _check_big_ints(source, array, dtype)
+    except ValueError as exc:
+        raise TypeError(
+            f"constant {name!r}: cannot convert {quote(value)} to {dtype.name}: {exc}"
+        ) from None
     if (
         source.dtype.kind in "fc"
         and array.dtype.kind in "iub"

@@ -7,13 +7,17 @@ the placement log on stderr) must show each op on the device TensorFlow's placer
 
 from __future__ import annotations
 
+import ast
+import os
 import pathlib
+import re
 import subprocess
 import sys
 
 import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+REPO = EXAMPLES.parent
 TIMEOUT_S = 120
 DEVICE = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0, GPU1 = f"{DEVICE}CPU:0", f"{DEVICE}GPU:0", f"{DEVICE}GPU:1"
@@ -93,14 +97,17 @@ CASES = [
 ]
 
 
-def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_example(
+    name: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
-        cwd=EXAMPLES.parent,
+        cwd=REPO,
         check=False,
+        env=None if env is None else {**os.environ, **env},
     )
 
 
@@ -161,3 +168,49 @@ def test_train_digits_trains_both_modes_saves_restores_and_plots(tmp_path) -> No
         assert "restored in a fresh session" in line and f"global step {step}" in line, line
     assert plot.stat().st_size > 10_000
     assert "step/s" in proc.stderr  # the progress bar
+
+
+def _documented_digits_command() -> list[str]:
+    """The command that the digits example's docstring gives to run it (and the README)."""
+    docstring = ast.get_docstring(ast.parse((EXAMPLES / "train_digits.py").read_text()))
+    (command,) = re.findall(r"Run: ``python (examples/train_digits\.py[^`]*)``", docstring)
+    assert f"`python {command}`" in (REPO / "README.md").read_text(), "the README differs"
+    return command.split()
+
+
+def _repository_files() -> dict[str, tuple[int, int]]:
+    """Every file git tracks or would list as new (not ignored): its mtime and size."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=False,
+    )
+    if listed.returncode != 0:
+        pytest.skip(f"not a git checkout: {listed.stderr.decode().strip()}")
+    stats = {}
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        if (REPO / name).is_file():
+            stat = (REPO / name).stat()
+            stats[name] = (stat.st_mtime_ns, stat.st_size)
+    return stats
+
+
+def test_the_documented_digits_command_writes_nothing_among_the_repositorys_files(tmp_path):
+    """The README's command for the digits example leaves every tracked file as it was and
+    adds none: the plot goes to the temporary folder (here ``TMPDIR``), and says where."""
+    script, *documented = _documented_digits_command()
+    before = _repository_files()
+    shorter = ["--steps", "3", "--modes", "sync", "--min-accuracy", "0"]  # the same outputs
+    proc = run_example(
+        pathlib.Path(script).name, *documented, *shorter, env={"TMPDIR": str(tmp_path)}
+    )
+    output = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    assert proc.returncode == 0, output
+    after = _repository_files()
+    changed = sorted(
+        name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
+    )
+    assert not changed, f"the example wrote among the repository's files: {changed}"
+    plot = tmp_path / "daskgraph-examples" / "train_digits.png"
+    assert plot.stat().st_size > 10_000 and f"loss curves: {plot}" in proc.stdout, output

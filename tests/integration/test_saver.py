@@ -205,6 +205,82 @@ def test_a_crash_mid_save_leaves_the_previous_checkpoint(dg_session, tmp_path, m
     assert np.load(str(tmp_path / "model-4.npz"))["w"][0] == 1.0
 
 
+# -- a save killed mid-write ---------------------------------------------------------------------
+KILLED_SAVE = textwrap.dedent(
+    """
+    import io, sys, threading
+    import numpy as np
+    import daskgraph as dg
+    from daskgraph import saver as saver_module
+
+    class Values:  # a stand-in session: the values to save, without a cluster
+        def run(self, fetches):
+            return [np.full(200_000, 7.0) for _ in fetches]
+
+    def write_half_then_hang(out, arrays):
+        whole = io.BytesIO()
+        np.savez(whole, **arrays)
+        out.write(whole.getvalue()[: len(whole.getvalue()) // 2])
+        out.flush()
+        print("half written", flush=True)
+        threading.Event().wait()  # until the SIGKILL
+
+    saver_module._write_arrays = write_half_then_hang
+    w = dg.Variable(np.zeros(200_000), name="w")
+    dg.train.Saver().save(Values(), sys.argv[1] + "/model", global_step=2)
+    """
+)
+
+
+def _kill_mid_save(directory) -> None:
+    """Run a save in another process and SIGKILL it once half its file is written."""
+    script = directory / "killed_save.py"
+    script.write_text(KILLED_SAVE)
+    saving = subprocess.Popen(
+        [sys.executable, str(script), str(directory)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(saving.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(120)
+    try:
+        assert line == ["half written\n"], f"the save did not start writing: {line}"
+    finally:
+        os.killpg(saving.pid, signal.SIGKILL)
+        saving.wait(30)
+        saving.stdout.close()
+    assert saving.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("then", ["save", "restore"])
+def test_a_save_killed_mid_write_leaves_nothing_after_the_next_save_or_restore(
+    dg_session, tmp_path, then
+):
+    w = dg.Variable(np.arange(200_000.0), name="w")
+    dg_session.run(w.initializer)
+    good = Saver().save(dg_session, str(tmp_path / "model"), global_step=1)
+    _kill_mid_save(tmp_path)
+    partial = [name for name in _files(tmp_path) if name.endswith(".tmp")]
+    assert len(partial) == 1 and partial[0].startswith(".model-2.npz.")  # the killed save's
+    assert (tmp_path / partial[0]).stat().st_size > 800_000  # half of 1.6 MB
+    assert latest_checkpoint(str(tmp_path)) == good  # the kill did not touch the checkpoint
+
+    dg_session.run(w.assign(np.zeros(200_000)))
+    if then == "save":
+        assert Saver().save(dg_session, str(tmp_path / "model"), global_step=3) == str(
+            tmp_path / "model-3"
+        )
+        assert _files(tmp_path) == ["checkpoint", "killed_save.py", "model-1.npz", "model-3.npz"]
+        Saver().restore(dg_session, good)
+    else:
+        Saver().restore(dg_session, latest_checkpoint(str(tmp_path)))
+        assert _files(tmp_path) == ["checkpoint", "killed_save.py", "model-1.npz"]
+    assert dg_session.run(w).tolist() == list(np.arange(200_000.0))
+
+
 # -- a killed process, restored in another one -----------------------------------------------------
 SCRIPT = textwrap.dedent(
     """

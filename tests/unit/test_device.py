@@ -56,8 +56,8 @@ VALID = [
 VALID_IDS = [case[0] or "<empty>" for case in VALID]
 
 MALFORMED = [
-    ("/gpu:0/cpu:0", "two device types given (GPU and CPU)"),
-    ("/device:GPU:0/device:CPU:1", "two device types given (GPU and CPU)"),
+    ("/gpu:0/cpu:0", "two device types given ('GPU' and 'CPU')"),
+    ("/device:GPU:0/device:CPU:1", "two device types given ('GPU' and 'CPU')"),
     ("/gpu:0/device:GPU:1", "two device types"),
     ("/job:a/job:b", "field 'job' given twice"),
     ("/task:0/task:1", "field 'task' given twice"),
@@ -119,7 +119,8 @@ def test_from_string_rejects(text: str, reason: str) -> None:
 
 def test_malformed_message_exact() -> None:
     expected = (
-        "Malformed device specification '/gpu:0/cpu:0': two device types given (GPU and CPU). "
+        "Malformed device specification '/gpu:0/cpu:0': two device types given "
+        "('GPU' and 'CPU'). "
         "Expected a string like '/job:worker/replica:0/task:1/device:GPU:0'"
     )
     with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
@@ -377,3 +378,21 @@ def test_parse_rejects(value: object) -> None:
 def test_parse_rejects_malformed() -> None:
     with pytest.raises(ValueError, match=re.escape("'/foo:1'")):
         parse("/foo:1")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/device:GPU:0/device:" + "Y" * 4_000_000 + ":0",
+        "/gpu:0/device:" + "X" * 4_000_000,
+        "/" + "k" * 4_000_000 + ":1",
+        "/task:" + "9" * 4_000_000,
+    ],
+    ids=["second-device-type", "second-device-type-no-index", "unknown-field", "huge-index"],
+)
+def test_a_4mb_malformed_string_is_quoted_shortened(text: str) -> None:
+    with pytest.raises(ValueError, match="Malformed device specification") as info:
+        DeviceSpec.from_string(text)
+    message = str(info.value)
+    assert len(message) < 1_000
+    assert f"... ({len(text)} characters)" in message

@@ -582,6 +582,7 @@ def test_cupy_out_of_memory_becomes_resource_exhausted(trace: bool) -> None:
     assert type(err) is ResourceExhaustedError
     assert isinstance(err, MemoryError)
     assert (err.op, err.device, err.nbytes) == ("big", GPU0, 1024)
+    assert (err.nbytes_exact, err.nbytes_margin) == (True, 0)  # CuPy prints bytes
     assert "OOM when allocating 1024 bytes for op big (MatMul) on " + GPU0 in str(err)
     assert "per_process_gpu_memory_fraction" in str(err)
     assert type(err.__cause__) is OutOfMemoryError
@@ -602,6 +603,7 @@ def test_memory_error_becomes_resource_exhausted() -> None:
     err = result.error
     assert type(err) is ResourceExhaustedError
     assert (err.op, err.device, err.nbytes) == ("big", GPU0, None)
+    assert (err.nbytes_exact, err.nbytes_margin) == (None, None)
     assert f"OOM when allocating memory for op big (MatMul) on {GPU0}" in str(err)
 
 
@@ -621,20 +623,53 @@ def _numpy_oom_kernel(xp, x):
 
 
 @pytest.mark.parametrize(
-    ("kernel", "nbytes"),
-    [(_rmm_pool_exceeded_kernel, 8 * 2**30), (_numpy_oom_kernel, 4 * 2**50)],
+    ("kernel", "nbytes", "margin"),
+    [
+        (_rmm_pool_exceeded_kernel, 8 * 2**30, 1074),
+        (_numpy_oom_kernel, 4 * 2**50, -(-(2**50) // 100)),
+    ],
     ids=["rmm-pool", "numpy"],
 )
 def test_out_of_memory_names_the_bytes_an_allocator_printed_in_binary_units(
-    kernel, nbytes: int
+    kernel, nbytes: int, margin: int
 ) -> None:
     """RMM's pool (what dask-cuda workers allocate from) says ``8.000000 GiB``, not bytes:
-    the error still names the bytes asked for."""
+    the error still names the bytes asked for, as approximate as the allocator printed them
+    (to within the unit of its last digit: 2**30 / 10**6 bytes, rounded up)."""
     result = execute_partition(one_op_program(kernel), OOM_STEP, (np.ones(4, np.float32),), False)
     err = result.error
     assert type(err) is ResourceExhaustedError
     assert (err.op, err.device, err.nbytes) == ("big", GPU0, nbytes)
-    assert f"OOM when allocating {nbytes} bytes for op big (MatMul) on {GPU0}" in str(err)
+    assert (err.nbytes_exact, err.nbytes_margin) == (False, margin)
+    assert f"OOM when allocating about {nbytes} bytes (to within {margin} bytes" in str(err)
+    again = pickle.loads(pickle.dumps(err))
+    assert (again.nbytes, again.nbytes_exact, again.nbytes_margin) == (nbytes, False, margin)
+
+
+def _rmm_rounded_kernel(xp, x):
+    # what an H100 printed for a 46238 x 46238 float32 product (8551810576 bytes): RMM's
+    # format_bytes keeps 6 decimals of GiB, so the figure is 261 bytes short of the truth
+    raise MemoryError(
+        "std::bad_alloc: out_of_memory: RMM failure at:/__w/rmm/rmm/cpp/include/rmm/mr/device/"
+        "pool_memory_resource.hpp:260: Maximum pool size exceeded (failed to allocate "
+        "7.964494 GiB): Not enough room to grow, current/max/try size = 3.999999 GiB, "
+        "3.999999 GiB, 7.964494 GiB"
+    )
+
+
+def test_an_rmm_figure_rounded_below_the_true_size_is_marked_approximate() -> None:
+    """The true count (46238 * 46238 * 4) lies within the margin the error gives, though
+    not at or below the figure RMM printed."""
+    true = 46238 * 46238 * 4
+    result = execute_partition(
+        one_op_program(_rmm_rounded_kernel), OOM_STEP, (np.ones(4, np.float32),), False
+    )
+    err = result.error
+    assert type(err) is ResourceExhaustedError
+    assert err.nbytes == round(7.964494 * 2**30) == true - 261
+    assert err.nbytes_exact is False and err.nbytes_margin == 1074
+    assert abs(err.nbytes - true) <= err.nbytes_margin
+    assert "about 8551810315 bytes (to within 1074 bytes" in str(err)
 
 
 def test_out_of_memory_copying_an_input_to_the_gpu_is_resource_exhausted(

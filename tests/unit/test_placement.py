@@ -471,3 +471,73 @@ def test_large_graph_is_placed_correctly() -> None:
     assert got == expected
     assert placement[g.get_operations()[-1]].reason == "automatic"
     assert placement[g.get_operations()[2 * segment]].reason == "explicit"
+
+
+# -- what placement errors quote ---------------------------------------------------------------
+HUGE = 4_000_000  # a 4 MB piece of user input
+
+
+def test_a_4mb_device_string_is_quoted_shortened_in_the_placement_error() -> None:
+    spec = "/job:" + "a" * HUGE + "/device:GPU:0"
+    with dg.Graph().as_default() as g:
+        with dg.device(spec):
+            dg.constant([1.0], name="big")
+    with pytest.raises(InvalidArgumentError) as info:
+        place(g, local_devices(2))
+    message = str(info.value)
+    assert len(message) < 1_000
+    assert "'/job:aaaaaaaaa" in message and f"... ({HUGE + 18} characters)" in message
+    assert "'big' (Const)" in message and "no devices matching" in message
+    assert info.value.requested == spec  # the structured field keeps it whole
+
+
+def test_a_4mb_op_name_is_quoted_shortened_in_placement_errors() -> None:
+    name = "n" * HUGE
+    with dg.Graph().as_default() as g:
+        with dg.device("/gpu:7"):
+            dg.constant([1.0], name=name)
+    with pytest.raises(InvalidArgumentError) as info:
+        place(g, local_devices(2))
+    assert len(str(info.value)) < 1_000 and f"... ({HUGE} characters) (Const)" in str(info.value)
+    assert info.value.op == name
+
+    with dg.Graph().as_default() as g:
+        a = dg.constant([1.0], name="a" * HUGE)
+        with dg.colocate_with(a), dg.device("/gpu:1"):
+            dg.square(a, name="b" * HUGE)
+        with dg.colocate_with(a), dg.device("/device:" + "Z" * HUGE + ":0"):
+            dg.square(a, name="c" * HUGE)
+    with pytest.raises(InvalidArgumentError, match="Cannot colocate operations") as info:
+        place(g, local_devices(2))
+    assert len(str(info.value)) < 1_000 and info.value.op == "c" * HUGE
+
+
+# -- a GPU request on a cluster without GPUs -----------------------------------------------------
+def test_a_gpu_request_without_any_gpu_says_how_to_get_virtual_gpus() -> None:
+    with dg.Graph().as_default() as g:
+        with dg.device("/gpu:0"):
+            dg.constant([1.0], name="a")
+    with pytest.raises(InvalidArgumentError) as info:
+        place(g, local_devices(0))
+    message = str(info.value)
+    assert "allow_soft_placement=True" in message
+    assert "This cluster has no GPU" in message
+    assert "DASK_DASKGRAPH__VIRTUAL_GPUS=N" in message and "daskgraph.virtual-gpus" in message
+
+
+@pytest.mark.parametrize(
+    ("devices", "request_"),
+    [
+        (local_devices(2), "/gpu:2"),
+        (local_devices(0), "/job:ps/gpu:0"),
+        (local_devices(0), "/cpu:1"),
+    ],
+    ids=["a-gpu-exists", "the-job-is-missing", "a-cpu-request"],
+)
+def test_other_unsatisfiable_requests_do_not_mention_virtual_gpus(devices, request_) -> None:
+    with dg.Graph().as_default() as g:
+        with dg.device(request_):
+            dg.constant([1.0], name="a")
+    with pytest.raises(InvalidArgumentError) as info:
+        place(g, devices)
+    assert "VIRTUAL_GPUS" not in str(info.value)
