@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test lint bench reliability check-newest gpu-check clean
+.PHONY: demo test test-under-load lint bench reliability check-newest gpu-check clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,14 @@ demo: $(STAMP)  ## A^n + B^n on the embedded cluster (virtual GPUs where there a
 
 test: $(STAMP)  ## the whole suite: unit, integration and (skipped without a GPU) gpu tests
 	$(PY) -m pytest
+
+# The suite (by default its integration and fault-and-fuzz parts) while another process keeps
+# one core busy (.ci/busy: stress-ng where installed, else a Python busy loop), stopped after the
+# run whatever its outcome. No test's verdict may depend on how fast the machine is.
+# Another selection or load: make test-under-load LOAD_TESTS=tests/unit BUSY_CORES=2
+LOAD_TESTS ?= tests/integration tests/reliability
+test-under-load: $(STAMP)  ## pytest $(LOAD_TESTS) with one core kept busy
+	.ci/busy $(PY) -m pytest $(LOAD_TESTS)
 
 reliability: $(STAMP)  ## the fault-and-fuzz suite alone; writes its counts to docs/reliability.md
 	DASKGRAPH_RELIABILITY_REPORT=docs/reliability.md $(PY) -m pytest tests/reliability -p no:cacheprovider

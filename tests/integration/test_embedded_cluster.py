@@ -190,7 +190,7 @@ def test_shutdown_closes_the_embedded_cluster():
     dg_embedded.shutdown()
     assert sess.client.status == "closed"
     assert sess._conn.cluster.status.name == "closed"
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a wait for the event, generous for a busy machine
     while opened & _listening() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not opened & _listening(), "the cluster's sockets are still listening"
@@ -249,7 +249,7 @@ def test_workers_are_separate_processes_when_processes_is_true():
     assert os.getpid() not in pids.values()
     assert len(set(pids.values())) == 2  # one process per worker
     assert box["ran_on"] == box["devices"]["GPU:0"]
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a wait for the event, generous for a busy machine
     while any(psutil.pid_exists(p) for p in pids.values()) and time.monotonic() < deadline:
         time.sleep(0.1)
     alive = [p for p in pids.values() if psutil.pid_exists(p)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import dask
 import numpy as np
 import pytest
 
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.virtual_gpus(2)
 
 TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
 PREFIX = "/job:localhost/replica:0/task:0/device:"
+LIMIT_S = 60  # for a call that must not hang: only a hang runs past it, not a busy machine
 
 
 def _worker_of(session: dg.Session, device: str) -> str:
@@ -132,19 +134,21 @@ def test_int32_matmul_without_request_runs_on_the_cpu(dg_session):
 def test_unsatisfiable_device_raises_quickly(dg_session, configured, request_, soft_device):
     with dg.device(request_):
         bad = dg.multiply(dg.constant(2.0), 3.0, name="bad")
-    box = _within(10, lambda: dg_session.run(bad))
+    # "quickly": refused at placement, not after waiting for the device to (re)appear. With
+    # that wait made far longer than the limit, the limit can leave a busy machine a minute.
+    with dask.config.set({"daskgraph.worker-restart-grace": 3600}):
+        box = _within(LIMIT_S, lambda: dg_session.run(bad))
     assert isinstance(box.get("error"), InvalidArgumentError), box
     message = str(box["error"])
     assert "'bad'" in message or "'Const'" in message
     assert dg.DeviceSpec.from_string(request_).to_string() in message
     assert "allow_soft_placement" in message
     assert box["error"].available == [d.name for d in dg_session.list_devices()]
-    assert box["elapsed"] < 5
 
     # with soft placement the op falls back to a device of the requested type first, keeping
     # the requested job (so an unknown job still fails, as in TensorFlow)
     soft = configured(allow_soft_placement=True)
-    box = _within(10, lambda: _traced(soft, bad))
+    box = _within(LIMIT_S, lambda: _traced(soft, bad))
     if soft_device is None:
         assert isinstance(box.get("error"), InvalidArgumentError), box
         assert "/job:worker" in str(box["error"])

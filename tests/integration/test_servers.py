@@ -480,17 +480,22 @@ def test_run_on_a_device_that_left_before_its_first_run_does_not_hang():
     s1 = start_server(spec, 1)
     try:
         value(within(60, lambda: s0.wait_for_cluster(timeout=30)))
+        grace = 1  # seconds the run waits for task 1 to come back
         with (
             dg.Graph().as_default(),
-            dask.config.set({"daskgraph.fast-path": True, "daskgraph.worker-restart-grace": 1}),
+            dask.config.set({"daskgraph.fast-path": True, "daskgraph.worker-restart-grace": grace}),
         ):
             with dg.device("/job:local/task:1/cpu:0"):
                 x = dg.constant(1.0, name="x")
             sess = open_session(s0.target)
             try:
                 stop(s1)  # task 1 leaves after the session listed its devices
-                box = within(5, lambda: sess.run(x))
+                # a hang, not a slow machine, is what fails: the grace and a liveness tick are
+                # the waits the run may make, and the limit leaves a minute on top of them
+                tick = float(dask.config.get("daskgraph.liveness-check-interval"))
+                box = within(grace + tick + 60, lambda: sess.run(x))
                 assert isinstance(box.get("error"), InvalidArgumentError), box
+                assert "task:1" in str(box["error"]), box
             finally:
                 sess.close()
     finally:

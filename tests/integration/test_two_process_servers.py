@@ -32,7 +32,11 @@ from daskgraph.server import free_ports
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROUNDS = 20  # per order of start-up
 ROUND_S = 30  # limit for one round (both processes)
-EXIT_S = 15  # limit for a process whose session cannot be created to exit
+# limit for a process whose session cannot be created to exit: its start, daskgraph's import and
+# daskgraph.connect-timeout (10 s), with a wide margin for a busy machine; a session that waited
+# for the cluster instead (daskgraph.cluster.wait-timeout, 300 s) or a process kept alive by a
+# thread would still run past it
+EXIT_S = 60
 
 PROGRAM = r'''
 """examples/two_servers.py's program, once per stdin line: ROUND PORT0 PORT1 DELAY FORM."""
@@ -186,6 +190,8 @@ def check(results: list, first: int) -> None:
             assert r["free_device"] == f"/job:local/replica:0/task:{task}/device:CPU:0", r
 
 
+# the suite's longest test (38 s on two busy cores); each of its 20 rounds may take ROUND_S
+@pytest.mark.timeout(ROUNDS * ROUND_S + 60)
 def test_the_two_server_program_passes_20_of_20_started_in_either_order(start_pair):
     """20 rounds with task 0 starting first and 20 with task 1 first, the two orders played
     at once by two pairs of processes."""
@@ -252,7 +258,6 @@ def test_a_session_that_cannot_be_created_fails_fast_and_the_process_exits(
     (dead,) = free_ports(1)
     script = tmp_path / "bad_target.py"
     script.write_text(BAD_TARGET)
-    started = time.monotonic()
     try:
         done = subprocess.run(
             [sys.executable, str(script), target.format(dead=dead)],
@@ -268,4 +273,3 @@ def test_a_session_that_cannot_be_created_fails_fast_and_the_process_exits(
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"daskgraph.errors.{error}: "), done.stderr
     assert says.format(dead=dead) in last, done.stderr
-    assert time.monotonic() - started < EXIT_S

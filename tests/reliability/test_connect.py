@@ -1,11 +1,17 @@
-"""Sessions to addresses where no Dask scheduler answers fail within 5 s, saying what answered.
+"""Sessions to addresses where no Dask scheduler answers fail, saying what answered.
 
 A closed loopback port; servers that are not Dask: one that greets every connection with
 HTTP, ones that send random bytes, a real HTTP server (which waits for a request), one that
 closes every connection at once, and one that accepts and says nothing. Each session fails
 with a daskgraph error naming the address and what was found there. (Before, a waiting HTTP
-server or a silent one took the whole ``daskgraph.connect-timeout``, 10 s, and a reply was
-described as a Dask frame of an impossible size, "3.07 EiB".)
+server or a silent one took the whole ``daskgraph.connect-timeout``, 10 s, to be reported as
+something that "did not answer as" Dask, and a reply was described as a Dask frame of an
+impossible size, "3.07 EiB".)
+
+What tells the fixed behaviour from the old one is the error's words ("said nothing", "an HTTP
+server"), which only the greeting check (a share of the connect timeout, about 3 s) produces;
+the time limit only catches a hang: the connect timeout with a wide margin, so that a busy
+machine does not fail the test.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from contextlib import contextmanager
 import pytest
 
 import daskgraph as dg
+from daskgraph.master import connect_timeout
 from daskgraph.server import free_ports
 
-LIMIT_S = 5.0
+LIMIT_S = connect_timeout() + 30.0
 
 
 def _serve(answer: Callable[[socket.socket], None]) -> tuple[str, socket.socket]:
@@ -78,7 +85,9 @@ def test_a_dead_loopback_port(tally):
     scenario = tally.scenario("session to a dead loopback port", LIMIT_S, "clear error")
     for port in free_ports(3):
         with scenario.trial() as trial, dg.Graph().as_default():
-            trial.run(lambda p=port: dg.Session(f"tcp://127.0.0.1:{p}"), 30, [f"127.0.0.1:{port}"])
+            trial.run(
+                lambda p=port: dg.Session(f"tcp://127.0.0.1:{p}"), LIMIT_S, [f"127.0.0.1:{port}"]
+            )
     scenario.verify(min_trials=3)
 
 
@@ -96,5 +105,5 @@ def test_a_server_that_is_not_dask(tally, kind, trials, says):
     scenario = tally.scenario("session to a server that is not Dask", LIMIT_S, "clear error")
     for seed in range(trials):
         with _server(kind, seed) as address, scenario.trial() as trial, dg.Graph().as_default():
-            trial.run(lambda a=address: dg.Session(f"tcp://{a}"), 30, [address, says])
+            trial.run(lambda a=address: dg.Session(f"tcp://{a}"), LIMIT_S, [address, says])
     scenario.verify()

@@ -88,7 +88,7 @@ def _worker_state() -> Callable[..., dict[str, int]]:
     return probe
 
 
-def _settle(client: Any, timeout: float = 10.0) -> None:
+def _settle(client: Any, timeout: float = 60.0) -> None:
     """Until the scheduler and the workers hold no task but the client's futures (the
     session's programs): the last run's tasks are released a moment after it returns."""
     held = set(client.futures)
