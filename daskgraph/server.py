@@ -56,7 +56,7 @@ from daskgraph import master
 from daskgraph.cluster import worker_specs
 from daskgraph.cluster_spec import ADDRESS, ClusterSpec, with_protocol
 from daskgraph.config import SessionConfig, virtual_gpu_count
-from daskgraph.errors import InvalidArgumentError
+from daskgraph.errors import InvalidArgumentError, UnknownError
 from daskgraph.footprint import scheduler_extensions, shorten_dask_logs
 from daskgraph.gpus import visible_gpus
 
@@ -278,10 +278,23 @@ class Server:
         try:
             listen_args = self.security.get_listen_args("worker") if self.security else {}
             await endpoint.listen(self._target, **listen_args)
-        except BaseException:
+        except BaseException as exc:
             await endpoint.close()
+            if isinstance(exc, OSError):  # the port is taken (TensorFlow: UnknownError too)
+                raise self._cannot_listen(exc) from None
             raise
         self._endpoint = endpoint
+
+    def _cannot_listen(self, exc: OSError) -> UnknownError:
+        task = f"/job:{self.job_name}/replica:0/task:{self.task_index}"
+        return UnknownError(
+            f"Could not start the server of {task} at its address {self.address!r} (from the "
+            f"ClusterSpec): {exc.strerror or exc}. Another process listens there: stop it, or "
+            "give the task a free port in the ClusterSpec.",
+            task=task,
+            address=self.address,
+            found=exc.strerror or str(exc),
+        )
 
     def wait_for_cluster(self, timeout: float = 60.0) -> None:
         """Wait until every task of the cluster spec has registered its workers (a session

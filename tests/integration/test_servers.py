@@ -27,7 +27,12 @@ from distributed import Client
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.cli import main as cli_main
-from daskgraph.errors import DeadlineExceededError, InvalidArgumentError, UnreachableError
+from daskgraph.errors import (
+    DeadlineExceededError,
+    InvalidArgumentError,
+    UnknownError,
+    UnreachableError,
+)
 from daskgraph.server import ClusterSpec, Server, free_ports
 from daskgraph.session import RunMetadata, RunOptions
 from daskgraph.testing import within
@@ -715,6 +720,19 @@ def test_a_task_whose_scheduler_is_not_up_says_so(tmp_path, processes):
     assert error.task == "/job:local/replica:0/task:1"
     assert f"'tcp://{spec['local'][1]}' is the server of /job:local/replica:0/task:1" in str(error)
     assert f"nothing listens at {spec['local'][0]}" in str(error)
+
+
+def test_a_task_whose_port_is_taken_says_so():
+    """Task 1 listens at its address: when another process holds that port, the server fails
+    at once (before it waits for the scheduler), naming the task and the address."""
+    spec = local_spec(2)
+    port = int(spec["local"][1].rsplit(":", 1)[1])
+    with socket.create_server(("127.0.0.1", port)):
+        box = within(START_S, lambda: Server(spec, "local", 1, config=NO_GPUS, virtual_gpus=0))
+    error = box.get("error")
+    assert isinstance(error, UnknownError), box
+    assert error.task == "/job:local/replica:0/task:1" and error.address == spec["local"][1]
+    assert f"at its address {spec['local'][1]!r}" in str(error)
 
 
 def test_cli_server_from_tf_config(tmp_path, processes):
