@@ -679,7 +679,7 @@ def test_a_session_on_task_1s_address_from_a_third_process(tmp_path, processes, 
     t0 = processes.start(*common, "--task-index", "0")
     t1 = processes.start(*common, "--task-index", "1")
     for proc, task in ((t0, 0), (t1, 1)):
-        wait_for_log(processes, proc, f"/task:{task} serving {protocol}://{spec['local'][task]}")
+        wait_for_log(processes, proc, f"daskgraph server /job:local/task:{task} serving ")
     with tf.Graph().as_default():
         with tf.device("/job:local/task:0"):
             a = tf.constant(20.0, name="a")
@@ -698,6 +698,9 @@ def test_a_session_on_task_1s_address_from_a_third_process(tmp_path, processes, 
             assert all(d.worker.startswith(f"{protocol}://") for d in sess.list_devices())
         finally:
             sess.close()
+    for proc, task in ((t0, 0), (t1, 1)):  # server.target: the task's own address
+        said = f"/task:{task} serving {protocol}://{spec['local'][task]}\n"
+        assert said in processes.log(proc), processes.log(proc)
     terminate(processes, t1, t0)
 
 
