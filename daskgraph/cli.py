@@ -4,7 +4,7 @@
 
     daskgraph server --cluster-spec spec.json --job-name worker --task-index 1
     TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 1}}' daskgraph server
-    daskgraph devices tcp://host0:2222
+    daskgraph devices tcp://host0:2222      # any task's address, as a session's target
     daskgraph certs ./certs
 """
 
@@ -94,21 +94,23 @@ def server(
 @main.command()
 @click.argument("address")
 @click.option("--tls-dir", type=click.Path(file_okay=False), help="Certificates from `certs`.")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@click.option(
+    "--timeout", type=float, default=10.0, show_default=True, help="Seconds to reach the cluster."
+)
 def devices(address: str, tls_dir: str | None, timeout: float) -> None:
-    """List the devices of the cluster whose scheduler is at ADDRESS."""
-    from distributed import Client
-
+    """List the devices of the cluster at ADDRESS: any task's address, or its scheduler's
+    (as a session target: host:port, grpc://, tcp:// or tls://)."""
+    from daskgraph import master
     from daskgraph.connection import cuda_probes
+    from daskgraph.errors import DaskgraphError
     from daskgraph.liveness import cluster_workers
     from daskgraph.topology import devices_from_workers, format_device_mapping
 
     security = _security(tls_dir) if tls_dir else None
-    target = address if "://" in address else f"{'tls' if security else 'tcp'}://{address}"
-    try:
-        client = Client(target, timeout=timeout, security=security, set_as_default=False)
-    except OSError as exc:
-        raise click.ClickException(f"cannot reach the scheduler at {address}: {exc}") from None
+    try:  # as a Session connects: a closed port, or no Dask there, fails at once and says so
+        client, _ = master.open_target(address, security, timeout)
+    except DaskgraphError as exc:
+        raise click.ClickException(str(exc)) from None
     with client:
         workers = cluster_workers(client)
         probes = cuda_probes(client, workers)

@@ -90,8 +90,7 @@ class Connection:
             return target
         if isinstance(target, str):  # what TensorFlow's master does in CreateSession
             footprint.shorten_dask_logs()  # of the client made here
-            resolved = master.resolve_target(target)
-            client = master.connect(resolved.address, security)
+            client, resolved = master.open_target(target, security)
             try:
                 spec = master.published_cluster_spec(client)
                 if spec:

@@ -12,8 +12,11 @@ This module is that step and nothing else:
 * :func:`resolve_target` reads a session target (``grpc://host:port`` as TF1 programs write
   it, ``tcp://``, ``tls://`` or ``host:port``) into the Dask scheduler's address and the
   master's task, using the :class:`~daskgraph.server.Server` objects started in this process;
-* :func:`connect` reaches the scheduler, failing within seconds with a message saying what
-  answered and how to fix it, and leaving nothing behind that keeps the process alive;
+* :func:`open_target` and :func:`connect` reach the scheduler, failing within seconds with a
+  message saying what answered and how to fix it, and leaving nothing behind that keeps the
+  process alive. Any task's address is a target, as in TensorFlow: the server of a task that
+  does not run the scheduler answers Dask's ``identity`` call with the scheduler's address
+  (:data:`TASK_TYPE`, :func:`task_identity`), and :func:`locate` follows it;
 * :func:`publish_cluster_spec` (every ``Server`` calls it when it starts) and
   :func:`published_cluster_spec` hand the cluster's ``ClusterSpec`` over through the scheduler;
 * :func:`wait_for_tasks` waits until every task of that spec has a worker.
@@ -63,16 +66,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SPEC_KEY",
+    "TASK_TYPE",
     "Target",
     "cluster_wait_log_interval",
     "cluster_wait_timeout",
     "connect",
     "connect_timeout",
+    "locate",
+    "open_target",
     "publish_cluster_spec",
     "published_cluster_spec",
     "register_server",
     "resolve_target",
+    "same_address",
     "server_workers",
+    "task_identity",
     "task_names",
     "unregister_server",
     "wait_for_tasks",
@@ -146,6 +154,9 @@ class _Server(Protocol):
     def target(self) -> str: ...
 
     @property
+    def scheduler_address(self) -> str: ...
+
+    @property
     def workers(self) -> list[Any]: ...
 
 
@@ -183,8 +194,8 @@ class Target:
     address
         The Dask scheduler to connect to (``tcp://`` or ``tls://``).
     local_task
-        ``(job, task)`` whose devices are the master's local devices (the server this process
-        started at that target), or ``None``.
+        ``(job, task)`` whose devices are the master's local devices (the task whose address
+        the target names), or ``None``.
     given
         The target as the caller wrote it.
     """
@@ -194,8 +205,14 @@ class Target:
     given: str
 
 
-def _same_host_port(a: str, b: str) -> bool:
-    """Whether two ``host:port`` are the same, counting the loopback names as one host."""
+def same_address(a: str, b: str) -> bool:
+    """Whether two addresses name the same ``host:port`` (any protocol in front is ignored),
+    counting the loopback names as one host.
+
+    >>> same_address("tcp://localhost:2222", "127.0.0.1:2222"), same_address("h:1", "h:2")
+    (True, False)
+    """
+    a, b = _rest(a), _rest(b)
     if a == b:
         return True
     ma, mb = _HOST_PORT.match(a), _HOST_PORT.match(b)
@@ -208,15 +225,49 @@ def _rest(address: str) -> str:
     return address.split("://", 1)[-1]
 
 
-def resolve_target(target: str) -> Target:
-    """The scheduler address and the master's task of a session target.
+def _parse_target(target: Any) -> tuple[str, str]:
+    """The scheme (``""``, ``grpc``, ``tcp`` or ``tls``) and the ``host:port`` of a target.
 
-    ``grpc://host:port`` and ``host:port`` naming the task address of a
-    :class:`~daskgraph.server.Server` started in this process (or its scheduler's address), or
-    a target equal to a started server's ``server.target``, resolve to that server's scheduler
-    (with its protocol, ``tls://`` for a TLS cluster) and its ``(job, task)``: the most recently
-    started such server where several share the scheduler. Otherwise ``grpc://host:port`` and
-    ``host:port`` mean the scheduler at ``tcp://host:port``, and no task is local.
+    Raises
+    ------
+    InvalidArgumentError
+        For a target of another form, quoting it and listing the accepted ones.
+    """
+    if not isinstance(target, str):
+        raise InvalidArgumentError(
+            f"Invalid session target {target!r}: expected a string. Accepted: {_FORMS}.",
+            target=target,
+        )
+    text = target.strip()
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "", text
+    scheme = scheme.lower()
+    if scheme.startswith("grpc"):  # TensorFlow strips any ^grpc.*:// (grpc+verbs, ...)
+        scheme = "grpc"
+    if scheme not in ("", "grpc", "tcp", "tls"):
+        why = f"unknown scheme {scheme!r}"
+    elif not _HOST_PORT.match(rest) or not 0 < int(rest.rsplit(":", 1)[1]) < 65536:
+        why = "expected a host and a port (1-65535)"
+    else:
+        return scheme, rest
+    raise InvalidTargetError(
+        f"Invalid session target {target!r}: {why}. Accepted: {_FORMS}. (No session factory "
+        f"registered for the given session options: {{target: {target}}}.)",
+        target=target,
+    )
+
+
+def resolve_target(target: str) -> Target:
+    """The scheduler address and the master's task of a session target, as far as this
+    process knows them (nothing is asked over the network: see :func:`open_target`).
+
+    A target naming the address of a :class:`~daskgraph.server.Server` started in this process
+    (its ``server.target``; ``grpc://host:port`` or ``host:port`` with any protocol), or else
+    its scheduler's address, resolves to that server's scheduler (``tls://`` for a TLS cluster)
+    and its ``(job, task)``: the most recently started such server where several share the
+    scheduler. Otherwise ``grpc://host:port`` and ``host:port`` mean ``tcp://host:port``, and
+    no task is known to be local.
 
     Raises
     ------
@@ -237,53 +288,77 @@ def resolve_target(target: str) -> Target:
     (as TensorFlow 1 programs write it), 'tcp://host:port', 'tls://host:port' or 'host:port'.
     (No session factory registered for the given session options: {target: ftp://x:1}.)
     """
-    if not isinstance(target, str):
-        raise InvalidArgumentError(
-            f"Invalid session target {target!r}: expected a string. Accepted: {_FORMS}.",
-            target=target,
-        )
-    text = target.strip()
-    scheme, sep, rest = text.partition("://")
-    if not sep:
-        scheme, rest = "", text
-    scheme = scheme.lower()
-    if scheme.startswith("grpc"):  # TensorFlow strips any ^grpc.*:// (grpc+verbs, ...)
-        scheme = "grpc"
-    if scheme not in ("", "grpc", "tcp", "tls"):
-        why = f"unknown scheme {scheme!r}"
-    elif not _HOST_PORT.match(rest) or not 0 < int(rest.rsplit(":", 1)[1]) < 65536:
-        why = "expected a host and a port (1-65535)"
-    else:
-        why = ""
-    if why:
-        raise InvalidTargetError(
-            f"Invalid session target {target!r}: {why}. Accepted: {_FORMS}. (No session factory "
-            f"registered for the given session options: {{target: {target}}}.)",
-            target=target,
-        )
+    scheme, rest = _parse_target(target)
+    wanted = scheme if scheme in ("tcp", "tls") else None  # grpc:// and bare: any protocol
     with _servers_lock:
         newest_first = list(reversed(_servers))
-    if scheme in ("", "grpc"):
-        for matches in (
-            lambda s: _same_host_port(rest, s.address),  # a task's address, as in TensorFlow
-            lambda s: _same_host_port(rest, _rest(s.target)),  # the scheduler's, bare
-        ):
-            for server in newest_first:
-                if matches(server):
-                    return Target(server.target, (server.job_name, server.task_index), target)
-        return Target(f"tcp://{rest}", None, target)
-    address = f"{scheme}://{rest}"
-    for server in newest_first:
-        if server.target.split("://", 1)[0] == scheme and _same_host_port(
-            rest, _rest(server.target)
-        ):
-            return Target(server.target, (server.job_name, server.task_index), target)
-    return Target(address, None, target)
+    for address_of in (lambda s: s.target, lambda s: s.scheduler_address):  # its task's first
+        for server in newest_first:
+            address = address_of(server)
+            if wanted in (None, address.split("://", 1)[0]) and same_address(rest, address):
+                task = (server.job_name, server.task_index)
+                return Target(server.scheduler_address, task, target)
+    return Target(f"{wanted or 'tcp'}://{rest}", None, target)
+
+
+# -- a task's answer: where its scheduler is ------------------------------------------------------
+#: The ``type`` that the server of a task without the scheduler answers to Dask's ``identity``
+#: call (a scheduler answers ``"Scheduler"``), with the task and its cluster's scheduler.
+TASK_TYPE = "daskgraph.Task"
+
+
+def task_identity(job: str, task: int, scheduler: str) -> dict[str, Any]:
+    """What a task's server answers to ``identity``: see :data:`TASK_TYPE`.
+
+    >>> task_identity("worker", 1, "tcp://h0:2222")["scheduler"]
+    'tcp://h0:2222'
+    """
+    return {"type": TASK_TYPE, "job": job, "task": task, "scheduler": scheduler}
+
+
+def _task_of(reply: Any) -> tuple[tuple[str, int], str] | None:
+    """``((job, task), scheduler address)`` of a task's answer to ``identity``, or ``None``
+    for any other answer (a scheduler's, a worker's, a malformed one)."""
+    if not isinstance(reply, dict) or reply.get("type") != TASK_TYPE:
+        return None
+    job, task, scheduler = reply.get("job"), reply.get("task"), reply.get("scheduler")
+    if not (isinstance(job, str) and isinstance(task, int) and isinstance(scheduler, str)):
+        return None
+    scheme, _, rest = scheduler.partition("://")
+    if scheme not in ("tcp", "tls") or not _HOST_PORT.match(rest):
+        return None
+    return (job, task), scheduler
 
 
 # -- connecting -----------------------------------------------------------------------------------
+def open_target(
+    target: str, security: Any = None, timeout: float | None = None
+) -> tuple[Client, Target]:
+    """A ``distributed.Client`` of the cluster that a session target names, and the target
+    resolved: the address of any task of a running ClusterSpec reaches its cluster, as in
+    TensorFlow, whatever process started the task.
+
+    The target is first resolved in this process (:func:`resolve_target`); then
+    :func:`locate` asks the address who answers there. A task's server that does not run the
+    scheduler answers with the scheduler's address (see :mod:`daskgraph.server`), which the
+    client then connects to, and that task becomes the master's local task.
+
+    Raises
+    ------
+    InvalidArgumentError, UnreachableError
+        As :func:`resolve_target` and :func:`connect` do.
+    """
+    resolved = resolve_target(target)
+    scheduler, task = locate(resolved.address, security, timeout)
+    client = _client(scheduler, security, timeout)
+    if task is not None:
+        resolved = Target(scheduler, task, target)
+    return client, resolved
+
+
 def connect(address: str, security: Any = None, timeout: float | None = None) -> Client:
-    """A ``distributed.Client`` of the scheduler at ``address`` (``tcp://`` or ``tls://``).
+    """A ``distributed.Client`` of the scheduler at ``address`` (``tcp://`` or ``tls://``), or
+    of the scheduler of the task whose server answers there (:func:`locate`).
 
     Before a ``Client`` is made, a plain socket and then one Dask handshake check, within
     ``timeout`` (default ``daskgraph.connect-timeout``), that a Dask scheduler answers there:
@@ -308,9 +383,57 @@ def connect(address: str, security: Any = None, timeout: float | None = None) ->
     ...     print(exc.found)
     connection refused
     """
+    scheduler, _ = locate(address, security, timeout)
+    return _client(scheduler, security, timeout)
+
+
+def locate(
+    address: str, security: Any = None, timeout: float | None = None
+) -> tuple[str, tuple[str, int] | None]:
+    """The scheduler that answers at ``address``, checked as :func:`connect` says, and the
+    task whose server answers there (``None`` where the scheduler itself answers).
+
+    A task's server answers with its scheduler's address (:data:`TASK_TYPE`): that address is
+    checked in turn, and an error there says which task sent the client to it.
+    """
+    timeout = connect_timeout() if timeout is None else float(timeout)
+    reply, address = _identity(address, security, timeout)
+    found = _task_of(reply)
+    if found is None:
+        _require_scheduler(reply, address)
+        return address, None
+    task, scheduler = found
+    try:
+        reply, scheduler = _identity(scheduler, security, timeout)
+        _require_scheduler(reply, scheduler)
+    except (InvalidArgumentError, UnreachableError) as exc:
+        raise type(exc)(
+            f"The address {address!r} is the server of {_task_name(*task)}, whose cluster's "
+            f"Dask scheduler is at {scheduler!r}. {exc.message}",
+            **{**exc.fields, "task": _task_name(*task)},
+        ) from None
+    return scheduler, task
+
+
+def _client(address: str, security: Any, timeout: float | None) -> Client:
+    """A ``Client`` of the scheduler at ``address``, which answered a moment ago."""
     from distributed import Client
 
     timeout = connect_timeout() if timeout is None else float(timeout)
+    try:
+        return Client(address, security=security, timeout=timeout, set_as_default=False)
+    except Exception as exc:  # it answered a moment ago: say what happened, leave nothing
+        raise UnreachableError(
+            f"Cannot connect to the Dask scheduler at {address!r}: it answered, then the client "
+            f"could not connect: {exc}",
+            target=address,
+            found=str(exc),
+        ) from None
+
+
+def _checked(address: str, security: Any) -> tuple[str, str, int]:
+    """``address`` with the protocol ``security`` needs, its host and port; the errors of a
+    malformed address and of ``tls://`` without certificates."""
     scheme, _, rest = address.partition("://")
     match = _HOST_PORT.match(rest)
     if scheme not in ("tcp", "tls") or match is None:
@@ -320,53 +443,38 @@ def connect(address: str, security: Any = None, timeout: float | None = None) ->
             target=address,
         )
     if scheme == "tcp" and requires_encryption(security):
-        scheme, address = "tls", f"tls://{rest}"
-    if scheme == "tls" and security is None:
+        address = f"tls://{rest}"
+    if address.startswith("tls://") and security is None:
         raise InvalidArgumentError(
             f"Cannot connect to {address!r}: a tls:// scheduler needs certificates; pass "
             "security=daskgraph.tls.security_from_dir(DIR) (see `daskgraph certs DIR`).",
             target=address,
         )
+    return address, match["host"].strip("[]"), int(match["port"])
+
+
+def _identity(address: str, security: Any, timeout: float) -> tuple[Any, str]:
+    """What the Dask server at ``address`` answers to ``identity``, and the address (with the
+    protocol ``security`` needs); the errors of a closed port, of a server that is not Dask
+    and of a failed handshake."""
+    address, host, port = _checked(address, security)
     head = f"Cannot connect to the Dask scheduler at {address!r}"
-    host, port = match["host"].strip("[]"), int(match["port"])
-    try:
-        greeting = reach(host, port, timeout, security if scheme == "tls" else None)
-    except socket.gaierror as exc:
-        raise InvalidArgumentError(
-            f"{head}: unknown host {host!r} ({exc.strerror}). Check the host name of the target.",
-            target=address,
-            found="unknown host",
-        ) from None
-    except ConnectionRefusedError:
-        raise UnreachableError(
-            f"{head}: nothing listens at {host}:{port} (connection refused). Start the cluster "
-            "first (the Server of the ClusterSpec's first task runs the scheduler, or "
-            "`daskgraph server ...`), and give the scheduler's address: server.target, or the "
-            "first task's address.",
-            target=address,
-            found="connection refused",
-        ) from None
-    except OSError as exc:  # unreachable network, a firewall dropping packets, a timeout
-        raise UnreachableError(
-            f"{head}: {host}:{port} cannot be reached ({exc or type(exc).__name__}). Check "
-            "that the scheduler runs and that the network lets this host reach it.",
-            target=address,
-            found=str(exc) or type(exc).__name__,
-        ) from None
-    if greeting is None and scheme == "tcp":  # silent: what does it answer to a request?
+    tls = address.startswith("tls://")
+    greeting = _greeting(head, address, host, port, timeout, security if tls else None)
+    if greeting is None and not tls:  # silent: what does it answer to a request?
         raise silent_server_error(head, address, host, port, GREETING_SHARE * timeout)
     if greeting == b"":  # (Dask's handshake would try again and again until the timeout)
         raise InvalidArgumentError(
             f"{head}: the server at {host}:{port} closed the connection at once, without a word "
-            "(a Dask scheduler greets every connection). Give the address of the scheduler "
-            "(server.target, or the ClusterSpec's first task) instead.",
+            "(a Dask scheduler greets every connection). Give the address of a task of the "
+            "cluster (server.target) or of its scheduler instead.",
             target=address,
             found="connection closed at once",
         )
     if greeting and not is_dask_greeting(greeting):  # it spoke first, and not as Dask does
         raise not_dask_error(head, address, host, port, greeting)
     try:
-        reply = probe(address, security, timeout)
+        return probe(address, security, timeout), address
     except MemoryError:  # a non-Dask reply read as a Dask frame length ("3.07 EiB")
         said = listen_to(host, port) or b"bytes that are no Dask message"
         raise not_dask_error(head, address, host, port, said) from None
@@ -379,22 +487,51 @@ def connect(address: str, security: Any = None, timeout: float | None = None) ->
         ) from None
     except Exception as exc:  # OSError, TimeoutError, and tornado's ValueError for TLS to TCP
         raise _explain_failed_handshake(head, address, host, port, timeout, exc) from None
-    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
-        kind = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
-        raise InvalidArgumentError(
-            f"{head}: a Dask {kind} answers at {host}:{port}, not the scheduler. Give the "
-            "scheduler's address (server.target, or the ClusterSpec's first task).",
-            target=address,
-            found=f"Dask {kind}",
-        )
+
+
+def _greeting(
+    head: str, address: str, host: str, port: int, timeout: float, security: Any
+) -> bytes | None:
+    """:func:`~daskgraph.greeting.reach`, its ``OSError`` turned into daskgraph's errors."""
     try:
-        return Client(address, security=security, timeout=timeout, set_as_default=False)
-    except Exception as exc:  # it answered a moment ago: say what happened, leave nothing
-        raise UnreachableError(
-            f"{head}: it answered, then the client could not connect: {exc}",
+        return reach(host, port, timeout, security)
+    except socket.gaierror as exc:
+        raise InvalidArgumentError(
+            f"{head}: unknown host {host!r} ({exc.strerror}). Check the host name of the target.",
             target=address,
-            found=str(exc),
+            found="unknown host",
         ) from None
+    except ConnectionRefusedError:
+        raise UnreachableError(
+            f"{head}: nothing listens at {host}:{port} (connection refused). Start the cluster "
+            "first (the Server of the ClusterSpec's first task runs the scheduler; `daskgraph "
+            "server ...` starts a task from a shell), and give the address of one of its tasks "
+            "(server.target) or of its scheduler.",
+            target=address,
+            found="connection refused",
+        ) from None
+    except OSError as exc:  # unreachable network, a firewall dropping packets, a timeout
+        raise UnreachableError(
+            f"{head}: {host}:{port} cannot be reached ({exc or type(exc).__name__}). Check "
+            "that the scheduler runs and that the network lets this host reach it.",
+            target=address,
+            found=str(exc) or type(exc).__name__,
+        ) from None
+
+
+def _require_scheduler(reply: Any, address: str) -> None:
+    """The error for a Dask server at ``address`` that is not a scheduler (a worker, ...)."""
+    if isinstance(reply, dict) and reply.get("type") == "Scheduler":
+        return
+    kind = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
+    host_port = _rest(address)
+    raise InvalidArgumentError(
+        f"Cannot connect to the Dask scheduler at {address!r}: a Dask {kind} answers at "
+        f"{host_port}, not the scheduler. Give the address of a task of the cluster "
+        "(server.target) or of its scheduler.",
+        target=address,
+        found=f"Dask {kind}",
+    )
 
 
 def _explain_failed_handshake(

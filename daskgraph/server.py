@@ -5,8 +5,23 @@ scheduler serves the whole cluster: by default it listens at the address of the 
 the first job (or at an explicit ``scheduler_address``). Each :class:`Server` starts its own
 task's workers on its host — a CPU worker plus one per GPU (or virtual GPU), named
 ``/job:J/replica:0/task:T/device:TYPE:N`` — registered with that scheduler; the server of the
-first task also runs the scheduler. ``server.target`` is the scheduler's address, so a
-``Session(server.target)`` from any process sees every device of every task.
+first task also runs the scheduler.
+
+Every task's address is a session target, as in TensorFlow, where each task's port is a live
+server that any client may use as its master: ``server.target`` is the task's own address, and
+``Session("grpc://host:port")`` of any task of a running ClusterSpec, from any process, reaches
+the cluster. The server of a task that does not run the scheduler listens on its ClusterSpec
+port with a small ``distributed.core.Server`` (Dask's public base of the scheduler and the
+workers, over Dask's comm: ``tls://`` with the cluster's certificates where it uses TLS) whose
+``identity`` handler answers with the task's name and the scheduler's address
+(:func:`daskgraph.master.task_identity`). The session's connection step
+(:func:`daskgraph.master.locate`), which already asks every target for its ``identity`` before
+it makes a ``Client``, follows that answer to the scheduler, and counts the task as the
+master's local one. A redirect, not a proxy: the client then talks to the scheduler directly,
+as TensorFlow's master on any task talks to every worker directly; relaying the client's
+messages and batched streams through the task would add a hop to every message, and a task
+that leaves would take its sessions with it. (A plain ``distributed.Client`` of a task's
+address gets no scheduler there: give it ``server.scheduler_address``.)
 
 Every server publishes the ClusterSpec to the scheduler when it starts, and notes itself in
 this process's registry of servers (:mod:`daskgraph.master`): a session created on a cluster
@@ -34,13 +49,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from distributed import Scheduler
+from distributed.core import Server as DaskServer
 from distributed.utils import LoopRunner, silence_logging_cmgr, sync
 
 from daskgraph import master
 from daskgraph.cluster import worker_specs
 from daskgraph.cluster_spec import ADDRESS, ClusterSpec, with_protocol
 from daskgraph.config import SessionConfig, virtual_gpu_count
-from daskgraph.errors import InvalidArgumentError
+from daskgraph.errors import InvalidArgumentError, UnknownError
 from daskgraph.footprint import scheduler_extensions, shorten_dask_logs
 from daskgraph.gpus import visible_gpus
 
@@ -153,13 +169,16 @@ class Server:
         self.security = security
         protocol = "tls" if security is not None and security.require_encryption else "tcp"
         default = self.cluster_spec.scheduler_address(protocol)
-        self._target = with_protocol(scheduler_address, protocol) if scheduler_address else default
-        self._hosts_scheduler = scheduler_address is None and default == with_protocol(
-            self.address, protocol
+        self._target = with_protocol(self.address, protocol)
+        self._scheduler_address = (
+            with_protocol(scheduler_address, protocol) if scheduler_address else default
         )
+        self._hosts_scheduler = scheduler_address is None and default == self._target
+        self._answers_for_scheduler = not master.same_address(self._target, self._scheduler_address)
         self._virtual_gpus = virtual_gpu_count() if virtual_gpus is None else virtual_gpus
         self._loop: LoopRunner | None = None
         self._scheduler: Scheduler | None = None
+        self._endpoint: DaskServer | None = None
         self._workers: list[Any] = []
         self._stopped = threading.Event()
         if start:
@@ -167,8 +186,15 @@ class Server:
 
     @property
     def target(self) -> str:
-        """The address sessions connect to: the cluster's Dask scheduler."""
+        """This task's own address (``tcp://`` or ``tls://``), as TensorFlow's: a session on it
+        reaches the whole cluster, and this task's devices are its master's local ones."""
         return self._target
+
+    @property
+    def scheduler_address(self) -> str:
+        """The address of the cluster's Dask scheduler, where this task's workers register (a
+        plain ``distributed.Client`` connects here)."""
+        return self._scheduler_address
 
     @property
     def workers(self) -> list[Any]:
@@ -182,7 +208,8 @@ class Server:
         return cls({"local": [f"localhost:{port}"]}, "local", 0, config=config, start=start)
 
     def start(self) -> None:
-        """Start the scheduler (first task only) and this task's workers."""
+        """Start the scheduler (first task only; the other tasks answer at their address with
+        the scheduler's) and this task's workers."""
         if self._loop is not None:
             return
         self._quiet = silence_logging_cmgr(logging.WARNING)  # no INFO chatter, as LocalCluster
@@ -203,15 +230,17 @@ class Server:
             self._scheduler = await Scheduler(
                 host=host,
                 port=port,
-                protocol=self._target.split("://")[0],
+                protocol=self._scheduler_address.split("://")[0],
                 security=self.security,
                 dashboard_address=f"{host}:0",
                 extensions=scheduler_extensions(),
             )
             # sessions find the spec at once, whichever task's workers join first
             await master.publish_cluster_spec(
-                self.cluster_spec, self._target, scheduler=self._scheduler
+                self.cluster_spec, self._scheduler_address, scheduler=self._scheduler
             )
+        elif self._answers_for_scheduler:
+            await self._answer_at_own_address()
         gpus = [] if self.config.device_count.get("GPU") == 0 else visible_gpus()
         specs = worker_specs(
             virtual_gpus=self._virtual_gpus,
@@ -224,18 +253,48 @@ class Server:
             security=self.security,  # every worker, the GPU workers' processes too
         )
         for spec in specs.values():
-            self._workers.append(spec["cls"](self._target, **spec["options"]))
+            self._workers.append(spec["cls"](self._scheduler_address, **spec["options"]))
         for worker in self._workers:
             await worker
         if self._scheduler is None:  # a scheduler elsewhere (the first task's, or given)
             try:
-                await master.publish_cluster_spec(self.cluster_spec, self._target, self.security)
+                await master.publish_cluster_spec(
+                    self.cluster_spec, self._scheduler_address, self.security
+                )
             except Exception as exc:  # sessions then do not wait for the tasks: not fatal
                 master.logger.warning(
                     "could not publish the ClusterSpec to the scheduler at %s: %s",
-                    self._target,
+                    self._scheduler_address,
                     exc,
                 )
+
+    async def _answer_at_own_address(self) -> None:
+        """Listen on this task's port (over Dask's comm, TLS included) and answer ``identity``
+        with the task and the scheduler's address, so that a session on ``self.target``
+        reaches the cluster from any process (see the module)."""
+        identity = master.task_identity(self.job_name, self.task_index, self._scheduler_address)
+        endpoint = DaskServer({"identity": lambda **_: identity}, needs_workdir=False)
+        await endpoint
+        try:
+            listen_args = self.security.get_listen_args("worker") if self.security else {}
+            await endpoint.listen(self._target, **listen_args)
+        except BaseException as exc:
+            await endpoint.close()
+            if isinstance(exc, OSError):  # the port is taken (TensorFlow: UnknownError too)
+                raise self._cannot_listen(exc) from None
+            raise
+        self._endpoint = endpoint
+
+    def _cannot_listen(self, exc: OSError) -> UnknownError:
+        task = f"/job:{self.job_name}/replica:0/task:{self.task_index}"
+        return UnknownError(
+            f"Could not start the server of {task} at its address {self.address!r} (from the "
+            f"ClusterSpec): {exc.strerror or exc}. Another process listens there: stop it, or "
+            "give the task a free port in the ClusterSpec.",
+            task=task,
+            address=self.address,
+            found=exc.strerror or str(exc),
+        )
 
     def wait_for_cluster(self, timeout: float = 60.0) -> None:
         """Wait until every task of the cluster spec has registered its workers (a session
@@ -246,14 +305,14 @@ class Server:
         daskgraph.errors.DeadlineExceededError
             A ``TimeoutError``, naming the tasks still missing (field ``missing``).
         """
-        client = master.connect(self.target, self.security)
+        client = master.connect(self._scheduler_address, self.security)
         try:
             master.wait_for_tasks(
                 client,
                 self.cluster_spec,
                 timeout,
                 master.cluster_wait_log_interval(),
-                target=self.target,
+                target=self._scheduler_address,
                 what="wait_for_cluster",
             )
         finally:
@@ -299,7 +358,8 @@ class Server:
         self.stop()
 
     def stop(self) -> None:
-        """Stop this task's workers, and the scheduler if this server runs it."""
+        """Stop this task's workers and what listens at its address (the scheduler if this
+        server runs it)."""
         master.unregister_server(self)
         self._stopped.set()
         loop = self._loop
@@ -316,6 +376,9 @@ class Server:
         for worker in self._workers:
             await worker.close()
         self._workers.clear()
+        if self._endpoint is not None:
+            await self._endpoint.close()
+            self._endpoint = None
         if self._scheduler is not None:
             await self._scheduler.close()
             self._scheduler = None

@@ -255,7 +255,8 @@ def test_ssh_scripts_start_and_stop_a_cluster(tmp_path, tls):
             assert not alive(pid), f"task {i} still runs after stop-cluster.sh"
             assert not (remote / f"local-{i}.pid").exists()
             log = (remote / f"local-{i}.log").read_text()
-            assert f"daskgraph server /job:local/task:{i} serving {address}" in log
+            own = f"{'tls' if tls else 'tcp'}://localhost:{ports[i]}"  # each task's own address
+            assert f"daskgraph server /job:local/task:{i} serving {own}" in log
             assert "stopped" in log.splitlines(), log
         assert (fakes / "ssh-hosts.log").read_text().split() == ["localhost"] * 5  # 1 + 2 + 2
     finally:

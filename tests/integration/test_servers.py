@@ -27,10 +27,16 @@ from distributed import Client
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.cli import main as cli_main
-from daskgraph.errors import DeadlineExceededError, InvalidArgumentError
+from daskgraph.errors import (
+    DeadlineExceededError,
+    InvalidArgumentError,
+    UnknownError,
+    UnreachableError,
+)
 from daskgraph.server import ClusterSpec, Server, free_ports
 from daskgraph.session import RunMetadata, RunOptions
 from daskgraph.testing import within
+from daskgraph.tls import security_from_dir
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DASKGRAPH = str(pathlib.Path(sys.executable).with_name("daskgraph"))
@@ -178,9 +184,13 @@ def _worker_of(sess: dg.Session, name: str) -> str:
     return found
 
 
-def test_two_servers_one_scheduler(pair):
+def test_two_servers_one_scheduler_each_targets_its_own_address(pair):
+    """As TensorFlow's: ``server.target`` is the task's own address; one scheduler, task 0's."""
     s0, s1 = pair
-    assert s0.target == s1.target == s0.cluster_spec.scheduler_address()
+    spec = s0.cluster_spec
+    assert s0.target == f"tcp://{spec.task_address('local', 0)}"
+    assert s1.target == f"tcp://{spec.task_address('local', 1)}"
+    assert s0.scheduler_address == s1.scheduler_address == s0.target
     assert s0._hosts_scheduler and not s1._hosts_scheduler
 
 
@@ -190,9 +200,13 @@ def test_a_session_sees_the_devices_of_both_tasks(session):
     assert len({d.worker for d in session.list_devices()}) == 3
 
 
-@pytest.mark.parametrize("target", ["server1", "host-port"])
+@pytest.mark.parametrize("target", ["server1", "host-port", "task1-grpc"])
 def test_either_server_and_either_spelling_of_the_target(pair, target):
-    address = pair[1].target if target == "server1" else pair[0].target.removeprefix("tcp://")
+    address = {
+        "server1": pair[1].target,
+        "host-port": pair[0].target.removeprefix("tcp://"),
+        "task1-grpc": "grpc://" + pair[1].target.removeprefix("tcp://"),
+    }[target]
     with dg.Graph().as_default():
         sess = open_session(address)
         try:
@@ -614,6 +628,11 @@ def test_cli_two_servers_and_devices(tmp_path, processes):
     )
     assert listing.startswith("Device mapping:")
     assert "virtual GPU" in listing
+    # task 1's address lists the cluster too: any task's address is a target, as in TensorFlow
+    by_task1 = devices_listing(spec["local"][1])
+    assert by_task1.returncode == 0, by_task1.stderr
+    for name in (TASK0 + "CPU:0", TASK1 + "CPU:0", TASK1 + "GPU:0"):
+        assert f"{name} -> " in by_task1.stdout, by_task1.stdout
     # a Session from this process runs ops on both server processes
     with dg.Graph().as_default():
         with dg.device("/job:local/task:1/cpu:0"):
@@ -630,8 +649,98 @@ def test_cli_two_servers_and_devices(tmp_path, processes):
             sess.close()
     terminate(processes, t1, t0)
     for proc, task in ((t0, 0), (t1, 1)):
-        log = processes.log(proc)
-        assert f"daskgraph server /job:local/task:{task} serving tcp://{spec['local'][0]}" in log
+        log = processes.log(proc)  # each task's target is its own address, as TensorFlow's
+        assert f"daskgraph server /job:local/task:{task} serving tcp://{spec['local'][task]}" in log
+
+
+def wait_for_log(processes: Processes, proc: subprocess.Popen, text: str) -> None:
+    """Wait until ``text`` shows in the log of ``proc`` (at most CLI_UP_S)."""
+    deadline = time.monotonic() + CLI_UP_S
+    while text not in processes.log(proc):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            pytest.fail(f"the server did not say {text!r} in {CLI_UP_S} s:\n{processes.log(proc)}")
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_a_session_on_task_1s_address_from_a_third_process(tmp_path, processes, tls):
+    """Two tasks of a ClusterSpec, each in its own ``daskgraph server`` process, and
+    ``tf.Session("grpc://localhost:PORT1")`` (task 1's address) in this, a third process: the
+    session reaches the cluster (over TLS where the cluster uses it), runs an op on each task,
+    and an op without a device on task 1, the master's own task. ``server.target`` of task 1
+    (what it says it serves) is its own address. Before, only task 0's port was served:
+    "nothing listens at localhost:PORT1"."""
+    spec = local_spec(2)
+    write_spec(tmp_path, spec)
+    extra, security, protocol = [], None, "tcp"
+    if tls:
+        certs = tmp_path / "certs"
+        made = subprocess.run(
+            [DASKGRAPH, "certs", str(certs)], capture_output=True, text=True, timeout=60
+        )
+        assert made.returncode == 0, made.stderr
+        extra, security, protocol = ["--tls-dir", str(certs)], security_from_dir(certs), "tls"
+    common = ["server", "--cluster-spec", "spec.json", "--job-name", "local", *extra]
+    t0 = processes.start(*common, "--task-index", "0")
+    t1 = processes.start(*common, "--task-index", "1")
+    for proc, task in ((t0, 0), (t1, 1)):
+        wait_for_log(processes, proc, f"daskgraph server /job:local/task:{task} serving ")
+    with tf.Graph().as_default():
+        with tf.device("/job:local/task:0"):
+            a = tf.constant(20.0, name="a")
+        with tf.device("/job:local/task:1"):
+            b = tf.add(a, 22.0, name="b")
+        free = tf.constant(1.5, name="free")  # no device: the master's own task, task 1
+        sess = open_session(f"grpc://{spec['local'][1]}", security=security)
+        try:
+            md = RunMetadata()
+            assert run(sess, [b, free], options=TRACE, run_metadata=md) == [42.0, 1.5]
+            assert md.step_stats.device_of("a") == TASK0 + "CPU:0"
+            assert md.step_stats.device_of("b") == TASK1 + "CPU:0"
+            assert md.step_stats.device_of("free") == TASK1 + "CPU:0"
+            assert md.step_stats.worker_of("a") == _worker_of(sess, TASK0 + "CPU:0")
+            assert md.step_stats.worker_of("b") == _worker_of(sess, TASK1 + "CPU:0")
+            assert all(d.worker.startswith(f"{protocol}://") for d in sess.list_devices())
+        finally:
+            sess.close()
+    for proc, task in ((t0, 0), (t1, 1)):  # server.target: the task's own address
+        said = f"/task:{task} serving {protocol}://{spec['local'][task]}\n"
+        assert said in processes.log(proc), processes.log(proc)
+    terminate(processes, t1, t0)
+
+
+def test_a_task_whose_scheduler_is_not_up_says_so(tmp_path, processes):
+    """Task 1 started alone: its address answers at once (its workers wait for the scheduler),
+    and a session there fails at once, naming the task and the scheduler that is not up."""
+    spec = local_spec(2)
+    write_spec(tmp_path, spec)
+    processes.start(
+        "server", "--cluster-spec", "spec.json", "--job-name", "local", "--task-index", "1"
+    )
+    deadline = time.monotonic() + CLI_UP_S
+    while nothing_listens(f"tcp://{spec['local'][1]}"):
+        assert time.monotonic() < deadline, "task 1 does not listen at its address"
+        time.sleep(0.2)
+    with dg.Graph().as_default():
+        box = within(START_S, lambda: dg.Session(f"grpc://{spec['local'][1]}"))
+    error = box.get("error")
+    assert isinstance(error, UnreachableError), box
+    assert error.task == "/job:local/replica:0/task:1"
+    assert f"'tcp://{spec['local'][1]}' is the server of /job:local/replica:0/task:1" in str(error)
+    assert f"nothing listens at {spec['local'][0]}" in str(error)
+
+
+def test_a_task_whose_port_is_taken_says_so():
+    """Task 1 listens at its address: when another process holds that port, the server fails
+    at once (before it waits for the scheduler), naming the task and the address."""
+    spec = local_spec(2)
+    port = int(spec["local"][1].rsplit(":", 1)[1])
+    with socket.create_server(("127.0.0.1", port)):
+        box = within(START_S, lambda: Server(spec, "local", 1, config=NO_GPUS, virtual_gpus=0))
+    error = box.get("error")
+    assert isinstance(error, UnknownError), box
+    assert error.task == "/job:local/replica:0/task:1" and error.address == spec["local"][1]
+    assert f"at its address {spec['local'][1]!r}" in str(error)
 
 
 def test_cli_server_from_tf_config(tmp_path, processes):
@@ -710,13 +819,26 @@ def test_cli_server_usage_errors(tmp_path, monkeypatch, args, env, names):
         assert name in result.output, result.output
 
 
-def test_cli_devices_of_nothing_fails_fast():
+def test_cli_devices_of_a_closed_port_fails_at_once_as_a_session_does():
+    """``daskgraph devices`` on a closed port answers as ``Session`` does: at once (a refused
+    connection is final), with the same message. Its connect timeout here is 600 s, and the
+    command gets 120 s: before, it tried again until its timeout ran out."""
     (port,) = free_ports(1)
-    started = time.monotonic()
-    listing = devices_listing(f"localhost:{port}")
-    assert listing.returncode == 1
-    assert f"cannot reach the scheduler at localhost:{port}" in listing.stderr
-    assert time.monotonic() - started < 20
+    with dg.Graph().as_default(), pytest.raises(UnreachableError) as session_error:
+        dg.Session(f"localhost:{port}")
+    try:
+        listing = subprocess.run(
+            [DASKGRAPH, "devices", "--timeout", "600", f"localhost:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=cli_env(),
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"`daskgraph devices` on a closed port still waited after 120 s: {exc}")
+    assert listing.returncode == 1, listing
+    assert f"nothing listens at localhost:{port}" in listing.stderr
+    assert listing.stderr.strip() == f"Error: {session_error.value}"
 
 
 def test_cluster_spec_of_a_cli_file_is_the_servers(tmp_path):
