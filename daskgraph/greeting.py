@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import threading
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "reach",
     "requires_encryption",
     "silent_server_error",
+    "tls_answer",
     "what_answers",
 ]
 
@@ -78,7 +80,31 @@ def _first_words(sock: socket.socket, host: str, port: int, wait: float) -> byte
     said = _first_bytes(sock, wait)
     if said == b"":
         said = listen_to(host, port, min(wait, 0.5), greets=False)
+    if said == b"":  # no Dask server (it greets before it reads): safe to say TLS's hello
+        said = tls_answer(host, port, min(wait, 0.5))
     return said
+
+
+def tls_answer(host: str, port: int, wait: float = 0.5) -> bytes:
+    """What ``host:port`` answers to a TLS ``ClientHello`` (a TLS server: a record starting
+    ``\\x16\\x03``, its ``ServerHello``, or ``\\x15\\x03``, an alert); ``b""`` for no answer
+    within ``wait`` seconds. Never send it to a Dask server: it reads the hello as a message
+    length of petabytes."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # nothing is verified: only the answer's first bytes
+    outgoing = ssl.MemoryBIO()
+    hello = context.wrap_bio(ssl.MemoryBIO(), outgoing)
+    try:
+        hello.do_handshake()
+    except ssl.SSLWantReadError:  # the hello is written, the answer awaited
+        pass
+    try:
+        with socket.create_connection((host, port), timeout=wait) as sock:
+            sock.sendall(outgoing.read())
+            return _first_bytes(sock, wait) or b""
+    except OSError:
+        return b""
 
 
 def _first_bytes(sock: socket.socket, wait: float) -> bytes | None:
