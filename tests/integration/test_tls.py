@@ -34,6 +34,7 @@ from cryptography import x509
 from distributed import Client, Scheduler, Security, Worker
 
 import daskgraph as dg
+from daskgraph.cluster import worker_specs
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.server import Server, free_ports
 from daskgraph.session import RunMetadata, RunOptions
@@ -412,13 +413,14 @@ def test_the_dashboards_of_a_tls_cluster_speak_https_only(tls_pair, certs, other
     with Client(tls_pair[0].target, security=security, timeout=10, set_as_default=False) as c:
         info = c.scheduler_info(n_workers=-1)
     dashboard = f"localhost:{info['services']['dashboard']}"
-    workers = [f"{w['host']}:{w['services']['dashboard']}" for w in info["workers"].values()]
+    pair = {a: w for a, w in info["workers"].items() if str(w["name"]).startswith("/job:local/")}
+    workers = [f"{w['host']}:{w['services']['dashboard']}" for w in pair.values()]
     assert len(workers) == 2
     for http in [dashboard, *workers]:  # no plain HTTP anywhere
         assert fetch(f"http://{http}/health").startswith("ERROR"), http
     assert fetch(f"https://{dashboard}/health", https_context(certs)) == "ok"
     workers_page = fetch(f"https://{dashboard}/info/main/workers.html", https_context(certs))
-    assert all(address in workers_page for address in info["workers"]), workers_page[:200]
+    assert all(address in workers_page for address in pair), workers_page[:200]
     refused = {
         "no certificate": fetch(f"https://{dashboard}/health", https_context(certs, None)),
         "another CA": fetch(f"https://{dashboard}/health", https_context(other_ca)),
@@ -426,6 +428,41 @@ def test_the_dashboards_of_a_tls_cluster_speak_https_only(tls_pair, certs, other
     assert all(body.startswith("ERROR") for body in refused.values()), refused
     for http in workers:
         assert fetch(f"https://{http}/health", https_context(certs, None)) == "ok"
+
+
+def test_a_worker_process_serves_https_on_loopback(tls_pair, certs):
+    """A worker in a process of its own (a GPU worker's kind) gets the HTTPS settings and the
+    loopback address from its spec, through its nanny."""
+    (spec,) = worker_specs(
+        processes=True, job="proc", cpu_threads=1, security=security_from_dir(certs)
+    ).values()
+    target, name = tls_pair[0].target, spec["options"]["name"]
+
+    async def run() -> list[str]:
+        worker = spec["cls"](target, **spec["options"])
+        try:
+            await worker
+            async with Client(
+                target, security=security_from_dir(certs), asynchronous=True, timeout=10
+            ) as client:
+                found: list[dict] = []
+                while not found:  # until it has registered (within() bounds the wait)
+                    identity = await client.scheduler.identity(n_workers=-1)
+                    found = [w for w in identity["workers"].values() if w["name"] == name]
+                    await asyncio.sleep(0 if found else 0.1)
+            (info,) = found
+            http = f"{info['host']}:{info['services']['dashboard']}"
+            return [
+                await asyncio.to_thread(fetch, f"http://{http}/health"),
+                await asyncio.to_thread(
+                    fetch, f"https://{http}/health", https_context(certs, None)
+                ),
+            ]
+        finally:
+            await worker.close()
+
+    plain, https = value(within(60, lambda: asyncio.run(run())))
+    assert plain.startswith("ERROR") and https == "ok", (plain, https)
 
 
 def test_a_session_without_the_certificates_fails_fast(tls_pair):
