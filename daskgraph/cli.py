@@ -6,6 +6,7 @@
     TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 1}}' daskgraph server
     daskgraph devices tcp://host0:2222      # any task's address, as a session's target
     daskgraph certs ./certs
+    daskgraph certs ./certs --add host2 --hostname host2.example.org
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from typing import Any
 import click
 
 __all__ = ["main"]
+
+#: the roles of `daskgraph certs --role` (as daskgraph.tls.ROLES, without importing it)
+ROLE_CHOICES = ("scheduler", "worker", "client")
 
 
 @click.group()
@@ -119,12 +123,49 @@ def devices(address: str, tls_dir: str | None, timeout: float) -> None:
 
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False))
-@click.option("--hostname", multiple=True, default=["localhost", "127.0.0.1"], show_default=True)
-def certs(directory: str, hostname: tuple[str, ...]) -> None:
-    """Make a CA and a certificate for the cluster's nodes in DIRECTORY (for TLS)."""
-    from daskgraph.tls import make_certificates
+@click.option(
+    "--hostname",
+    multiple=True,
+    help="A host name or IP address the certificates name (repeat it; for HTTPS clients such "
+    "as browsers, Dask checks none). Default: localhost and 127.0.0.1; with --add, localhost "
+    "and NAME.",
+)
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    type=click.Choice(ROLE_CHOICES),
+    help="Issue certificates for these roles only (repeat it). Default: all three; with "
+    "--add, worker and client.",
+)
+@click.option(
+    "--add",
+    "node",
+    metavar="NAME",
+    help="Issue certificates for one more node from DIRECTORY's CA into DIRECTORY/NAME, a "
+    "folder to copy to that node (--tls-dir), without the CA's key.",
+)
+@click.option("--days", type=click.IntRange(min=1), default=365, show_default=True)
+def certs(
+    directory: str, hostname: tuple[str, ...], roles: tuple[str, ...], node: str | None, days: int
+) -> None:
+    """Make the cluster's CA in DIRECTORY (or reuse the one there) and a certificate per role.
 
-    paths = make_certificates(Path(directory), hostnames=list(hostname))
+    DIRECTORY gets ca.pem, the CA's key ca-key.pem (mode 0600: keep it there, it signs the
+    certificates of nodes added later) and scheduler.pem, worker.pem, client.pem with their
+    -key.pem files (mode 0600). Run it again to issue certificates anew from the same CA.
+    """
+    from daskgraph.errors import InvalidArgumentError
+    from daskgraph.tls import NODE_ROLES, ROLES, add_node, make_certificates
+
+    hostnames = list(hostname) or None
+    try:
+        if node is None:
+            paths = make_certificates(Path(directory), hostnames, days, roles or ROLES)
+        else:
+            paths = add_node(Path(directory), node, roles or NODE_ROLES, hostnames, days)
+    except InvalidArgumentError as exc:
+        raise click.ClickException(str(exc)) from None
     for name, path in paths.items():
         click.echo(f"{name}: {path}")
 

@@ -46,7 +46,7 @@ from daskgraph.cuda_specs import (
 from daskgraph.device import CPU, GPU, DeviceSpec
 from daskgraph.footprint import scheduler_extensions, shorten_dask_logs, worker_settings
 from daskgraph.gpus import GPUInfo, visible_gpus
-from daskgraph.tls import security_fields
+from daskgraph.tls import https_settings, security_fields
 from daskgraph.topology import VIRTUAL_GPU_RESOURCE
 
 __all__ = [
@@ -221,9 +221,10 @@ def gpu_worker_spec(
         security=None if security is None else security_fields(security),
         preload=[WORKER_PRELOAD],
         env=env,
+        dashboard_address=None if security is None else f"{LOOPBACK}:0",
     )
     options["cuda_worker"] = worker.to_fields()
-    options["config"] = worker_settings()
+    options["config"] = {**worker_settings(), **https_settings(security, "worker")}
     return {
         "cls": SubprocessWorker,
         "options": {"worker_class": NANNY, "name": name, "worker_kwargs": options},
@@ -320,6 +321,8 @@ def _worker_spec(
         "dashboard_address": f"{host}:0",
         "memory_limit": memory_limit,
     }
+    if security is not None:  # its HTTP server in HTTPS, on loopback (see daskgraph.tls)
+        options["dashboard_address"] = f"{LOOPBACK}:0"
     if not processes:
         if security is not None:
             options["security"] = security
@@ -329,7 +332,7 @@ def _worker_spec(
         "silence_logs": logging.ERROR,
         "preload": [WORKER_PRELOAD] if env is None else [WORKER_PRELOAD, GPU_PRELOAD],
         "env": {**process_environment(nthreads), **(env or {})},
-        "config": worker_settings(),
+        "config": {**worker_settings(), **https_settings(security, "worker")},
     }
     if security is not None:
         kwargs["security"] = security_fields(security)

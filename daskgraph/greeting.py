@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import threading
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "reach",
     "requires_encryption",
     "silent_server_error",
+    "tls_answer",
     "what_answers",
 ]
 
@@ -47,17 +49,62 @@ def reach(host: str, port: int, timeout: float, security: Any = None) -> bytes |
     listens, at once where the port is closed), returning what the server sent first within
     :data:`GREETING_SHARE` of ``timeout`` (``None``: nothing); with ``security``, shake hands
     in TLS instead, so that a TLS scheduler does not log the probe as a failed handshake. A failed
-    TLS handshake is left to the Dask handshake that follows, which explains it."""
+    TLS handshake is left to the Dask handshake that follows, which explains it.
+
+    Without ``security`` the probe sends nothing and closes its side at once (a TCP
+    half-close): a Dask server greets all the same, and a TLS server answers the end of its
+    handshake with an alert (``\\x15\\x03...``) at once instead of waiting for a ``ClientHello``,
+    so that a plain client of a TLS cluster learns within milliseconds that it speaks TLS
+    (:func:`not_dask_error`). A server that closes without a word is then asked with a line
+    of HTTP (:func:`listen_to`), as an HTTP server waits for a request and closes at its end.
+    """
     with socket.create_connection((host, port), timeout=timeout) as sock:
         context = security.get_connection_args("client").get("ssl_context") if security else None
         if context is None:
-            return _first_bytes(sock, GREETING_SHARE * timeout)
+            return _first_words(sock, host, port, GREETING_SHARE * timeout)
         try:
             with context.wrap_socket(sock, server_hostname=host):
                 pass
         except (OSError, ValueError):
             pass
         return None
+
+
+def _first_words(sock: socket.socket, host: str, port: int, wait: float) -> bytes | None:
+    """What a server says to a plain client that sends nothing and half-closes (see
+    :func:`reach`); what it answers to a line of HTTP where it closed without a word."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:  # it closed already: what it said is still there to read
+        pass
+    said = _first_bytes(sock, wait)
+    if said == b"":
+        said = listen_to(host, port, min(wait, 0.5), greets=False)
+    if said == b"":  # no Dask server (it greets before it reads): safe to say TLS's hello
+        said = tls_answer(host, port, min(wait, 0.5))
+    return said
+
+
+def tls_answer(host: str, port: int, wait: float = 0.5) -> bytes:
+    """What ``host:port`` answers to a TLS ``ClientHello`` (a TLS server: a record starting
+    ``\\x16\\x03``, its ``ServerHello``, or ``\\x15\\x03``, an alert); ``b""`` for no answer
+    within ``wait`` seconds. Never send it to a Dask server: it reads the hello as a message
+    length of petabytes."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # nothing is verified: only the answer's first bytes
+    outgoing = ssl.MemoryBIO()
+    hello = context.wrap_bio(ssl.MemoryBIO(), outgoing)
+    try:
+        hello.do_handshake()
+    except ssl.SSLWantReadError:  # the hello is written, the answer awaited
+        pass
+    try:
+        with socket.create_connection((host, port), timeout=wait) as sock:
+            sock.sendall(outgoing.read())
+            return _first_bytes(sock, wait) or b""
+    except OSError:
+        return b""
 
 
 def _first_bytes(sock: socket.socket, wait: float) -> bytes | None:
@@ -108,7 +155,12 @@ def what_answers(data: bytes) -> str:
     >>> what_answers(b"SSH-2.0-OpenSSH_9.6")
     "an SSH server (it sent b'SSH-2.0-OpenSSH_9.6')"
     """
-    kinds = {b"HTTP/": "an HTTP server", b"SSH-": "an SSH server", b"\x15\x03": "a TLS server"}
+    kinds = {
+        b"HTTP/": "an HTTP server",
+        b"SSH-": "an SSH server",
+        b"\x15\x03": "a TLS server",  # an alert
+        b"\x16\x03": "a TLS server",  # a handshake
+    }
     kind = next((k for prefix, k in kinds.items() if data.startswith(prefix)), None)
     return f"{kind or 'a server that is not Dask'} (it sent {data[:48]!r})"
 
@@ -120,14 +172,7 @@ def silent_server_error(
     described by its answer to a line of HTTP, if it gives one."""
     said = listen_to(host, port, greets=False)
     if said:
-        error = not_dask_error(head, address, host, port, said)
-        if said.startswith(b"\x15\x03"):
-            error = InvalidArgumentError(
-                f"{error.message} If it is a TLS scheduler, connect with tls://{host}:{port} and "
-                "security=daskgraph.tls.security_from_dir(DIR).",
-                **error.fields,
-            )
-        return error
+        return not_dask_error(head, address, host, port, said)  # a TLS server: says so
     return UnreachableError(
         f"{head}: something at {host}:{port} accepted the connection but said nothing within "
         f"{waited:g} s, nor when asked (a Dask scheduler greets every connection at once). Is "
@@ -142,8 +187,26 @@ def not_dask_error(
     head: str, address: str, host: str, port: int, data: bytes
 ) -> InvalidArgumentError:
     """The error for a server at ``host:port`` that answered with ``data``, not Dask's
-    greeting: it names what answered (:func:`what_answers`)."""
+    greeting: it names what answered (:func:`what_answers`); a TLS server is taken for a TLS
+    cluster reached over ``tcp://``, and the message says how to connect (field ``wants``).
+
+    >>> alert = b"\\x15\\x03\\x03\\x00\\x02\\x02\\x32"
+    >>> error = not_dask_error("Cannot connect", "tcp://h:1", "h", 1, alert)
+    >>> str(error)[:74], error.wants
+    ('Cannot connect: the server at h:1 speaks TLS: this cluster wants tls://h:1', 'tls://h:1')
+    """
     what = what_answers(data)
+    if data.startswith((b"\x15\x03", b"\x16\x03")):  # a TLS record: an alert, a handshake
+        return InvalidArgumentError(
+            f"{head}: the server at {host}:{port} speaks TLS: this cluster wants "
+            f"tls://{host}:{port} and the cluster's certificates, not a plain tcp:// "
+            "connection. Connect with Session('tls://HOST:PORT', "
+            "security=daskgraph.tls.security_from_dir(DIR)), or `daskgraph devices --tls-dir "
+            "DIR tls://HOST:PORT`, where DIR holds the certificates of `daskgraph certs DIR`.",
+            target=address,
+            found=what,
+            wants=f"tls://{host}:{port}",
+        )
     return InvalidArgumentError(
         f"{head}: the server at {host}:{port} is not a Dask scheduler: it is {what}. Give the "
         "address of the scheduler (server.target, or the ClusterSpec's first task) instead.",

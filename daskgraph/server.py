@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import dask.config
 from distributed import Scheduler
 from distributed.core import Server as DaskServer
 from distributed.utils import LoopRunner, silence_logging_cmgr, sync
@@ -59,6 +60,7 @@ from daskgraph.config import SessionConfig, virtual_gpu_count
 from daskgraph.errors import InvalidArgumentError, UnknownError
 from daskgraph.footprint import scheduler_extensions, shorten_dask_logs
 from daskgraph.gpus import visible_gpus
+from daskgraph.tls import https_settings, require_client_certificates
 
 __all__ = ["ClusterSpec", "Server", "free_ports"]
 
@@ -142,7 +144,10 @@ class Server:
     start
         Start at once (else call :meth:`start`).
     security
-        A ``distributed.Security`` for TLS (``tls://``) with mutual certificates.
+        A ``distributed.Security`` for TLS (``tls://``) with mutual certificates. The HTTP
+        servers then speak HTTPS with the same certificates (:func:`daskgraph.tls.https_settings`):
+        the scheduler's dashboard, at the task's host, asks every client for a certificate of
+        the cluster's CA; each worker's listens on 127.0.0.1 only.
     scheduler_address
         Run the scheduler here instead of at the first task of the first job.
     virtual_gpus
@@ -227,14 +232,17 @@ class Server:
         host, port = _host_port(self.address)
         shorten_dask_logs()
         if self._hosts_scheduler:
-            self._scheduler = await Scheduler(
-                host=host,
-                port=port,
-                protocol=self._scheduler_address.split("://")[0],
-                security=self.security,
-                dashboard_address=f"{host}:0",
-                extensions=scheduler_extensions(),
-            )
+            with dask.config.set(https_settings(self.security, "scheduler")):
+                scheduler = Scheduler(  # its HTTP server starts here: HTTPS under TLS
+                    host=host,
+                    port=port,
+                    protocol=self._scheduler_address.split("://")[0],
+                    security=self.security,
+                    dashboard_address=f"{host}:0",
+                    extensions=scheduler_extensions(),
+                )
+            require_client_certificates(scheduler)  # before the loop accepts a connection
+            self._scheduler = await scheduler
             # sessions find the spec at once, whichever task's workers join first
             await master.publish_cluster_spec(
                 self.cluster_spec, self._scheduler_address, scheduler=self._scheduler
@@ -254,8 +262,11 @@ class Server:
         )
         for spec in specs.values():
             self._workers.append(spec["cls"](self._scheduler_address, **spec["options"]))
-        for worker in self._workers:
-            await worker
+        # workers here start their HTTP servers under the settings of this moment (those in
+        # processes of their own get them from their spec), on loopback under TLS
+        with dask.config.set(https_settings(self.security, "worker")):
+            for worker in self._workers:
+                await worker
         if self._scheduler is None:  # a scheduler elsewhere (the first task's, or given)
             try:
                 await master.publish_cluster_spec(

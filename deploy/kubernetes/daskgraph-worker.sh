@@ -17,8 +17,9 @@
 #                                 is restarted.
 #
 # The scheduler is $DASK_SCHEDULER_ADDRESS (set by the operator). Where $DASKGRAPH_TLS_DIR
-# (default /etc/daskgraph/tls) holds ca.pem, node.pem and node-key.pem (`daskgraph certs`),
-# the worker speaks TLS (tls://) with those certificates. DASKGRAPH_DRY_RUN=1 prints the
+# (default /etc/daskgraph/tls) holds ca.pem, worker.pem and worker-key.pem (`daskgraph certs`;
+# node.pem and node-key.pem of an older daskgraph's folder do too), the worker speaks TLS
+# (tls://) with that certificate. DASKGRAPH_DRY_RUN=1 prints the
 # command instead of running it.
 set -euo pipefail
 
@@ -52,8 +53,10 @@ args=(worker --name "/job:$job/replica:0/task:$task/device:$type:0")
 tls_dir=${DASKGRAPH_TLS_DIR:-/etc/daskgraph/tls}
 if [[ -f $tls_dir/ca.pem ]]; then
     scheduler="tls://${scheduler#*://}"
-    args+=(--protocol tls --tls-ca-file "$tls_dir/ca.pem" --tls-cert "$tls_dir/node.pem"
-        --tls-key "$tls_dir/node-key.pem")
+    role=worker
+    [[ -f $tls_dir/worker.pem || ! -f $tls_dir/node.pem ]] || role=node  # an older folder
+    args+=(--protocol tls --tls-ca-file "$tls_dir/ca.pem" --tls-cert "$tls_dir/$role.pem"
+        --tls-key "$tls_dir/$role-key.pem")
 fi
 args=("${args[0]}" "$scheduler" "${args[@]:1}" "$@")
 

@@ -3,7 +3,9 @@
 #
 #   start-cluster.sh [--tls-dir DIR] [--remote-dir DIR] [--dry-run] cluster.json
 #
-# For each host of the spec: copy the spec (and the TLS files) to REMOTE_DIR on that host,
+# For each host of the spec: copy the spec (and the TLS files of `daskgraph certs DIR`: the CA's
+# certificate, the worker's and the client's, and on the scheduler's host the scheduler's;
+# never the CA's key) to REMOTE_DIR on that host,
 # then, for each task on it, start in the background
 #
 #   daskgraph server --cluster-spec REMOTE_DIR/cluster.json --job-name J --task-index I \
@@ -38,8 +40,17 @@ while (($#)); do
 done
 [[ -n $spec ]] || usage
 [[ -f $spec ]] || { echo "start-cluster.sh: no such cluster spec: $spec" >&2; exit 2; }
+# the TLS files each host gets: the scheduler's host its certificate too; never the CA's key
+tls_files=()
+scheduler_tls_files=()
 if [[ -n $tls_dir ]]; then
-    for f in ca.pem node.pem node-key.pem; do
+    if [[ -f $tls_dir/node.pem && ! -f $tls_dir/worker.pem ]]; then  # an older daskgraph's folder
+        tls_files=(ca.pem node.pem node-key.pem)
+    else
+        tls_files=(ca.pem worker.pem worker-key.pem client.pem client-key.pem)
+        scheduler_tls_files=(scheduler.pem scheduler-key.pem)
+    fi
+    for f in "${tls_files[@]}" "${scheduler_tls_files[@]}"; do
         [[ -f $tls_dir/$f ]] || {
             echo "start-cluster.sh: $tls_dir/$f is missing; make it with: daskgraph certs $tls_dir" >&2
             exit 2
@@ -65,6 +76,7 @@ run() {  # run (or, with --dry-run, print) one command
 }
 
 declare -A copied=()
+first=1
 for line in "${tasks[@]}"; do
     read -r job index host <<<"$line"
     if [[ -z ${copied[$host]:-} ]]; then
@@ -72,10 +84,12 @@ for line in "${tasks[@]}"; do
         run "${ssh_cmd[@]}" "$host" "mkdir -p $(printf %q "$remote_dir")/tls && chmod 700 $(printf %q "$remote_dir")/tls"
         run "${scp_cmd[@]}" "$spec" "$host:$remote_dir/cluster.json"
         if [[ -n $tls_dir ]]; then
-            run "${scp_cmd[@]}" "$tls_dir/ca.pem" "$tls_dir/node.pem" "$tls_dir/node-key.pem" \
-                "$host:$remote_dir/tls/"
+            files=("${tls_files[@]}")
+            ((!first)) || files+=("${scheduler_tls_files[@]}")  # the scheduler's task's host
+            run "${scp_cmd[@]}" "${files[@]/#/$tls_dir/}" "$host:$remote_dir/tls/"
         fi
     fi
+    first=0
     server=("$daskgraph" server --cluster-spec cluster.json --job-name "$job" --task-index "$index")
     [[ -z $tls_dir ]] || server+=(--tls-dir tls)
     # only the server goes to the background (with all its output), so ssh returns at once

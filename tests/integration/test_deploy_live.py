@@ -232,9 +232,13 @@ def test_ssh_scripts_start_and_stop_a_cluster(tmp_path, tls):
         assert (remote / "cluster.json").read_text() == spec.read_text()
         if tls:
             assert sorted(p.name for p in (remote / "tls").iterdir()) == [
-                "ca.pem",
-                "node-key.pem",
-                "node.pem",
+                "ca.pem",  # not the CA's key
+                "client-key.pem",
+                "client.pem",
+                "scheduler-key.pem",
+                "scheduler.pem",
+                "worker-key.pem",
+                "worker.pem",
             ]
         names = [f"/job:local/replica:0/task:{i}/device:CPU:0" for i in range(2)]
         address = f"{'tls' if tls else 'tcp'}://localhost:{ports[0]}"

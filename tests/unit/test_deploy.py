@@ -116,8 +116,8 @@ def test_scheduler_service_and_tls():
     assert mounts[tls_dir][1]["secretName"] == "daskgraph-tls"
     for flag, name in [
         ("--tls-ca-file", "ca.pem"),
-        ("--tls-cert", "node.pem"),
-        ("--tls-key", "node-key.pem"),
+        ("--tls-cert", "scheduler.pem"),
+        ("--tls-key", "scheduler-key.pem"),
     ]:
         assert _flag_values(args, flag) == [f"{tls_dir}/{name}"]
 
@@ -164,9 +164,13 @@ def test_kustomization_makes_the_configmap_and_the_secret():
     assert secret["name"] == "daskgraph-tls"
     assert sorted(pathlib.PurePosixPath(f).name for f in secret["files"]) == [
         "ca.pem",
-        "node-key.pem",
-        "node.pem",
-    ]
+        "client-key.pem",
+        "client.pem",
+        "scheduler-key.pem",
+        "scheduler.pem",
+        "worker-key.pem",
+        "worker.pem",
+    ]  # not the CA's key
     # the certificates are made by `daskgraph certs deploy/kubernetes/certs`, never committed
     assert "certs/" in (K8S / ".gitignore").read_text().split()
 
@@ -263,8 +267,8 @@ def test_worker_script_speaks_tls_where_the_secret_is_mounted(tmp_path):
     assert args[2] == "tls://daskgraph-scheduler.default.svc.cluster.local:8786"
     assert _flag_values(args, "--protocol") == ["tls"]
     assert _flag_values(args, "--tls-ca-file") == [str(tmp_path / "ca.pem")]
-    assert _flag_values(args, "--tls-cert") == [str(tmp_path / "node.pem")]
-    assert _flag_values(args, "--tls-key") == [str(tmp_path / "node-key.pem")]
+    assert _flag_values(args, "--tls-cert") == [str(tmp_path / "worker.pem")]
+    assert _flag_values(args, "--tls-key") == [str(tmp_path / "worker-key.pem")]
 
 
 @needs_bash
@@ -356,9 +360,13 @@ def test_ssh_dry_run_with_tls_copies_the_certificates(tmp_path):
     tls_copies = [
         line
         for line in done.stdout.splitlines()
-        if line.startswith("scp") and "node-key.pem" in line
+        if line.startswith("scp") and "worker-key.pem" in line
     ]
     assert len(tls_copies) == 3
+    # the scheduler's key goes to the scheduler's host only, the CA's key nowhere
+    assert [line for line in tls_copies if "scheduler-key.pem" in line] == tls_copies[:1]
+    assert "node0.example.org:" in tls_copies[0]
+    assert "ca-key.pem" not in done.stdout
 
 
 @needs_bash
@@ -488,8 +496,8 @@ def test_slurm_with_tls(slurm, tmp_path):
         assert " tls://login0:8786 " in line
         assert "--protocol tls" in line
         assert f"--tls-ca-file {tmp_path / 'ca.pem'}" in line
-        assert f"--tls-cert {tmp_path / 'node.pem'}" in line
-        assert f"--tls-key {tmp_path / 'node-key.pem'}" in line
+        assert f"--tls-cert {tmp_path / 'worker.pem'}" in line
+        assert f"--tls-key {tmp_path / 'worker-key.pem'}" in line
 
 
 def test_slurm_rejects_bad_options(slurm):
