@@ -64,7 +64,7 @@ logger = logging.getLogger("daskgraph.shutdown")
 DASK_LOGGERS = ("distributed", "tornado", "asyncio")
 #: seconds a worker process's nanny has to close its worker and exit before it is killed
 #: (a nanny gives its worker 4 s: ``Nanny.close``'s 5 s timeout, times 0.8)
-NANNY_GRACE = 10.0
+NANNY_GRACE = 7.0
 #: seconds to wait for a closed loop's thread to end before the filter is taken away
 LOOP_JOIN_TIMEOUT = 5.0
 #: seconds to wait for a running loop to say which thread it runs in
@@ -110,17 +110,24 @@ def _dask_handlers() -> set[logging.Handler]:
     return found
 
 
-def _install() -> None:
+def _enter(threads: Iterable[int] = (), everywhere: bool = False) -> None:
+    """Put the filter on the handlers that print Dask's loggers now (again, for handlers added
+    since), for ``threads`` (every thread where ``everywhere``)."""
     with _lock:
+        _filter.threads.update(threads)
+        _filter.everywhere = _filter.everywhere or everywhere
         for handler in _dask_handlers() - _handlers:
             handler.addFilter(_filter)
             _handlers.add(handler)
 
 
-def _uninstall_if_idle() -> None:
+def _leave(threads: Iterable[int]) -> None:
+    """``threads`` are done closing; the filter goes once no thread is."""
     with _lock:
+        _filter.threads.subtract(threads)
         if _filter.everywhere or +_filter.threads:
             return
+        _filter.threads.clear()
         for handler in _handlers:
             handler.removeFilter(_filter)
         _handlers.clear()
@@ -164,14 +171,12 @@ def quiet_close(*loops: Any) -> Iterator[None]:
     here = threading.get_ident()
     running = {loop: loop_thread(loop) for loop in loops if loop is not None}
     threads = [here, *(t for t in running.values() if t is not None and t != here)]
-    _filter.threads.update(threads)
-    _install()
+    _enter(threads)
     try:
         yield
     finally:
         _join({t for loop, t in running.items() if t is not None and not _is_running(loop)})
-        _filter.threads.subtract(threads)
-        _uninstall_if_idle()
+        _leave(threads)
 
 
 def _is_running(loop: Any) -> bool:
@@ -192,8 +197,7 @@ def _join(idents: set[int]) -> None:
 def quiet_process() -> None:
     """Drop what Dask logs in this process from now on (for a worker process that is
     closing; never in a user's process)."""
-    _filter.everywhere = True
-    _install()
+    _enter(everywhere=True)
 
 
 def dask_teardown(worker: Any) -> None:
