@@ -27,9 +27,9 @@ from daskgraph.cluster import local_cluster
 REPO = pathlib.Path(__file__).resolve().parents[2]
 #: runs of the training program, how many of every 5 have process workers (the embedded
 #: cluster's default; the others have thread workers), and how many run at once. A process
-#: run costs about 4.5 CPU-seconds (a client and scheduler, two nannies and two worker
-#: processes, each importing daskgraph), a thread run 1.5: 50 runs are about 135 CPU-seconds,
-#: a minute on 2 idle cores.
+#: run costs about 5 CPU-seconds (a client and scheduler, two nannies and two worker
+#: processes, each importing daskgraph), a thread run about 2: the 50 runs measured 167
+#: CPU-seconds, under a minute and a half on 2 idle cores.
 RUNS = 50
 PROCESS_RUNS_IN_5 = 2
 AT_A_TIME = 4
