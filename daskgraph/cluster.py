@@ -46,6 +46,7 @@ from daskgraph.cuda_specs import (
 from daskgraph.device import CPU, GPU, DeviceSpec
 from daskgraph.footprint import scheduler_extensions, shorten_dask_logs, worker_settings
 from daskgraph.gpus import GPUInfo, visible_gpus
+from daskgraph.shutdown import close_workers, quiet_close
 from daskgraph.tls import https_settings, security_fields
 from daskgraph.topology import VIRTUAL_GPU_RESOURCE
 
@@ -456,14 +457,21 @@ class EmbeddedCluster:
         return self._cluster.sync(func, *args, **kwargs)
 
     def close(self, timeout: float | None = None) -> None:
-        """Close the device workers, then the scheduler."""
-        if self.workers:
-            workers, self.workers = list(self.workers.values()), {}
-            try:
-                self.sync(_close_all, workers, callback_timeout=timeout)
-            except Exception:  # closing anyway: the scheduler goes next
-                logging.getLogger("daskgraph.cluster").debug("closing workers", exc_info=True)
-        self._cluster.close(timeout=timeout)
+        """Close the device workers, then the scheduler, printing nothing.
+
+        A worker process's nanny is asked to stop and exits by itself (its worker closed,
+        its multiprocessing resources released) before anything is killed; what Dask logs
+        meanwhile in this process's closing threads stays out of stderr
+        (:mod:`daskgraph.shutdown`).
+        """
+        with quiet_close(self.loop):
+            if self.workers:
+                workers, self.workers = list(self.workers.values()), {}
+                try:
+                    self.sync(close_workers, workers, callback_timeout=timeout)
+                except Exception:  # closing anyway: the scheduler goes next
+                    logging.getLogger("daskgraph.cluster").debug("closing workers", exc_info=True)
+            self._cluster.close(timeout=timeout)
 
     def __getattr__(self, name: str) -> Any:
         # everything else (status, asynchronous, ...; what ``Client(cluster)`` reads) is the
@@ -484,7 +492,3 @@ class EmbeddedCluster:
 
 async def _started(worker: Any) -> Any:
     return await worker
-
-
-async def _close_all(workers: list[Any]) -> None:
-    await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)

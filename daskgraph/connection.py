@@ -26,6 +26,7 @@ from daskgraph import embedded, footprint, gpu_worker, master
 from daskgraph.config import SessionConfig
 from daskgraph.cuda_specs import cuda_worker_probe, may_be_cuda_worker
 from daskgraph.liveness import ClusterWatch, release_watch, watch_for
+from daskgraph.shutdown import quiet_close
 from daskgraph.topology import Device, claims_gpu, devices_from_workers
 from daskgraph.worker_state import SessionPlugin
 
@@ -195,10 +196,12 @@ class Connection:
             release_watch(client)
             self.watch = None
         if self._owns_client:
-            if gone:
-                client.close(timeout=_CLOSE_TIMEOUT)
-            else:
-                client.close()
+            # a client of a lost scheduler is reconnecting: Dask logs the cancelled attempt
+            with quiet_close(client.loop):
+                if gone:
+                    client.close(timeout=_CLOSE_TIMEOUT)
+                else:
+                    client.close()
         if self._shape is not None:
             embedded.release(self._shape)
             self._shape = None

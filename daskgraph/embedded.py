@@ -28,6 +28,7 @@ from daskgraph.config import GPUOptions, SessionConfig, virtual_gpu_count
 from daskgraph.device import GPU
 from daskgraph.gpus import GPUInfo, visible_gpus
 from daskgraph.liveness import forget_client
+from daskgraph.shutdown import quiet_close
 
 __all__ = ["ClusterShape", "acquire", "release", "running", "shape_for", "shutdown"]
 
@@ -151,12 +152,15 @@ def _start(shape: ClusterShape) -> _Running:
 
 
 def _close(entry: _Running) -> None:
-    forget_client(entry.client)
-    try:
-        entry.client.close()
-    except Exception:  # pragma: no cover - closing anyway
-        logger.debug("closing the embedded cluster's client", exc_info=True)
-    try:
-        entry.cluster.close()
-    except Exception:  # pragma: no cover
-        logger.debug("closing the embedded cluster", exc_info=True)
+    """Close the client, then the cluster (its workers, then its scheduler), printing nothing:
+    what Dask logs while they close is daskgraph's business (:mod:`daskgraph.shutdown`)."""
+    with quiet_close(entry.cluster.loop):
+        forget_client(entry.client)
+        try:
+            entry.client.close()
+        except Exception:  # pragma: no cover - closing anyway
+            logger.debug("closing the embedded cluster's client", exc_info=True)
+        try:
+            entry.cluster.close()
+        except Exception:  # pragma: no cover
+            logger.debug("closing the embedded cluster", exc_info=True)

@@ -28,6 +28,7 @@ from typing import Any
 from distributed import Nanny
 
 from daskgraph.cuda_specs import CudaWorker, dask_cuda_plugins
+from daskgraph.shutdown import quiet_process
 from daskgraph.tls import security_from_fields
 
 __all__ = ["PRE_SPAWN", "DeviceNanny", "pre_spawn_values"]
@@ -84,3 +85,9 @@ class DeviceNanny(Nanny):
             kwargs["plugins"] = [*(kwargs.get("plugins") or ()), *plugins]
         super().__init__(*args, security=security, **kwargs)
         self.pre_spawn_env.update(pre_spawn_values(self.env))
+
+    async def close(self, *args: Any, **kwargs: Any) -> Any:
+        """``Nanny.close``, printing nothing: this process ends with its nanny, and its stderr
+        is the user's (:func:`daskgraph.shutdown.quiet_process`)."""
+        quiet_process()
+        return await super().close(*args, **kwargs)

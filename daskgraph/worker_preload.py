@@ -1,5 +1,8 @@
 """Start-up of a daskgraph process worker (a Dask preload): wait until its name is free.
 
+(Its close is :func:`daskgraph.shutdown.dask_teardown`'s, re-exported here as the preload's
+teardown hook: the closing worker's process logs nothing more to the user's stderr.)
+
 A worker stands for one device and is named by it. When a nanny restarts a worker that died,
 the new worker may come up before the scheduler has finished removing the dead one; it would
 then be refused ("name taken") and fail to start. This preload, run before the worker
@@ -15,7 +18,9 @@ import logging
 import time
 from typing import Any
 
-__all__ = ["dask_setup", "name_is_free"]
+from daskgraph.shutdown import dask_teardown
+
+__all__ = ["dask_setup", "dask_teardown", "name_is_free"]
 
 logger = logging.getLogger("daskgraph.worker_preload")
 

@@ -36,7 +36,10 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "daskgraph"
 STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
     (name, frozenset("daskgraph" if m == "__init__" else f"daskgraph.{m}" for m in modules.split()))
     for name, modules in (
-        ("foundation", "errors dtypes config tls footprint deadline greeting tensor_shape nest"),
+        (
+            "foundation",
+            "errors dtypes config tls footprint deadline greeting tensor_shape nest shutdown",
+        ),
         ("device", "device gpus cuda_specs topology"),
         (
             "graph",
