@@ -60,6 +60,7 @@ from daskgraph.config import SessionConfig, virtual_gpu_count
 from daskgraph.errors import InvalidArgumentError, UnknownError
 from daskgraph.footprint import scheduler_extensions, shorten_dask_logs
 from daskgraph.gpus import visible_gpus
+from daskgraph.shutdown import close_workers, quiet_close
 from daskgraph.tls import https_settings, require_client_certificates
 
 __all__ = ["ClusterSpec", "Server", "free_ports"]
@@ -378,14 +379,16 @@ class Server:
             return
         self._loop = None
         try:
-            sync(loop.loop, self._close)
+            with quiet_close(loop.loop):  # an orderly stop prints nothing of Dask's
+                try:
+                    sync(loop.loop, self._close)
+                finally:
+                    loop.stop()
         finally:
-            loop.stop()
             self._quiet.__exit__(None, None, None)
 
     async def _close(self) -> None:
-        for worker in self._workers:
-            await worker.close()
+        await close_workers(self._workers)  # nannies first: nothing of theirs is left behind
         self._workers.clear()
         if self._endpoint is not None:
             await self._endpoint.close()
