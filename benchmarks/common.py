@@ -229,11 +229,11 @@ def tf_session(tf: Any, graph: Any, threads: int) -> Any:
 # -- clusters -------------------------------------------------------------------------------------
 def start_cluster(virtual_gpus: int) -> tuple[Any, Any, dict[str, str]]:
     """(cluster, client, device name -> worker address) of daskgraph's embedded cluster
-    (``daskgraph.cluster.local_cluster``: one CPU worker process with all cores, plus one
+    (``daskgraph.cluster.local.local_cluster``: one CPU worker process with all cores, plus one
     worker process per virtual GPU)."""
     from distributed import Client
 
-    from daskgraph.cluster import local_cluster
+    from daskgraph.cluster.local import local_cluster
 
     cluster = local_cluster(virtual_gpus=virtual_gpus, processes=True)
     try:
@@ -251,11 +251,11 @@ def start_cluster(virtual_gpus: int) -> tuple[Any, Any, dict[str, str]]:
 @contextlib.contextmanager
 def default_cluster() -> Iterator[tuple[Any, Any, dict[str, str]]]:
     """(cluster, client, device name -> worker address) of the embedded cluster that a plain
-    ``dg.Session()`` of this process gets (:mod:`daskgraph.embedded`, shaped by the
+    ``dg.Session()`` of this process gets (:mod:`daskgraph.cluster.embedded`, shaped by the
     ``daskgraph.local.*`` config: by default the CPU worker lives in this process and each GPU
     worker in its own), held while the block runs and closed after it. Sessions made with
     no target inside the block share it, as a user's do; the Dask peers use its client."""
-    from daskgraph import embedded
+    from daskgraph.cluster import embedded
     from daskgraph.config import SessionConfig
 
     shape = embedded.shape_for(SessionConfig())

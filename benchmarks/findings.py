@@ -134,7 +134,8 @@ interleaved with TensorFlow's (load average near 1.6): daskgraph 6.2-6.7 ms, Ten
 the loop is at NumPy's floor; the same call with a preallocated `out=` array costs 0.94 us.
 
 *Since b896199* a program that keeps running is written out as one straight-line Python
-function (`daskgraph/codegen.py`: locals instead of the slot list, no step unpacking),
+function (`daskgraph/runtime/worker/codegen.py`: locals instead of the slot list, no step
+unpacking),
 compiled on a background thread once the loop has spent as long on it as compiling takes:
 6.4 -> 4.8 ms for this program, interleaved. Recycling dead slots as `out=` buffers was
 tried and measured no gain (the saved allocation is eaten by the keyword argument). Last

@@ -17,7 +17,7 @@ process by default):
   Its warm-up runs a single chain (same code paths).
 
 The three in-process ways are warmed up by :data:`WARMUP_CALLS` untimed calls each (the
-steady state of a loop of runs: see :mod:`daskgraph.codegen`).
+steady state of a loop of runs: see :mod:`daskgraph.runtime.worker.codegen`).
 
 Every result is checked against NumPy's. Targets: one-task-per-op / daskgraph >= 20x;
 daskgraph / TensorFlow <= 1.5x.

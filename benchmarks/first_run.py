@@ -60,7 +60,7 @@ NOTE_NAMES = {
 # -- inside the child process ---------------------------------------------------------------------
 def _timing_plan(times: dict[str, float]) -> None:
     """Wrap ``Session._plan`` (placement and lowering of a run's fetches) to add its time."""
-    from daskgraph import session
+    from daskgraph.runtime.client import session
 
     original = getattr(session.Session, "_plan", None)
     if original is None:

@@ -476,7 +476,7 @@ def smi_lists_a_gpu() -> bool:
 def make_run(args: argparse.Namespace) -> Run:
     """What the run checks: the first visible GPU (``--mode gpu``), or virtual GPUs."""
     from benchmarks.gpu_sessions import Target
-    from daskgraph.gpus import visible_gpus
+    from daskgraph.cluster.gpus import visible_gpus
     from daskgraph.testing import gpu_available
 
     real = args.mode == "gpu" or (args.mode == "auto" and gpu_available())
@@ -537,7 +537,7 @@ def run_checks(
     run: Run, env: dict[str, Any], emit: Callable[[CheckResult], None]
 ) -> list[CheckResult]:
     """Every chosen check, the subprocess ones last but the report in :data:`GROUPS` order."""
-    from daskgraph import embedded
+    from daskgraph.cluster import embedded
 
     chosen = set(run.args.only)
     results: list[tuple[str, CheckResult]] = []

@@ -39,9 +39,9 @@ from benchmarks.gpu_sessions import (
     session,
     traced,
 )
+from daskgraph.cluster.cuda_specs import INITIAL_POOL_SIZE, cuda_worker_options, cuda_worker_probe
+from daskgraph.cluster.gpus import GPUInfo
 from daskgraph.config import GPUOptions
-from daskgraph.cuda_specs import INITIAL_POOL_SIZE, cuda_worker_options, cuda_worker_probe
-from daskgraph.gpus import GPUInfo
 
 #: the memory cap of the memory checks: 5% of the GPU's memory (4 GiB of 80 GiB)
 FRACTION = 0.05
@@ -116,7 +116,7 @@ def _session_on(cluster: Any, target: Target, devices: list[tuple[str, str]]) ->
 # -- memory ---------------------------------------------------------------------------------------
 def memory_translation(target: Target) -> Findings:
     """GPUOptions -> each worker's RMM pool (initial, maximum), for an 80 GiB GPU: no GPU
-    needed (what dask-cuda's RMMSetup is given; :mod:`daskgraph.cuda_specs`)."""
+    needed (what dask-cuda's RMMSetup is given; :mod:`daskgraph.cluster.cuda_specs`)."""
     f = Findings()
     gpu = [GPUInfo("0", "an 80 GiB GPU", 80 * GiB)]
     cap = int(FRACTION * 80 * GiB) // 256 * 256

@@ -157,7 +157,7 @@ def worker_environment(names: tuple[str, ...] = ("CUPY_TF32",)) -> dict[str, str
 
 # -- the two modes ---------------------------------------------------------------------------------
 def run_gpu(args: argparse.Namespace) -> dict[str, Any]:
-    from daskgraph.gpus import visible_gpus
+    from daskgraph.cluster.gpus import visible_gpus
 
     found = visible_gpus()
     if not found:

@@ -3,10 +3,10 @@
 A TF1 training loop calls ``Session.run`` thousands of times, and every run of a graph that
 spans devices is a graph submitted to Dask. Whatever Dask or daskgraph keeps per run (task
 groups, graph metadata, memoized keys, whole messages in a log) shows here as memory that
-grows with the number of runs (:mod:`daskgraph.footprint` lists what there was).
+grows with the number of runs (:mod:`daskgraph.cluster.footprint` lists what there was).
 
 One child process is the client; it starts the cluster in a process of its own
-(``daskgraph.cluster.local_cluster(virtual_gpus=1, processes=True)``: the scheduler there, one
+(``daskgraph.cluster.local.local_cluster(virtual_gpus=1, processes=True)``: the scheduler there, one
 nanny worker process per device), so that the client, the scheduler and each worker are
 processes apart, each with its own resident memory. The graph: a placeholder on ``/gpu:0``
 (the virtual GPU) fed ``feed_kib`` KiB each run, and ``reduce_sum(a * 2)`` on ``/cpu:0``; each
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import run_json, target_record
-from daskgraph.footprint import trim_heap
+from daskgraph.cluster.footprint import trim_heap
 
 WARMUP = 1_000
 SAMPLES = 20
@@ -53,7 +53,7 @@ _LOCAL = "/job:localhost/replica:0/task:0/device:"
 # -- the cluster's process ------------------------------------------------------------------------
 def _cluster() -> None:
     """Start the cluster, print its address, and keep it until stdin closes."""
-    from daskgraph.cluster import local_cluster
+    from daskgraph.cluster.local import local_cluster
 
     with local_cluster(virtual_gpus=1, processes=True) as cluster:
         print(json.dumps({"address": cluster.scheduler_address, "pid": os.getpid()}), flush=True)
@@ -178,7 +178,7 @@ def _processes(client: Any, scheduler_pid: int) -> tuple[dict[str, Any], dict[st
 
 def _sample(client: Any, procs: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
     """Every process's resident memory as it is, then after
-    :func:`~daskgraph.footprint.trim_heap` in each: the
+    :func:`~daskgraph.cluster.footprint.trim_heap` in each: the
     allocator keeps freed heap (up to ``MALLOC_TRIM_THRESHOLD_``, 64 MiB in the workers) and
     its high-water mark steps up now and then, which says nothing about what is kept alive."""
     raw = {name: p.memory_info().rss for name, p in procs.items()}

@@ -1,8 +1,10 @@
 """Case *scale*: placement and lowering time as graphs grow to a million ops.
 
-Graph build, :func:`daskgraph.placement.place` and :func:`daskgraph.lowering.lower` (pure
+Graph build, :func:`daskgraph.runtime.planner.placement.place` and
+:func:`daskgraph.runtime.planner.lowering.lower` (pure
 functions, no cluster) for graphs of about 10k, 100k and 1M ops over one CPU and two
-virtual-GPU devices (hand-made :class:`daskgraph.topology.Device` objects). The graph has 100
+virtual-GPU devices (hand-made :class:`daskgraph.cluster.topology.Device` objects). The graph has
+100
 chains, each cut into 4 segments under device scopes that rotate over CPU:0, GPU:0 and GPU:1
 (so edges cross devices and the plan has several partitions), every segment with its own two
 constants, joined by ``add_n``.
@@ -34,7 +36,7 @@ US_PER_OP_GOAL = 10.0
 
 
 def devices():
-    from daskgraph.topology import Device
+    from daskgraph.cluster.topology import Device
 
     return [
         Device(LOCAL + "CPU:0", "tcp://127.0.0.1:40001", "cpu"),
@@ -68,8 +70,8 @@ def build_graph(n_ops: int, n_chains: int = 100, segments: int = 4):
 def measure(n_ops: int, repeats: int, warmup: bool) -> dict[str, Any]:
     """Build the graph once, then time ``place`` and ``lower`` of it in every round (both are
     pure: a round leaves the graph as it found it)."""
-    from daskgraph.lowering import lower
-    from daskgraph.placement import place
+    from daskgraph.runtime.planner.lowering import lower
+    from daskgraph.runtime.planner.placement import place
 
     devs = devices()
     gc.collect()

@@ -117,7 +117,7 @@ def _worker_memory(client) -> dict[str, Any]:
     def probe(dask_worker) -> tuple[int, int]:
         import psutil
 
-        from daskgraph.worker_state import state_of
+        from daskgraph.runtime.worker.worker_state import state_of
 
         return psutil.Process().memory_info().rss, len(state_of(dask_worker).session_ids())
 
@@ -147,7 +147,7 @@ def _cycles(cycles: int, warmup: int) -> dict[str, Any]:
 
     for _ in range(warmup):
         cycle()
-    from daskgraph import embedded
+    from daskgraph.cluster import embedded
 
     (cluster,) = embedded.running().values()  # the shared cluster outlives its sessions
     with Client(cluster, set_as_default=False) as client:

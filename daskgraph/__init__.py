@@ -16,38 +16,35 @@ Data flows one way: device -> graph -> placement -> lowering -> execution, with 
 tying them together. Read the modules in that order; none imports a later one
 (``tests/unit/test_layout.py`` checks it):
 
-* :mod:`~daskgraph.device`: device names (:class:`DeviceSpec`); :mod:`~daskgraph.topology`:
+* :mod:`~daskgraph.framework.device`: device names (:class:`DeviceSpec`);
+:mod:`~daskgraph.cluster.topology`:
   a cluster's devices, read from its workers;
-* :mod:`~daskgraph.nodes`, :mod:`~daskgraph.scopes`, :mod:`~daskgraph.graph` and
+* :mod:`~daskgraph.framework.nodes`, :mod:`~daskgraph.framework.scopes`,
+:mod:`~daskgraph.framework.graph` and
   :mod:`daskgraph.ops`: building a graph (operations and tensors, device, colocation and
   control scopes, the op constructors and their kernels);
-  :mod:`~daskgraph.default_session` is the session ``tensor.eval()`` runs in;
-* :mod:`~daskgraph.placement`: a device for every op;
-* :mod:`~daskgraph.program`: what a worker runs; :mod:`~daskgraph.lowering`: the placed graph
+  :mod:`~daskgraph.framework.default_session` is the session ``tensor.eval()`` runs in;
+* :mod:`~daskgraph.runtime.planner.placement`: a device for every op;
+* :mod:`~daskgraph.runtime.program`: what a worker runs;
+:mod:`~daskgraph.runtime.planner.lowering`: the placed graph
   cut into one program per device;
-* :mod:`~daskgraph.execution` and :mod:`~daskgraph.worker_state`: the worker side, running
+* :mod:`~daskgraph.runtime.worker.execution` and :mod:`~daskgraph.runtime.worker.worker_state`: the
+worker side, running
   programs (it never imports the planner);
-* :mod:`~daskgraph.session` ties them together: :mod:`~daskgraph.connection` (the cluster and
-  its devices), :mod:`~daskgraph.fetches` (fetches and feeds), :mod:`~daskgraph.dispatch`
+* :mod:`~daskgraph.runtime.client.session` ties them together:
+:mod:`~daskgraph.runtime.client.connection` (the cluster and
+  its devices), :mod:`~daskgraph.runtime.client.fetches` (fetches and feeds),
+  :mod:`~daskgraph.runtime.client.dispatch`
   (submitting a run's tasks).
 """
 
-from daskgraph import (
-    data,
-    dtypes,
-    errors,
-    initializers,
-    layers,
-    losses,
-    nn,
-    optimizers,
-    saver,
-    train,
-)
+from daskgraph import data, errors, layers
+from daskgraph.cluster.server import ClusterSpec, Server
 from daskgraph.config import GPUOptions, SessionConfig
-from daskgraph.device import DeviceSpec
-from daskgraph.drawing import visualize
-from daskgraph.dtypes import (
+from daskgraph.diagnostics.drawing import visualize
+from daskgraph.framework import dtypes
+from daskgraph.framework.device import DeviceSpec
+from daskgraph.framework.dtypes import (
     DType,
     as_dtype,
     bool_,
@@ -61,8 +58,8 @@ from daskgraph.dtypes import (
     string,
     uint8,
 )
-from daskgraph.gradients import RegisterGradient, gradients, no_gradient, register_gradient
-from daskgraph.graph import (
+from daskgraph.framework.gradient_registry import RegisterGradient, no_gradient, register_gradient
+from daskgraph.framework.graph import (
     Graph,
     GraphKeys,
     Operation,
@@ -71,7 +68,14 @@ from daskgraph.graph import (
     name_scope,
     reset_default_graph,
 )
-from daskgraph.initializers import (
+from daskgraph.framework.scopes import colocate_with, control_dependencies, device
+from daskgraph.ops import *  # noqa: F403 - the op constructors are the public API
+from daskgraph.ops import __all__ as _ops_all
+from daskgraph.ops import initializers, losses
+from daskgraph.ops import nn_namespace as nn
+from daskgraph.ops import sparse_elementwise as _sparse_operators  # noqa: F401 (SparseTensor * /)
+from daskgraph.ops.gradients import gradients
+from daskgraph.ops.initializers import (
     constant_initializer,
     glorot_normal_initializer,
     glorot_uniform_initializer,
@@ -82,20 +86,17 @@ from daskgraph.initializers import (
     variance_scaling_initializer,
     zeros_initializer,
 )
-from daskgraph.ops import *  # noqa: F403 - the op constructors are the public API
-from daskgraph.ops import __all__ as _ops_all
-from daskgraph.ops import sparse_elementwise as _sparse_operators  # noqa: F401 (SparseTensor * /)
-from daskgraph.scopes import colocate_with, control_dependencies, device
-from daskgraph.server import ClusterSpec, Server
-from daskgraph.session import RunMetadata, RunOptions, Session, get_default_session
-from daskgraph.sparse_tensor import SparseTensor, SparseTensorValue
-from daskgraph.variable_scope import (
+from daskgraph.ops.sparse_tensor import SparseTensor, SparseTensorValue
+from daskgraph.ops.variable_scope import (
     AUTO_REUSE,
     VariableScope,
     get_variable,
     get_variable_scope,
     variable_scope,
 )
+from daskgraph.runtime.client.session import RunMetadata, RunOptions, Session, get_default_session
+from daskgraph.training import namespace as train
+from daskgraph.training import optimizers, saver
 
 __version__ = "0.1.0"
 

@@ -21,7 +21,7 @@ import click
 
 __all__ = ["main"]
 
-#: the roles of `daskgraph certs --role` (as daskgraph.tls.ROLES, without importing it)
+#: the roles of `daskgraph certs --role` (as daskgraph.cluster.tls.ROLES, without importing it)
 ROLE_CHOICES = ("scheduler", "worker", "client")
 
 
@@ -62,7 +62,7 @@ def server(
     tls_dir: str | None,
 ) -> None:
     """Start one task of a cluster and serve until interrupted."""
-    from daskgraph.server import Server
+    from daskgraph.cluster.server import Server
 
     from_env = _cluster_from_tf_config()
     if cluster_spec is not None:
@@ -104,11 +104,11 @@ def server(
 def devices(address: str, tls_dir: str | None, timeout: float) -> None:
     """List the devices of the cluster at ADDRESS: any task's address, or its scheduler's
     (as a session target: host:port, grpc://, tcp:// or tls://)."""
-    from daskgraph import master
-    from daskgraph.connection import cuda_probes
+    from daskgraph.cluster import master
+    from daskgraph.cluster.liveness import cluster_workers
+    from daskgraph.cluster.topology import devices_from_workers, format_device_mapping
     from daskgraph.errors import DaskgraphError
-    from daskgraph.liveness import cluster_workers
-    from daskgraph.topology import devices_from_workers, format_device_mapping
+    from daskgraph.runtime.client.connection import cuda_probes
 
     security = _security(tls_dir) if tls_dir else None
     try:  # as a Session connects: a closed port, or no Dask there, fails at once and says so
@@ -155,8 +155,8 @@ def certs(
     certificates of nodes added later) and scheduler.pem, worker.pem, client.pem with their
     -key.pem files (mode 0600). Run it again to issue certificates anew from the same CA.
     """
+    from daskgraph.cluster.tls import NODE_ROLES, ROLES, add_node, make_certificates
     from daskgraph.errors import InvalidArgumentError
-    from daskgraph.tls import NODE_ROLES, ROLES, add_node, make_certificates
 
     hostnames = list(hostname) or None
     try:
@@ -171,7 +171,7 @@ def certs(
 
 
 def _security(tls_dir: str):
-    from daskgraph.tls import security_from_dir
+    from daskgraph.cluster.tls import security_from_dir
 
     return security_from_dir(Path(tls_dir))
 

@@ -102,7 +102,7 @@ class GPUOptions:
 
 @dataclass
 class SessionConfig:
-    """How a :class:`~daskgraph.session.Session` places and runs ops.
+    """How a :class:`~daskgraph.runtime.client.session.Session` places and runs ops.
 
     Attributes
     ----------

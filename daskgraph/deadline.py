@@ -2,7 +2,8 @@
 ``ConfigProto.operation_timeout_in_ms``.
 
 A session opens a deadline around a run (:func:`run_deadline`); the loops that wait for the
-run's results (:mod:`daskgraph.dispatch`) wait at most until it (:func:`wait_time`) and then
+run's results (:mod:`daskgraph.runtime.client.dispatch`) wait at most until it (:func:`wait_time`)
+and then
 raise :class:`~daskgraph.errors.DeadlineExceededError` (:func:`raise_if_past`). The deadline
 lives in a context variable, so concurrent runs from several threads each keep their own.
 

@@ -50,12 +50,12 @@ from typing import Any
 import pytest
 from distributed import Client, SpecCluster
 
-from daskgraph.cluster import local_cluster
+from daskgraph.cluster.liveness import cluster_workers
+from daskgraph.cluster.local import local_cluster
+from daskgraph.cluster.shutdown import quiet_close
 from daskgraph.config import SessionConfig
-from daskgraph.graph import Graph
-from daskgraph.liveness import cluster_workers
-from daskgraph.session import Session
-from daskgraph.shutdown import quiet_close
+from daskgraph.framework.graph import Graph
+from daskgraph.runtime.client.session import Session
 
 __all__ = ["gpu_available", "within"]
 

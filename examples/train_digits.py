@@ -5,7 +5,7 @@ The data is scikit-learn's bundled 8x8 digits (1,797 images, no download). The m
 small convolutional network (conv 3x3 -> relu -> max-pool -> dense -> relu -> 10 logits),
 trained with Adam on batches of 256 split into one shard per tower: each tower is a copy of
 the model on its own (virtual) GPU, and the parameters live on the CPU
-(:func:`daskgraph.train.replicate`).
+(:func:`daskgraph.training.namespace.replicate`).
 
 - ``sync``: the towers' gradients are averaged on the CPU and applied once per step;
 - ``async``: each tower applies its own update as soon as it is done, in its own thread.

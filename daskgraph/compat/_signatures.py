@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from daskgraph import dtypes, ops
-from daskgraph.graph import GraphKeys as NativeGraphKeys
-from daskgraph.graph import Tensor, get_default_graph
-from daskgraph.metrics_base import METRIC_VARIABLES
-from daskgraph.variable_scope import get_variable as native_get_variable
+from daskgraph import ops
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import GraphKeys as NativeGraphKeys
+from daskgraph.framework.graph import Tensor, get_default_graph
+from daskgraph.metrics.base import METRIC_VARIABLES
+from daskgraph.ops.variable_scope import get_variable as native_get_variable
 
 
 class Variable(ops.Variable):

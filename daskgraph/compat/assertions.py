@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from daskgraph import errors
-from daskgraph.device import parse
-from daskgraph.graph import Tensor
+from daskgraph.framework.device import parse
+from daskgraph.framework.graph import Tensor
 
 __all__ = ["ArrayAssertions", "is_tensor_like"]
 

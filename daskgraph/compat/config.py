@@ -41,10 +41,10 @@ from typing import Any
 import dask.config
 
 from daskgraph import config as native_config
-from daskgraph import embedded
+from daskgraph.cluster import embedded
+from daskgraph.cluster.gpus import GPUInfo, visible_gpus
 from daskgraph.compat.local_devices import compute_capability
 from daskgraph.compat.sessions import ConfigProto, GPUOptions
-from daskgraph.gpus import GPUInfo, visible_gpus
 
 __all__ = [
     "LogicalDevice",

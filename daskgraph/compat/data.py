@@ -1,4 +1,4 @@
-"""``tf.data``'s names (TensorFlow 1's) for :mod:`daskgraph.data`: ``Dataset`` (TF1's
+"""``tf.data``'s names (TensorFlow 1's) for :mod:`daskgraph.data.dataset`: ``Dataset`` (TF1's
 ``DatasetV1``, with ``make_one_shot_iterator``), ``Iterator``, the iterator functions, the
 ``get_output_*`` functions and the cardinality constants.
 
@@ -12,7 +12,12 @@
 
 from typing import Any
 
-from daskgraph.data import Dataset, Iterator, make_initializable_iterator, make_one_shot_iterator
+from daskgraph.data.dataset import (
+    Dataset,
+    Iterator,
+    make_initializable_iterator,
+    make_one_shot_iterator,
+)
 
 __all__ = [
     "AUTOTUNE",

@@ -2,7 +2,7 @@
 
 TF1 programs build a spec and change it in place (``spec.job = "ps"``,
 ``spec.parse_from_string(...)``, ``spec.merge_from(other)``); the native
-:class:`daskgraph.device.DeviceSpec` is an immutable value, so this class keeps the five
+:class:`daskgraph.framework.device.DeviceSpec` is an immutable value, so this class keeps the five
 fields as settable attributes and uses the native parser and printer for everything else.
 ``tf.device(spec)`` takes it (its string at the time the block is entered).
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph.device import DeviceSpec as NativeSpec
-from daskgraph.device import parse
+from daskgraph.framework.device import DeviceSpec as NativeSpec
+from daskgraph.framework.device import parse
 
 __all__ = ["DeviceSpec"]
 
@@ -59,7 +59,7 @@ class DeviceSpec:
         self._set(self.native().replace(**{name: value}))  # checked as the native spec is
 
     def native(self) -> NativeSpec:
-        """The same specification as an immutable :class:`daskgraph.device.DeviceSpec`."""
+        """The same specification as an immutable :class:`daskgraph.framework.device.DeviceSpec`."""
         return NativeSpec(*(getattr(self, name) for name in _FIELDS))
 
     @classmethod

@@ -1,4 +1,4 @@
-"""``tf.dtypes``: TensorFlow 1's names for :mod:`daskgraph.dtypes` (``bool``, ``double``,
+"""``tf.dtypes``: TensorFlow 1's names for :mod:`daskgraph.framework.dtypes` (``bool``, ``double``,
 ``half``, ...) and the dtype functions TF1 keeps there (``cast``, ``saturate_cast``,
 ``as_string``).
 
@@ -10,7 +10,7 @@ unsigned dtypes, so those names are absent.
 True
 """
 
-from daskgraph.dtypes import (
+from daskgraph.framework.dtypes import (
     DType,
     as_dtype,
     float16,
@@ -24,9 +24,9 @@ from daskgraph.dtypes import (
     uint8,
     variant,
 )
-from daskgraph.dtypes import bool_ as bool  # TensorFlow's name: tf.dtypes.bool
-from daskgraph.dtypes import float16 as half
-from daskgraph.dtypes import float64 as double
+from daskgraph.framework.dtypes import bool_ as bool  # TensorFlow's name: tf.dtypes.bool
+from daskgraph.framework.dtypes import float16 as half
+from daskgraph.framework.dtypes import float64 as double
 from daskgraph.ops.array import cast
 from daskgraph.ops.manip import saturate_cast
 from daskgraph.ops.strings import as_string

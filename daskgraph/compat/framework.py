@@ -24,11 +24,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from daskgraph.graph import Tensor
-from daskgraph.indexed_slices import IndexedSlices
+from daskgraph.framework.graph import Tensor
+from daskgraph.framework.scopes import control_dependencies
+from daskgraph.framework.tensor_shape import Dimension, TensorShape
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.scopes import control_dependencies
-from daskgraph.tensor_shape import Dimension, TensorShape
+from daskgraph.ops.indexed_slices import IndexedSlices
 
 __all__ = [
     "container",
@@ -68,7 +68,8 @@ def is_numeric_tensor(tensor: Any) -> bool:
 
 
 def dimension_at_index(shape: Any, index: int) -> Dimension:
-    """The ``index``-th dimension of ``shape`` as a :class:`~daskgraph.tensor_shape.Dimension`
+    """The ``index``-th dimension of ``shape`` as a
+    :class:`~daskgraph.framework.tensor_shape.Dimension`
     (``Dimension(None)`` for any index of an unknown rank).
 
     >>> dimension_at_index(TensorShape([2, None]), 0), dimension_at_index(TensorShape(None), 5)
@@ -81,7 +82,7 @@ def dimension_at_index(shape: Any, index: int) -> Dimension:
 
 
 def convert_to_tensor_or_indexed_slices(value: Any, dtype: Any = None, name: str | None = None):
-    """An :class:`~daskgraph.indexed_slices.IndexedSlices` as it is, anything else through
+    """An :class:`~daskgraph.ops.indexed_slices.IndexedSlices` as it is, anything else through
     ``convert_to_tensor(value, dtype, name)``."""
     if isinstance(value, IndexedSlices):
         return value

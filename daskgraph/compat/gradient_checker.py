@@ -2,10 +2,11 @@
 
 Its one job is TensorFlow 1's ``gradient_checker`` with its signatures and results: the
 *theoretical* Jacobian of ``y`` with respect to ``x``, one column per element of ``y``,
-from :func:`~daskgraph.gradients.gradients` of ``y`` weighted by a fed one-hot ``dy``, and
+from :func:`~daskgraph.ops.gradients.gradients` of ``y`` weighted by a fed one-hot ``dy``, and
 the *numeric* one, one row per element of ``x``, from central differences
 ``(y(x + delta) - y(x - delta)) / (2 delta)``; both are ``(x size, y size)`` arrays computed
-by the default session, feeding ``x`` (any tensor). :func:`daskgraph.gradient_check.check_gradients`
+by the default session, feeding ``x`` (any tensor).
+:func:`daskgraph.compat.gradient_check.check_gradients`
 is the native check (a scalar loss, its own session); this module is the TF1 interface.
 
 >>> import daskgraph as dg
@@ -23,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.default_session import get_default_session
-from daskgraph.gradients import gradients
-from daskgraph.graph import Tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.default_session import get_default_session
+from daskgraph.framework.graph import Tensor
 from daskgraph.ops.array import constant, identity
+from daskgraph.ops.gradients import gradients
 
 __all__ = ["compute_gradient", "compute_gradient_error"]
 

@@ -1,8 +1,8 @@
 """TF1's signatures of ``tf.gradients`` and ``tf.hessians``, and the names they take
 (``tf.AggregationMethod``, ``tf.UnconnectedGradients``).
 
-Its one job is translating arguments for :func:`daskgraph.gradients.gradients` and
-:func:`daskgraph.hessians.hessians`: ``unconnected_gradients="zero"`` gives zeros of ``x``'s
+Its one job is translating arguments for :func:`daskgraph.ops.gradients.gradients` and
+:func:`daskgraph.ops.hessians.hessians`: ``unconnected_gradients="zero"`` gives zeros of ``x``'s
 shape where ``ys`` do not depend on ``x`` (None by default); ``gate_gradients`` and
 ``aggregation_method`` are accepted and change nothing (the gradients reaching a tensor are
 always summed by one ``AddN``, TensorFlow's default).
@@ -20,10 +20,10 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from daskgraph.gradients import gradients as native_gradients
-from daskgraph.graph import Tensor
-from daskgraph.hessians import hessians as native_hessians
+from daskgraph.framework.graph import Tensor
 from daskgraph.ops.fill_ops import zeros_like
+from daskgraph.ops.gradients import gradients as native_gradients
+from daskgraph.ops.hessians import hessians as native_hessians
 
 __all__ = ["AggregationMethod", "UnconnectedGradients", "gradients", "hessians"]
 

@@ -11,7 +11,6 @@ True
 
 from daskgraph.compat._signatures import matmul
 from daskgraph.compat.math import norm  # TF1's signature (keep_dims)
-from daskgraph.nn import l2_normalize
 from daskgraph.ops.einsum import einsum, tensordot
 from daskgraph.ops.linalg import (
     adjoint,
@@ -41,6 +40,7 @@ from daskgraph.ops.matrix import matrix_diag as diag
 from daskgraph.ops.matrix import matrix_diag_part as diag_part
 from daskgraph.ops.matrix import matrix_set_diag as set_diag
 from daskgraph.ops.matrix import matrix_transpose as transpose
+from daskgraph.ops.nn_namespace import l2_normalize
 from daskgraph.ops.norms import global_norm
 
 __all__ = [

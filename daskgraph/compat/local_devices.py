@@ -3,7 +3,7 @@
 
 Its one job is to answer those questions as a ``Session()`` on the embedded cluster would
 see the machine, without starting it: the NVIDIA GPUs NVML finds (``CUDA_VISIBLE_DEVICES``
-honoured, :mod:`daskgraph.gpus`) and the virtual GPUs the ``daskgraph.virtual-gpus`` Dask
+honoured, :mod:`daskgraph.cluster.gpus`) and the virtual GPUs the ``daskgraph.virtual-gpus`` Dask
 config key asks for (``DASK_DASKGRAPH__VIRTUAL_GPUS``). A virtual GPU runs the GPU kernels
 over NumPy: it counts as a GPU, but not as a CUDA one (``cuda_only=True``), and it has no
 compute capability (TensorFlow's ``(0, 0)`` for a device that reports none).
@@ -22,8 +22,8 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Sequence
 
+from daskgraph.cluster.gpus import GPUInfo, visible_gpus
 from daskgraph.config import virtual_gpu_count
-from daskgraph.gpus import GPUInfo, visible_gpus
 
 __all__ = [
     "compute_capability",

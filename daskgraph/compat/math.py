@@ -4,7 +4,8 @@ the math names whose native ones differ (``count_nonzero``, ``norm``, ``arg_max`
 
 Its one job is to map names: ``tf.math.add`` *is* ``dg.add``, ``tf.math.divide_no_nan`` is
 ``dg.div_no_nan``, ``tf.math.rint`` is ``dg.round``, and the names TensorFlow shares with
-``tf.nn`` (``softmax``, ``top_k``, ...) are :mod:`daskgraph.nn`'s. What ``tf.math`` has and
+``tf.nn`` (``softmax``, ``top_k``, ...) are :mod:`daskgraph.ops.nn_namespace`'s. What ``tf.math``
+has and
 daskgraph does not (Bessel functions, ``igamma``, ``zeta``, ``polygamma``, ...) is absent:
 using it raises ``AttributeError``.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes, ops
+from daskgraph import ops
 from daskgraph.compat._signatures import (
     reduce_all,
     reduce_any,
@@ -29,17 +30,8 @@ from daskgraph.compat._signatures import (
     reduce_prod,
     reduce_sum,
 )
-from daskgraph.graph import Tensor
-from daskgraph.nn import (
-    in_top_k,
-    l2_normalize,
-    log_softmax,
-    softmax,
-    softplus,
-    softsign,
-    top_k,
-    zero_fraction,
-)
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import Tensor
 from daskgraph.ops import (
     abs,
     accumulate_n,
@@ -140,6 +132,16 @@ from daskgraph.ops import (
 )
 from daskgraph.ops import div_no_nan as divide_no_nan
 from daskgraph.ops import round as rint
+from daskgraph.ops.nn_namespace import (
+    in_top_k,
+    l2_normalize,
+    log_softmax,
+    softmax,
+    softplus,
+    softsign,
+    top_k,
+    zero_fraction,
+)
 
 __all__ = [
     "abs",

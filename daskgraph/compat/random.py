@@ -1,18 +1,23 @@
 """``tf.random``'s names (TensorFlow 1.13 and later) for the ops of :mod:`daskgraph.ops.random`,
-:mod:`daskgraph.ops.random_more` and :mod:`daskgraph.ops.stateless_random`.
+:mod:`daskgraph.ops.random` and :mod:`daskgraph.ops.stateless_random`.
 
 >>> import daskgraph.compat.v1 as tf
 >>> tf.random.shuffle is tf.random_shuffle and tf.random.gamma is tf.random_gamma
 True
 """
 
-from daskgraph.ops.random import get_seed, set_random_seed, truncated_normal
+from daskgraph.ops.random import (
+    categorical,
+    get_seed,
+    multinomial,
+    set_random_seed,
+    truncated_normal,
+)
+from daskgraph.ops.random import random_gamma as gamma
 from daskgraph.ops.random import random_normal as normal
+from daskgraph.ops.random import random_poisson as poisson
+from daskgraph.ops.random import random_shuffle as shuffle
 from daskgraph.ops.random import random_uniform as uniform
-from daskgraph.ops.random_more import categorical, multinomial
-from daskgraph.ops.random_more import random_gamma as gamma
-from daskgraph.ops.random_more import random_poisson as poisson
-from daskgraph.ops.random_more import random_shuffle as shuffle
 from daskgraph.ops.stateless_random import (
     stateless_categorical,
     stateless_multinomial,

@@ -1,6 +1,7 @@
 """``tf.train.ClusterSpec`` and ``tf.train.Server`` with TensorFlow's protocol buffers.
 
-The native :class:`~daskgraph.cluster_spec.ClusterSpec` and :class:`~daskgraph.server.Server`
+The native :class:`~daskgraph.cluster.cluster_spec.ClusterSpec` and
+:class:`~daskgraph.cluster.server.Server`
 with TensorFlow 1's surface on top: a ClusterSpec is also made from a ``tf.train.ClusterDef``
 and gives one (``as_cluster_def``: jobs sorted by name, tasks by index, as TensorFlow's), its
 ``repr`` and ``as_dict`` are TensorFlow's; a Server takes TensorFlow's arguments
@@ -23,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from daskgraph import cluster_spec as _cluster_spec
-from daskgraph import server as _server
+from daskgraph.cluster import cluster_spec as _cluster_spec
+from daskgraph.cluster import server as _server
 from daskgraph.compat import protos
 from daskgraph.errors import UnimplementedError
 

@@ -4,7 +4,8 @@
 ``tf.RunOptions`` and ``tf.RunMetadata`` accept every field of TensorFlow 1's protocol buffers
 (an unknown one is a ValueError in protobuf's words). What has a meaning here is honoured by
 the native :class:`~daskgraph.config.SessionConfig` / :class:`~daskgraph.config.GPUOptions` /
-:class:`~daskgraph.session.RunOptions` they extend (placement logging, soft placement, device
+:class:`~daskgraph.runtime.client.session.RunOptions` they extend (placement logging, soft
+placement, device
 counts, GPU memory, deadlines, tracing); the rest is kept, so programs that set and read it
 run. ``tf.InteractiveSession`` installs itself as the default session until closed, and
 ``tf.get_default_session()`` is None when there is none.
@@ -28,7 +29,9 @@ import dataclasses
 import warnings
 from typing import Any, ClassVar
 
-from daskgraph import config, default_session, session
+from daskgraph import config
+from daskgraph.framework import default_session
+from daskgraph.runtime.client import session
 
 __all__ = [
     "ConfigProto",

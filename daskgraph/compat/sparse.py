@@ -6,7 +6,7 @@ keyword-only arguments and ``split_dim``, ``segment_*``'s ``sparse_gradient``,
 
 Its one job is to map names: ``tf.sparse.to_dense`` *is*
 :func:`daskgraph.ops.sparse_ops.sparse_tensor_to_dense`, ``tf.sparse.SparseTensor`` is
-:class:`daskgraph.sparse_tensor.SparseTensor`; :mod:`daskgraph.compat.v1` gives the TF1
+:class:`daskgraph.ops.sparse_tensor.SparseTensor`; :mod:`daskgraph.compat.v1` gives the TF1
 top-level names (``tf.sparse_tensor_to_dense``, ``tf.sparse_add``, ...) from here. What
 ``tf.sparse`` has and daskgraph does not (``mask``, ``merge``, ``cross``, ``bincount``,
 ``SparseConditionalAccumulator``, ...) is absent: using it raises ``AttributeError``.
@@ -50,7 +50,7 @@ from daskgraph.ops.sparse_structure import sparse_slice as slice
 from daskgraph.ops.sparse_structure import sparse_softmax as softmax
 from daskgraph.ops.sparse_structure import sparse_to_indicator as to_indicator
 from daskgraph.ops.sparse_structure import sparse_transpose as transpose
-from daskgraph.sparse_tensor import SparseTensor
+from daskgraph.ops.sparse_tensor import SparseTensor
 
 __all__ = [
     "SparseTensor",

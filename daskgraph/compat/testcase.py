@@ -36,13 +36,13 @@ import numpy as np
 from absl.testing import absltest
 from google.protobuf import text_format
 
-from daskgraph import default_session
 from daskgraph.compat.assertions import ArrayAssertions
 from daskgraph.compat.local_devices import gpu_device_name
 from daskgraph.compat.sessions import ConfigProto
-from daskgraph.graph import Graph, reset_default_graph
+from daskgraph.framework import default_session
+from daskgraph.framework.graph import Graph, reset_default_graph
 from daskgraph.ops.random import DEFAULT_GRAPH_SEED, set_random_seed
-from daskgraph.session import Session
+from daskgraph.runtime.client.session import Session
 
 __all__ = ["TestCase", "get_temp_dir"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.tensor_shape import dimension_value
+from daskgraph.framework.tensor_shape import dimension_value
 
 __all__ = [
     "as_bytes",

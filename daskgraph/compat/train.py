@@ -1,15 +1,15 @@
 """``tf.train``'s names: ``ClusterSpec`` and ``Server`` (from :mod:`daskgraph.compat.server_lib`),
 the protocol buffers ``ClusterDef``, ``JobDef`` and ``ServerDef``, and the training names of
-:mod:`daskgraph.train` (optimizers, ``Saver``, the global step)."""
+:mod:`daskgraph.training.namespace` (optimizers, ``Saver``, the global step)."""
 
 from typing import Any
 
-from daskgraph import device_setter as _device_setter
-from daskgraph import train as _train
 from daskgraph.compat.protos import ClusterDef, JobDef, ServerDef, is_message  # noqa: F401
 from daskgraph.compat.server_lib import ClusterSpec, Server  # noqa: F401 - in __all__
-from daskgraph.queue_runner import QueueRunner, add_queue_runner  # noqa: F401 - in __all__
-from daskgraph.train import *  # noqa: F403 - dg.train's names are tf.train's
+from daskgraph.training import device_setter as _device_setter
+from daskgraph.training import namespace as _train
+from daskgraph.training.namespace import *  # noqa: F403 - dg.train's names are tf.train's
+from daskgraph.training.queue_runner import QueueRunner, add_queue_runner  # noqa: F401 - in __all__
 
 
 def replica_device_setter(
@@ -22,7 +22,7 @@ def replica_device_setter(
     ps_strategy: Any = None,
 ) -> Any:
     """TF's ``replica_device_setter`` (round robin over the ps tasks, see
-    :func:`daskgraph.device_setter.replica_device_setter`), not dg.train's one-device one;
+    :func:`daskgraph.training.device_setter.replica_device_setter`), not dg.train's one-device one;
     ``cluster`` may also be a ``ClusterDef`` protocol buffer, as in TensorFlow."""
     if cluster is not None and is_message(cluster, "ClusterDef"):
         cluster = ClusterSpec(cluster)

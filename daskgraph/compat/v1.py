@@ -18,7 +18,7 @@ unchanged::
     with tf.Session(config=tf.ConfigProto(log_device_placement=True)) as sess:
         print(sess.run(c))
 
-``tf.errors`` *is* :mod:`daskgraph.errors` and ``tf.nn`` *is* :mod:`daskgraph.nn`;
+``tf.errors`` *is* :mod:`daskgraph.errors` and ``tf.nn`` *is* :mod:`daskgraph.ops.nn_namespace`;
 ``tf.ConfigProto`` (a :class:`daskgraph.SessionConfig` taking every TF1 field), the mutable
 ``tf.DeviceSpec``, ``tf.InteractiveSession``, ``tf.get_default_session`` (None when there is
 none) and their kin come from :mod:`daskgraph.compat.sessions` and
@@ -34,7 +34,7 @@ True
 
 import sys
 
-from daskgraph import errors, layers, losses, metrics, nest, nn, summary
+from daskgraph import errors, layers
 from daskgraph.compat import (
     app,
     config,
@@ -209,7 +209,10 @@ from daskgraph.compat.variables import (
     no_regularizer,
     tables_initializer,
 )
-from daskgraph.dtypes import (
+from daskgraph.data.queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
+from daskgraph.errors import OpError
+from daskgraph.framework import nest
+from daskgraph.framework.dtypes import (
     DType,
     as_dtype,
     float16,
@@ -222,14 +225,13 @@ from daskgraph.dtypes import (
     string,
     uint8,
 )
-from daskgraph.dtypes import bool_ as bool  # TensorFlow's name: tf.bool
-from daskgraph.dtypes import float16 as half
-from daskgraph.dtypes import float64 as double
-from daskgraph.errors import OpError
-from daskgraph.gradients import RegisterGradient, no_gradient
-from daskgraph.gradients import no_gradient as NoGradient
-from daskgraph.gradients import no_gradient as NotDifferentiable
-from daskgraph.graph import (
+from daskgraph.framework.dtypes import bool_ as bool  # TensorFlow's name: tf.bool
+from daskgraph.framework.dtypes import float16 as half
+from daskgraph.framework.dtypes import float64 as double
+from daskgraph.framework.gradient_registry import RegisterGradient, no_gradient
+from daskgraph.framework.gradient_registry import no_gradient as NoGradient
+from daskgraph.framework.gradient_registry import no_gradient as NotDifferentiable
+from daskgraph.framework.graph import (
     Graph,
     Operation,
     Tensor,
@@ -237,21 +239,12 @@ from daskgraph.graph import (
     name_scope,
     reset_default_graph,
 )
-from daskgraph.indexed_slices import IndexedSlices, IndexedSlicesValue
-from daskgraph.initializers import (
-    constant_initializer,
-    glorot_normal_initializer,
-    glorot_uniform_initializer,
-    ones_initializer,
-    random_normal_initializer,
-    random_uniform_initializer,
-    truncated_normal_initializer,
-    variance_scaling_initializer,
-    zeros_initializer,
-)
-from daskgraph.initializers_more import orthogonal_initializer, uniform_unit_scaling_initializer
-from daskgraph.moving_averages import moving_average_variables
-from daskgraph.nodes import GraphDef, NodeDef
+from daskgraph.framework.nodes import GraphDef, NodeDef
+from daskgraph.framework.scopes import colocate_with, control_dependencies, device
+from daskgraph.framework.static_value import get_static_value
+from daskgraph.framework.tensor_conversion import register_tensor_conversion_function
+from daskgraph.framework.tensor_shape import Dimension, TensorShape, dimension_value
+from daskgraph.metrics import core as metrics
 from daskgraph.ops import (
     Print,
     abs,
@@ -310,6 +303,7 @@ from daskgraph.ops import (
     logical_not,
     logical_or,
     logical_xor,
+    losses,
     map_fn,
     matrix_band_part,
     matrix_determinant,
@@ -404,6 +398,7 @@ from daskgraph.ops import (
     zeros_like,
 )
 from daskgraph.ops import lin_space as linspace
+from daskgraph.ops import nn_namespace as nn
 from daskgraph.ops import (
     print_v2 as print,
 )
@@ -435,6 +430,20 @@ from daskgraph.ops.asserts import (
 )
 from daskgraph.ops.branching import case, switch_case
 from daskgraph.ops.custom_gradient import custom_gradient
+from daskgraph.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
+from daskgraph.ops.initializers import (
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    orthogonal_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    uniform_unit_scaling_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
+)
 from daskgraph.ops.manip import (
     broadcast_dynamic_shape,
     broadcast_static_shape,
@@ -446,7 +455,7 @@ from daskgraph.ops.manip import (
     setdiff1d,
     shape_n,
 )
-from daskgraph.ops.math_extra import div_no_nan, floor_div, truncatediv, truncatemod
+from daskgraph.ops.math_functions import div_no_nan, floor_div, truncatediv, truncatemod
 from daskgraph.ops.norms import (
     clip_by_average_norm,
     clip_by_global_norm,
@@ -454,8 +463,8 @@ from daskgraph.ops.norms import (
     global_norm,
 )
 from daskgraph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite
-from daskgraph.ops.random import get_seed
-from daskgraph.ops.random_more import (
+from daskgraph.ops.random import (
+    get_seed,
     multinomial,
     random_crop,
     random_gamma,
@@ -463,7 +472,11 @@ from daskgraph.ops.random_more import (
     random_shuffle,
 )
 from daskgraph.ops.sparse_ops import sparse_to_dense
-from daskgraph.ops.state_more import assert_variables_initialized, count_up_to
+from daskgraph.ops.sparse_tensor import (
+    SparseTensor,
+    SparseTensorValue,
+    convert_to_tensor_or_sparse_tensor,
+)
 from daskgraph.ops.strings import (
     as_string,
     reduce_join,
@@ -473,24 +486,17 @@ from daskgraph.ops.strings import (
     substr,
 )
 from daskgraph.ops.strings import strip as string_strip
-from daskgraph.queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
-from daskgraph.scopes import colocate_with, control_dependencies, device
-from daskgraph.session import Session
-from daskgraph.sparse_tensor import (
-    SparseTensor,
-    SparseTensorValue,
-    convert_to_tensor_or_sparse_tensor,
-)
-from daskgraph.static_value import get_static_value
-from daskgraph.template import make_template
-from daskgraph.tensor_conversion import register_tensor_conversion_function
-from daskgraph.tensor_shape import Dimension, TensorShape, dimension_value
-from daskgraph.variable_scope import (
+from daskgraph.ops.template import make_template
+from daskgraph.ops.variable_scope import (
     AUTO_REUSE,
     VariableScope,
     get_variable_scope,
     variable_scope,
 )
+from daskgraph.ops.variable_status import assert_variables_initialized, count_up_to
+from daskgraph.runtime.client.session import Session
+from daskgraph.summary import namespace as summary
+from daskgraph.training.moving_averages import moving_average_variables
 
 __all__ = [
     "AUTO_REUSE",

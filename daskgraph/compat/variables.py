@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from daskgraph.graph import Operation
+from daskgraph.framework.graph import Operation
 from daskgraph.ops.array import no_op
 from daskgraph.ops.state import Variable, global_variables, variables_initializer
 

@@ -1,7 +1,7 @@
 """The base of TensorFlow 1's ``tf.layers`` classes: a layer's variable scope, weights, losses
 and updates.
 
-A :class:`Layer` builds its variables with :func:`~daskgraph.variable_scope.get_variable`
+A :class:`Layer` builds its variables with :func:`~daskgraph.ops.variable_scope.get_variable`
 the first time it is called, in a variable scope of its own: its ``name``, or the snake-case
 class name made unique (``dense``, ``dense_1``, ...), as TensorFlow 1 does. Every later call
 re-enters that scope and its name scope, so one layer applied twice shares its variables
@@ -30,21 +30,20 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.graph import REGULARIZATION_LOSSES, Tensor, get_default_graph, name_scope
-from daskgraph.initializers import zeros_initializer
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import REGULARIZATION_LOSSES, Tensor, get_default_graph, name_scope
 from daskgraph.ops.array import cast, constant, convert_to_tensor
+from daskgraph.ops.initializers import zeros_initializer
+from daskgraph.ops.losses import LOSSES
 from daskgraph.ops.math import divide
 from daskgraph.ops.shape_ops import shape as runtime_shape
 from daskgraph.ops.state import Variable, global_variables
-from daskgraph.variable_scope import VariableScope, get_variable, variable_scope
+from daskgraph.ops.variable_scope import VariableScope, get_variable, variable_scope
 
 __all__ = ["LOSSES", "UPDATE_OPS", "Layer", "to_snake_case"]
 
 #: ``tf.GraphKeys.UPDATE_OPS``: the updates to run with a training step (moving averages)
 UPDATE_OPS = "update_ops"
-#: ``tf.GraphKeys.LOSSES``: the losses ``tf.losses`` made
-LOSSES = "losses"
 
 
 def to_snake_case(name: str) -> str:

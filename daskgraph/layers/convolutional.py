@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.graph import Tensor
+from daskgraph.framework.graph import Tensor
 from daskgraph.layers.base import (
     Layer,
     add_kernel_and_bias,

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.graph import Tensor, name_scope
+from daskgraph.framework.graph import Tensor, name_scope
 from daskgraph.layers.base import (
     Layer,
     add_kernel_and_bias,

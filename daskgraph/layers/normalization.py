@@ -41,11 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.graph import Tensor, name_scope
-from daskgraph.initializers import ones_initializer, zeros_initializer
+from daskgraph.framework.graph import Tensor, name_scope
 from daskgraph.layers.base import Layer, check_no_constraint
 from daskgraph.ops.array import cast, constant, convert_to_tensor, reshape
-from daskgraph.ops.elementwise_more import rsqrt, squared_difference
+from daskgraph.ops.elementwise import rsqrt, squared_difference
+from daskgraph.ops.initializers import ones_initializer, zeros_initializer
 from daskgraph.ops.logic import where
 from daskgraph.ops.math import reduce_mean
 from daskgraph.ops.shape_ops import size, stop_gradient

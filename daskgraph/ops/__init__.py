@@ -1,18 +1,18 @@
 """The ops users build graphs from, each registered once with its kernels per device type.
 
-:mod:`~daskgraph.ops.registry` holds the registry; :mod:`~daskgraph.ops.array`,
+:mod:`~daskgraph.framework.op_registry` holds the registry; :mod:`~daskgraph.ops.array`,
 :mod:`~daskgraph.ops.math` and :mod:`~daskgraph.ops.state` define the ops and their builders.
 :mod:`~daskgraph.ops.elementwise`, :mod:`~daskgraph.ops.logic`, :mod:`~daskgraph.ops.reduction`,
 :mod:`~daskgraph.ops.nn` and :mod:`~daskgraph.ops.conv` add the math and neural-network ops
 (each registered with its gradient); :mod:`~daskgraph.ops.slicing`,
 :mod:`~daskgraph.ops.shape_ops` and :mod:`~daskgraph.ops.fill_ops` the array-manipulation ops,
 and :mod:`~daskgraph.ops.random` the random ops with TensorFlow 1's seeds.
-:mod:`~daskgraph.ops.elementwise_more`, :mod:`~daskgraph.ops.reduction_more`,
+:mod:`~daskgraph.ops.elementwise`, :mod:`~daskgraph.ops.reduction`,
 :mod:`~daskgraph.ops.padding`, :mod:`~daskgraph.ops.ranges`,
 :mod:`~daskgraph.ops.variable_status` and :mod:`~daskgraph.ops.control_flow` add the rest of
 the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uninitialized_variables``,
 ``cond``, ``Print``, ...); :mod:`~daskgraph.ops.pooling` adds ``avg_pool``;
-:mod:`~daskgraph.ops.activations`, :mod:`~daskgraph.ops.nn_more`,
+:mod:`~daskgraph.ops.activations`, :mod:`~daskgraph.ops.nn_impl`,
 :mod:`~daskgraph.ops.normalization`, :mod:`~daskgraph.ops.top_k` and
 :mod:`~daskgraph.ops.embedding` the rest of ``tf.nn`` and
 :mod:`~daskgraph.ops.printing` ``tf.print``. Linear algebra: :mod:`~daskgraph.ops.matrix`
@@ -23,16 +23,16 @@ the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uniniti
 :mod:`~daskgraph.ops.scatter` (``scatter_nd``, ``tensor_scatter_*``, variable scatters).
 :mod:`~daskgraph.ops.script_ops` calls Python (``py_func``), :mod:`~daskgraph.ops.loops`
 loops (``while_loop``, ``map_fn``, ``scan``, folds) over functions traced by
-:mod:`~daskgraph.ops.subgraph`, and :mod:`~daskgraph.ops.dataset_ops` runs ``tf.data``
+:mod:`~daskgraph.ops.subgraph`, and :mod:`~daskgraph.data.dataset_ops` runs ``tf.data``
 pipelines; ops with several results bundle them (:mod:`~daskgraph.ops.bundle`).
-Sparse tensors (:class:`~daskgraph.sparse_tensor.SparseTensor`) have
+Sparse tensors (:class:`~daskgraph.ops.sparse_tensor.SparseTensor`) have
 :mod:`~daskgraph.ops.sparse_ops` (conversions, ``sparse_add``, ``sparse_tensor_dense_matmul``,
 reductions), :mod:`~daskgraph.ops.sparse_structure` (reorder, reshape, concat, slice, ...),
 :mod:`~daskgraph.ops.sparse_elementwise` (``*``, ``/``, maximum) and
 :mod:`~daskgraph.ops.sparse_lookup` (sparse segments, ``embedding_lookup_sparse``,
 ``string_split``).
-Training: :mod:`~daskgraph.ops.training` and :mod:`~daskgraph.ops.training_more` (the
-optimizers' fused updates); :mod:`~daskgraph.ops.summary_ops` the TensorBoard summaries.
+Training: :mod:`~daskgraph.ops.training` and :mod:`~daskgraph.ops.training` (the
+optimizers' fused updates); :mod:`~daskgraph.summary.summary_ops` the TensorBoard summaries.
 """
 
 from daskgraph.ops.activations import (
@@ -93,26 +93,24 @@ from daskgraph.ops.einsum import (
     tensordot,
 )
 from daskgraph.ops.elementwise import (
-    floordiv,
-    floormod,
-    log,
-    minimum,
-    mod,
-    pow,
-    reciprocal,
-    sigmoid,
-    sign,
-)
-from daskgraph.ops.elementwise_more import (
     ceil,
     clip_by_value,
     cos,
     div,
     floor,
+    floordiv,
+    floormod,
+    log,
     log1p,
+    minimum,
+    mod,
+    pow,
     realdiv,
+    reciprocal,
     round,
     rsqrt,
+    sigmoid,
+    sign,
     sin,
     squared_difference,
     truediv,
@@ -182,7 +180,7 @@ from daskgraph.ops.math import (
     subtract,
     tanh,
 )
-from daskgraph.ops.math_extra import (
+from daskgraph.ops.math_functions import (
     accumulate_n,
     acos,
     acosh,
@@ -242,7 +240,7 @@ from daskgraph.ops.nn import (
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
-from daskgraph.ops.nn_more import (
+from daskgraph.ops.nn_impl import (
     conv2d_transpose,
     log_poisson_loss,
     relu_layer,
@@ -276,8 +274,15 @@ from daskgraph.ops.pooling import avg_pool, avg_pool2d, avg_pool_grad, max_pool2
 from daskgraph.ops.printing import print_v2
 from daskgraph.ops.random import random_normal, random_uniform, set_random_seed, truncated_normal
 from daskgraph.ops.ranges import range, rank
-from daskgraph.ops.reduction import argmax, argmin, reduce_min, reduce_prod
-from daskgraph.ops.reduction_more import reduce_all, reduce_any, reduce_logsumexp
+from daskgraph.ops.reduction import (
+    argmax,
+    argmin,
+    reduce_all,
+    reduce_any,
+    reduce_logsumexp,
+    reduce_min,
+    reduce_prod,
+)
 from daskgraph.ops.scatter import (
     scatter_add,
     scatter_div,

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Tensor, name_scope, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Tensor, name_scope, new_tensor
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import cast, convert_to_tensor
 from daskgraph.ops.elementwise import sigmoid
 from daskgraph.ops.logic import greater, less, where
 from daskgraph.ops.math import abs, multiply, negative, square
 from daskgraph.ops.nn import relu
-from daskgraph.ops.registry import register
 from daskgraph.ops.shape_ops import concat
 
 __all__ = ["crelu", "elu", "leaky_relu", "selu", "silu", "softplus", "softsign", "swish"]

@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError, quote
-from daskgraph.graph import Operation, Shape, Tensor, as_operation, get_default_graph
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
-from daskgraph.tensor_conversion import convert_registered
-from daskgraph.tensor_shape import TensorShape, dimension_value
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import Operation, Shape, Tensor, as_operation, get_default_graph
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.framework.tensor_conversion import convert_registered
+from daskgraph.framework.tensor_shape import TensorShape, dimension_value
 
 __all__ = [
     "cast",
@@ -286,7 +286,7 @@ def shape_tensor(shape: Any, where: str) -> Tensor | None:
     mixing Python ints and scalar tensors such as ``[tf.shape(x)[0], -1]``); None when it is
     all Python ints (or a constant), known when the graph is built.
 
-    >>> from daskgraph.graph import Graph, new_tensor
+    >>> from daskgraph.framework.graph import Graph, new_tensor
     >>> with Graph().as_default():
     ...     n = new_tensor("Placeholder", [], dtypes.int32, ())
     ...     shape_tensor([n, -1], "reshape").op.type, shape_tensor([2, 3], "reshape")

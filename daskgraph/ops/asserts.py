@@ -38,10 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import convert_to_tensor, no_op, reshape
 from daskgraph.ops.control_flow import _host, summarize_value
 from daskgraph.ops.logic import (
@@ -54,8 +55,7 @@ from daskgraph.ops.logic import (
 )
 from daskgraph.ops.math import _as_pair, abs
 from daskgraph.ops.ranges import rank as rank_of
-from daskgraph.ops.reduction_more import reduce_all
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.ops.reduction import reduce_all
 from daskgraph.ops.shape_ops import shape as shape_of
 
 __all__ = [
@@ -113,7 +113,7 @@ def Assert(condition: Any, data: Any, summarize: int | None = None, name: str | 
     ``condition`` is false, its message the entries of ``data`` (strings, or tensors of which
     ``summarize`` elements are shown, 3 by default; negative: all), as ``tf.Assert``.
 
-    Returns the :class:`~daskgraph.graph.Operation`, to use in ``control_dependencies``.
+    Returns the :class:`~daskgraph.framework.graph.Operation`, to use in ``control_dependencies``.
 
     >>> import daskgraph as dg
     >>> with dg.Graph().as_default():

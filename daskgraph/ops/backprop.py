@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.graph import Tensor, get_default_graph
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import Tensor, get_default_graph
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.registry import register
 
 __all__ = [
     "extremum_grad",

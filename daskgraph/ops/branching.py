@@ -24,16 +24,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.graph import Operation, Tensor, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import Operation, Tensor, name_scope
+from daskgraph.framework.scopes import control_dependencies
 from daskgraph.ops.array import cast, convert_to_tensor
 from daskgraph.ops.asserts import Assert
 from daskgraph.ops.control_flow import cond
 from daskgraph.ops.logic import equal, greater_equal, less, less_equal, logical_or, where
 from daskgraph.ops.math import reduce_sum
-from daskgraph.ops.reduction_more import reduce_any
+from daskgraph.ops.reduction import reduce_any
 from daskgraph.ops.shape_ops import stack
-from daskgraph.scopes import control_dependencies
 
 __all__ = ["case", "switch_case"]
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from daskgraph import dtypes
 from daskgraph.errors import UnimplementedError
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Shape, Tensor
-from daskgraph.graph import _name_scope as graph_name_scope
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 
 __all__ = ["refuse_gradients", "unbundle"]
 

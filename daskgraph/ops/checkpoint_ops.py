@@ -1,6 +1,6 @@
 """Reading a checkpoint in a run: the ``RestoreV2`` op, one saved tensor by name.
 
-A checkpoint written by :class:`daskgraph.saver.Saver` is the NumPy file ``<prefix>.npz``
+A checkpoint written by :class:`daskgraph.training.saver.Saver` is the NumPy file ``<prefix>.npz``
 holding each variable's value under its checkpoint name. ``restore_v2(prefix, name, dtype)``
 is an op (CPU only, as TensorFlow's) that reads one of them each time it runs, so that an
 initializer built from it (``tf.train.init_from_checkpoint``) loads the checkpoint when the
@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes, scopes
 from daskgraph.errors import InvalidArgumentError, NotFoundError
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Tensor, get_default_graph
-from daskgraph.ops.registry import register
+from daskgraph.framework import dtypes, scopes
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Tensor, get_default_graph
+from daskgraph.framework.op_registry import register
 
 __all__ = ["CHECKPOINT_SUFFIX", "checkpoint_data_path", "restore_v2", "tf_dtype_name"]
 
@@ -97,7 +97,7 @@ def restore_v2(
     Parameters
     ----------
     prefix
-        The checkpoint (``dir/model-7``), as :meth:`daskgraph.saver.Saver.save` returns it.
+        The checkpoint (``dir/model-7``), as :meth:`daskgraph.training.saver.Saver.save` returns it.
     tensor_name
         The name it was saved under (a variable's ``op.name`` by default).
     dtype

@@ -28,15 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import UnimplementedError
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Tensor, as_operation, get_default_graph
-from daskgraph.graph import _name_scope as graph_name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Tensor, as_operation, get_default_graph
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, lookup, register
+from daskgraph.framework.scopes import control_dependencies
 from daskgraph.ops.array import convert_to_tensor, group, identity
 from daskgraph.ops.logic import where
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, lookup, register
-from daskgraph.scopes import control_dependencies
 
 __all__ = ["Print", "cond", "tuple"]
 

@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework.op_registry import register
 from daskgraph.ops import shape_ops
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.registry import register
 
 __all__ = [
     "conv2d",

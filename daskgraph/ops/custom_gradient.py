@@ -4,7 +4,8 @@ of the one ``gradients`` would derive from its ops (``tf.custom_gradient``).
 The decorated ``f(*args)`` returns ``(result, grad_fn)``. Each output of ``result`` is passed
 through a ``CustomGradient`` op, an identity that also takes ``f``'s floating arguments (and
 the variables ``f`` reads) as inputs; a gradient registered for the call and put in force with
-:meth:`~daskgraph.graph.Graph.gradient_override_map` calls ``grad_fn`` and hands its results to
+:meth:`~daskgraph.framework.graph.Graph.gradient_override_map` calls ``grad_fn`` and hands its
+results to
 those inputs, while nothing flows into ``f``'s own ops, as TensorFlow's ``IdentityN`` does.
 
 daskgraph's ops have one output each, so a function with several outputs gets one
@@ -35,12 +36,12 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from daskgraph import nest
-from daskgraph.gradients import RegisterGradient, register_gradient
-from daskgraph.graph import GLOBAL_VARIABLES, Graph, Operation, Tensor, get_default_graph
+from daskgraph.framework import nest
+from daskgraph.framework.gradient_registry import RegisterGradient, register_gradient
+from daskgraph.framework.graph import GLOBAL_VARIABLES, Graph, Operation, Tensor, get_default_graph
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.fill_ops import zeros_like
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.variable_status import LOCAL_VARIABLES
 
 __all__ = ["custom_gradient"]

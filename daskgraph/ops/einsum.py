@@ -22,13 +22,14 @@ import string
 from collections import Counter
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.gradients import register_gradient, unbroadcast
-from daskgraph.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.fill_ops import ones_like
+from daskgraph.ops.gradients import unbroadcast
 from daskgraph.ops.math import broadcast_shape
-from daskgraph.ops.registry import register
 
 __all__ = ["einsum", "parse_equation", "tensordot"]
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.graph import Tensor, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import Tensor, name_scope
 from daskgraph.ops.array import cast, convert_to_tensor
 from daskgraph.ops.elementwise import floordiv, floormod
 from daskgraph.ops.fill_ops import ones_like

@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Shape, Tensor, get_default_graph
-from daskgraph.graph import _name_scope as graph_name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Shape, Tensor, get_default_graph
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import constant, convert_to_tensor, shape_tensor
 from daskgraph.ops.math import reduce_sum
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.slicing import _static_ints
 
 __all__ = ["fill", "one_hot", "ones", "ones_like", "zeros", "zeros_like"]

@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient, unbroadcast
-from daskgraph.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.fill_ops import runtime_shape, shape_argument
+from daskgraph.ops.gradients import unbroadcast
 from daskgraph.ops.math import broadcast_shape
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.slicing import _static_ints
 
 __all__ = [

@@ -25,13 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient, unbroadcast
-from daskgraph.graph import Operation, Shape, Tensor, get_default_graph, new_tensor
-from daskgraph.graph import _name_scope as graph_name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, get_default_graph, new_tensor
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.elementwise import log, reciprocal
 from daskgraph.ops.fill_ops import zeros_like
+from daskgraph.ops.gradients import unbroadcast
 from daskgraph.ops.math import broadcast_shape, matmul, multiply, negative, reduce_sum
 from daskgraph.ops.matrix import (
     matrix_band_part,
@@ -40,7 +42,6 @@ from daskgraph.ops.matrix import (
     matrix_set_diag,
     matrix_transpose,
 )
-from daskgraph.ops.registry import register
 from daskgraph.ops.shape_ops import expand_dims, squeeze
 
 __all__ = [

@@ -1,7 +1,8 @@
 """Comparisons and logic: ops with boolean outputs, and ``where`` choosing between tensors.
 
 Comparisons broadcast as NumPy does and give ``bool`` tensors; importing this module gives
-:class:`~daskgraph.graph.Tensor` the operators ``<``, ``<=``, ``>``, ``>=`` and, for booleans,
+:class:`~daskgraph.framework.graph.Tensor` the operators ``<``, ``<=``, ``>``, ``>=`` and, for
+booleans,
 ``&``, ``|``, ``^`` and ``~``. ``==`` and ``!=`` stay identity comparisons, as in TensorFlow 1
 (tensors key feed dicts): use :func:`equal` and :func:`not_equal`.
 
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient, unbroadcast
-from daskgraph.graph import Operation, Tensor, get_default_graph
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, ArrayFunction, register
 from daskgraph.ops.array import convert_to_tensor, reshape
+from daskgraph.ops.gradients import unbroadcast
 from daskgraph.ops.math import _as_pair, broadcast_shape
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, ArrayFunction, register
 
 __all__ = [
     "equal",

@@ -29,14 +29,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from daskgraph import dtypes, nest
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Operation, Shape, Tensor, get_default_graph
-from daskgraph.graph import _name_scope as graph_name_scope
+from daskgraph.framework import dtypes, nest
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, get_default_graph
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import as_shape, convert_to_tensor
 from daskgraph.ops.bundle import refuse_gradients, unbundle
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.subgraph import Compiled, Subgraph, Tracer
 
 __all__ = ["foldl", "foldr", "map_fn", "scan", "while_loop"]

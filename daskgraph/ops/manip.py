@@ -19,18 +19,18 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.framework.tensor_shape import TensorShape
 from daskgraph.ops.array import as_shape, constant, convert_to_tensor, identity, reshape
-from daskgraph.ops.elementwise_more import clip_by_value
+from daskgraph.ops.elementwise import clip_by_value
 from daskgraph.ops.indexing import INDEX_DTYPES, scatter_into
 from daskgraph.ops.linalg import split_outputs
 from daskgraph.ops.math import broadcast_shape, negative
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.shape_ops import shape as shape_of
-from daskgraph.tensor_shape import TensorShape
 
 __all__ = [
     "broadcast_dynamic_shape",

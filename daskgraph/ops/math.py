@@ -1,6 +1,6 @@
 """Math ops: elementwise arithmetic, ``matmul``, ``add_n`` and reductions, with Tensor operators.
 
-Importing this module gives :class:`~daskgraph.graph.Tensor` its arithmetic operators, as
+Importing this module gives :class:`~daskgraph.framework.graph.Tensor` its arithmetic operators, as
 TensorFlow's ``math_ops`` does, so that ``a + b`` builds an ``Add`` op.
 
 >>> import daskgraph as dg
@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.graph import Shape, Tensor, get_default_graph
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import Shape, Tensor, get_default_graph
+from daskgraph.framework.op_registry import ArrayFunction, register
 from daskgraph.ops.array import cast, convert_to_tensor
-from daskgraph.ops.registry import ArrayFunction, register
 
 __all__ = [
     "abs",

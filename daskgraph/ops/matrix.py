@@ -22,14 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops import backprop
 from daskgraph.ops.array import cast, constant, convert_to_tensor, transpose
 from daskgraph.ops.fill_ops import zeros_like
 from daskgraph.ops.math import multiply, reduce_sum
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.slicing import _static_ints
 
 __all__ = [

@@ -2,7 +2,8 @@
 ``dropout``.
 
 They are TensorFlow 1's ``tf.nn`` ops with its op types and signatures (the namespace
-:mod:`daskgraph.nn` gathers them with the convolutions), each one kernel over the array API.
+:mod:`daskgraph.ops.nn_namespace` gathers them with the convolutions), each one kernel over the
+array API.
 Softmax and the cross entropies subtract the maximum logit first, so logits of 1000 are as
 safe as logits of 1. Each op is registered with its gradient; the builders whose names end in
 ``_grad`` make the ops those gradients use, as TensorFlow's ``ReluGrad`` or ``BiasAddGrad``.
@@ -20,15 +21,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, name_scope, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, name_scope, new_tensor
+from daskgraph.framework.op_registry import register
 from daskgraph.ops import shape_ops
 from daskgraph.ops.array import cast, convert_to_tensor
 from daskgraph.ops.logic import greater_equal
 from daskgraph.ops.math import _as_pair, divide, exp, multiply, reduce_sum
 from daskgraph.ops.random import random_uniform
-from daskgraph.ops.registry import register
 
 __all__ = [
     "bias_add",

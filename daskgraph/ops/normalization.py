@@ -23,15 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Tensor, name_scope, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Tensor, name_scope, new_tensor
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import cast, convert_to_tensor, reshape
-from daskgraph.ops.elementwise import pow
-from daskgraph.ops.elementwise_more import rsqrt, squared_difference
+from daskgraph.ops.elementwise import pow, rsqrt, squared_difference
 from daskgraph.ops.math import maximum, multiply, reduce_mean, reduce_sum, square
 from daskgraph.ops.reduction import reduce_prod
-from daskgraph.ops.registry import register
 from daskgraph.ops.shape_ops import shape, squeeze, stop_gradient
 from daskgraph.ops.slicing import gather
 

@@ -24,17 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.graph import Tensor, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import Tensor, name_scope
+from daskgraph.framework.scopes import colocate_with
 from daskgraph.ops.array import cast, convert_to_tensor, identity
-from daskgraph.ops.elementwise import minimum, pow, reciprocal
-from daskgraph.ops.elementwise_more import rsqrt
+from daskgraph.ops.elementwise import minimum, pow, reciprocal, rsqrt
 from daskgraph.ops.fill_ops import ones_like
 from daskgraph.ops.logic import not_equal, where
 from daskgraph.ops.math import abs, maximum, reduce_max, reduce_mean, reduce_sum, sqrt
 from daskgraph.ops.nn import l2_loss
 from daskgraph.ops.shape_ops import size, squeeze, stack
-from daskgraph.scopes import colocate_with
 
 __all__ = [
     "clip_by_average_norm",

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import lookup, register
+from daskgraph.framework.scopes import colocate_with, control_dependencies
 from daskgraph.ops.array import convert_to_tensor, group, identity
-from daskgraph.ops.registry import lookup, register
-from daskgraph.scopes import colocate_with, control_dependencies
 
 __all__ = ["add_check_numerics_ops", "check_numerics", "verify_tensor_all_finite"]
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 
 __all__ = ["pad"]
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Operation, Tensor, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Operation, Tensor, new_tensor
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.conv import (
     _check_nhwc,
     _floats,
@@ -35,7 +36,6 @@ from daskgraph.ops.conv import (
     max_pool,
     output_size,
 )
-from daskgraph.ops.registry import register
 
 __all__ = ["avg_pool", "avg_pool2d", "avg_pool_grad", "max_pool2d"]
 

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.control_flow import _element, _host
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 
 __all__ = ["format_value", "print_v2"]
 

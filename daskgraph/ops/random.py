@@ -20,6 +20,25 @@ ones. Values are drawn on the host and moved to the device, so a GPU gives the C
 ...         again = sess.run(x)
 >>> bool((first == again).all()), bool((first == second).all())
 (True, False)
+
+More random ops, seeded as TensorFlow 1 seeds them: ``random_shuffle``, ``multinomial`` /
+``categorical``, ``random_gamma``, ``random_poisson`` and ``random_crop``.
+
+They follow the rules of :mod:`daskgraph.ops.random`: the ``(graph seed, op seed)`` pair of
+:func:`~daskgraph.ops.random.get_seed`, one NumPy ``Generator`` per op and session (same seeds,
+same values in a new session; every run of one session draws new ones), values drawn on the
+host and moved to the op's device. The distributions are TensorFlow's, the values NumPy's.
+As in TensorFlow, none of them has a gradient (``random_gamma``'s with respect to ``alpha``
+included, which TensorFlow has).
+
+>>> import daskgraph as dg
+>>> with dg.Graph().as_default():
+...     rows = random_shuffle(dg.constant([[1, 2], [3, 4], [5, 6]]), seed=1)
+...     draws = multinomial(dg.constant([[0.0, -float("inf")]]), 3, seed=2)
+...     with dg.Session() as sess:
+...         shuffled, drawn = sess.run([rows, draws])
+>>> sorted(shuffled.tolist()), drawn.tolist(), draws.op.name
+([[1, 2], [3, 4], [5, 6]], [[0, 0, 0]], 'multinomial/Multinomial')
 """
 
 from __future__ import annotations
@@ -29,14 +48,15 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Tensor, get_default_graph
-from daskgraph.graph import _name_scope as graph_name_scope
-from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.fill_ops import _static_of, runtime_shape, shape_argument
-from daskgraph.ops.math import broadcast_shape, multiply, subtract
-from daskgraph.ops.registry import register
+from daskgraph.errors import InvalidArgumentError
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Tensor, get_default_graph, name_scope
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.ops.array import cast, convert_to_tensor
+from daskgraph.ops.fill_ops import _static_of, ones_like, runtime_shape, shape_argument
+from daskgraph.ops.math import broadcast_shape, divide, maximum, multiply, subtract
 from daskgraph.ops.slicing import _static_ints
 
 __all__ = [
@@ -298,3 +318,272 @@ def _uniform_int(shape: Any, minval: Any, maxval: Any, dtype: dtypes.DType, seed
         raise ValueError(f"random_uniform: minval ({low}) must be less than maxval ({high})")
     base = get_default_graph().unique_name(name)
     return _random_op("RandomUniformInt", shape, dtype, seed, base, minval=low, maxval=high)
+
+
+# -- from random_more ---------------------------------------------------------------------
+__all__ += [
+    "categorical",
+    "multinomial",
+    "random_crop",
+    "random_gamma",
+    "random_poisson",
+    "random_shuffle",
+]
+
+_INDEX = frozenset({dtypes.int32, dtypes.int64})
+_POISSON = dtypes.FLOATING | _INDEX
+
+
+def _host(value: Any) -> np.ndarray:
+    get = getattr(value, "get", None)  # a CuPy array comes to the host to draw from
+    return np.asarray(get() if callable(get) and not isinstance(value, np.ndarray) else value)
+
+
+# -- kernels: ``store`` is the variable store of the session on this device ---------------------
+def _shuffle_kernel(xp, store, value, *, seed, seed2, key):
+    value = xp.asarray(value)
+    if value.ndim == 0 or value.shape[0] <= 1:
+        return value.copy()
+    order = _generator(store, key, seed, seed2).permutation(value.shape[0])
+    return value[xp.asarray(order)]
+
+
+def _multinomial_kernel(xp, store, logits, num_samples, *, dtype, seed, seed2, key):
+    logits, count = _host(logits).astype(np.float64), int(_host(num_samples))
+    if logits.ndim != 2:
+        raise InvalidArgumentError(f"logits should be a matrix, got shape {list(logits.shape)}")
+    if count < 0:
+        raise InvalidArgumentError(f"num_samples should be nonnegative, got {count}")
+    if logits.shape[1] == 0:
+        raise InvalidArgumentError("num_classes should be positive, got 0")
+    rng = _generator(store, key, seed, seed2)
+    top = np.max(logits, axis=1, keepdims=True)
+    weights = np.exp(logits - np.where(np.isfinite(top), top, 0.0))
+    cdf = np.cumsum(weights, axis=1)
+    draws = rng.random((logits.shape[0], count)) * cdf[:, -1:]
+    picked = np.empty(draws.shape, np.int64)
+    for i in range(logits.shape[0]):  # the class whose cumulative weight passes each draw
+        picked[i] = np.searchsorted(cdf[i], draws[i], side="right")
+    picked = np.minimum(picked, logits.shape[1] - 1)
+    return xp.asarray(picked.astype(dtype))
+
+
+def _sampled(store, inputs, shape, key, seed, seed2, draw):
+    """``draw(rng, parameter, size)`` of ``shape`` + the parameter's shape, on the host."""
+    *dims, parameter = inputs
+    size = runtime_shape(np, _host(dims[0]), key) if shape is None else tuple(shape)
+    parameter = _host(parameter)
+    return draw(_generator(store, key, seed, seed2), parameter, size + parameter.shape)
+
+
+def _gamma_kernel(xp, store, *inputs, shape, dtype, seed, seed2, key):
+    def draw(rng, alpha, size):
+        return rng.gamma(alpha.astype(np.float64), size=size)
+
+    values = _sampled(store, inputs, shape, key, seed, seed2, draw)
+    return xp.asarray(values.astype(dtype))
+
+
+def _poisson_kernel(xp, store, *inputs, shape, dtype, seed, seed2, key):
+    def draw(rng, lam, size):
+        return rng.poisson(lam.astype(np.float64), size=size)
+
+    values = _sampled(store, inputs, shape, key, seed, seed2, draw)
+    return xp.asarray(values.astype(dtype))
+
+
+def _crop_kernel(xp, store, value, size, *, seed, seed2, key):
+    value = xp.asarray(value)
+    wanted = tuple(int(s) for s in _host(size).reshape(-1).tolist())
+    if len(wanted) != value.ndim or any(d < s for d, s in zip(value.shape, wanted, strict=True)):
+        raise InvalidArgumentError(
+            f"assertion failed: [Need value.shape >= size, got ] "
+            f"[{' '.join(map(str, value.shape))}] [{' '.join(map(str, wanted))}]"
+        )
+    rng = _generator(store, key, seed, seed2)
+    starts = [int(rng.integers(0, d - s + 1)) for d, s in zip(value.shape, wanted, strict=True)]
+    return value[tuple(slice(b, b + s) for b, s in zip(starts, wanted, strict=True))]
+
+
+register("RandomShuffle", _shuffle_kernel, cpu=CPU_ALL, gpu=GPU_NUMERIC, stateful=True)
+register("Multinomial", _multinomial_kernel, cpu=dtypes.NUMERIC, gpu=dtypes.NUMERIC, stateful=True)
+register("RandomGamma", _gamma_kernel, cpu=_POISSON, gpu=_POISSON, stateful=True)
+register("RandomPoissonV2", _poisson_kernel, cpu=_POISSON, gpu=_POISSON, stateful=True)
+register("RandomCrop", _crop_kernel, cpu=CPU_ALL, gpu=GPU_NUMERIC, stateful=True)
+for _type in ("RandomShuffle", "Multinomial", "RandomGamma", "RandomPoissonV2", "RandomCrop"):
+    no_gradient(_type)
+
+
+# -- builders -------------------------------------------------------------------------------------
+def _seeded(attrs: dict, seed: Any, key: str) -> dict:
+    seed1, seed2 = get_seed(seed)
+    return {**attrs, "seed": seed1, "seed2": seed2, "key": key}
+
+
+def random_shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
+    """``value`` with its first dimension shuffled (each run a new order), as
+    ``tf.random_shuffle``.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     x = random_shuffle(dg.range(5), seed=3)
+    ...     with dg.Session() as sess:
+    ...         sorted(sess.run(x).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    value = convert_to_tensor(value, name="value")
+    graph = get_default_graph()
+    key = graph.unique_name(name or "RandomShuffle")
+    op = graph.create_op("RandomShuffle", [value], dtype=value.dtype, shape=value.shape,
+                         attrs=_seeded({}, seed, key), exact_name=key)  # fmt: skip
+    return op.outputs[0]
+
+
+def _draws(logits: Any, num_samples: Any, out: Any, seed: Any, scope: str) -> Tensor:
+    with name_scope(scope):
+        logits = convert_to_tensor(logits, name="logits")
+        if not logits.dtype.is_floating and not logits.dtype.is_integer:
+            raise TypeError(f"{scope}: logits must be real numbers; got {logits.dtype.name}")
+        if logits.shape is not None and len(logits.shape) != 2:
+            raise ValueError(f"{scope}: logits must be a matrix; got shape {logits.shape}")
+        out = dtypes.as_dtype(out)
+        if out not in _INDEX:
+            raise TypeError(f"{scope}: the output dtype must be int32 or int64; got {out.name}")
+        samples = convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples")
+        static = _static_count(samples)
+        batch = None if logits.shape is None else logits.shape[0]
+        graph = get_default_graph()
+        key = graph.unique_name("Multinomial")
+        op = graph.create_op(
+            "Multinomial", [logits, samples], dtype=out, shape=(batch, static),
+            attrs=_seeded({"dtype": out.numpy}, seed, key), exact_name=key,
+        )  # fmt: skip
+        return op.outputs[0]
+
+
+def _static_count(samples: Tensor) -> int | None:
+    if samples.op.type != "Const":
+        return None
+    (count,) = _static_ints(samples, "multinomial", "num_samples")
+    if count < 0:
+        raise ValueError(f"num_samples should be nonnegative, got {count}")
+    return count
+
+
+def multinomial(
+    logits: Any,
+    num_samples: Any,
+    seed: int | None = None,
+    name: str | None = None,
+    output_dtype: Any = None,
+) -> Tensor:
+    """``num_samples`` class ids per row of ``logits`` (``[batch, classes]``, unnormalized log
+    probabilities), drawn with the probabilities ``softmax(logits)``: ``[batch, num_samples]``
+    of ``output_dtype`` (int64), as TF1's ``tf.multinomial``."""
+    out = dtypes.int64 if output_dtype is None else output_dtype
+    return _draws(logits, num_samples, out, seed, name or "multinomial")
+
+
+def categorical(
+    logits: Any,
+    num_samples: Any,
+    dtype: Any = None,
+    seed: int | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """:func:`multinomial` under TensorFlow's newer name and argument order
+    (``tf.random.categorical``)."""
+    out = dtypes.int64 if dtype is None else dtype
+    return _draws(logits, num_samples, out, seed, name or "categorical")
+
+
+def _parameter_op(op_type: str, shape: Any, parameter: Tensor, dtype: dtypes.DType,
+                  seed: Any, where: str) -> Tensor:  # fmt: skip
+    """A random op of ``op_type`` drawing ``shape + parameter.shape`` values."""
+    static, inputs = shape_argument(shape, where)
+    dims = _static_of(static, inputs)
+    out_shape = None if dims is None or parameter.shape is None else dims + parameter.shape
+    graph = get_default_graph()
+    key = graph.unique_name(op_type)
+    attrs = _seeded({"shape": static, "dtype": dtype.numpy}, seed, key)
+    op = graph.create_op(op_type, [*inputs, parameter], dtype=dtype, shape=out_shape,
+                         attrs=attrs, exact_name=key)  # fmt: skip
+    return op.outputs[0]
+
+
+def random_gamma(
+    shape: Any,
+    alpha: Any,
+    beta: Any = None,
+    dtype: Any = dtypes.float32,
+    seed: int | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """Gamma samples of shape ``shape + broadcast(alpha, beta).shape``: for each shape
+    ``alpha`` (concentration) and inverse scale ``beta`` (1 by default), as
+    ``tf.random_gamma``; never below the dtype's smallest normal number."""
+    dtype = dtypes.as_dtype(dtype)
+    if not dtype.is_floating:
+        raise TypeError(f"random_gamma: dtype must be a floating point type; got {dtype.name}")
+    with name_scope(name or "random_gamma"):
+        alpha = convert_to_tensor(alpha, dtype=dtype, name="alpha")
+        beta = convert_to_tensor(1 if beta is None else beta, dtype=dtype, name="beta")
+        broadcast_shape(alpha.shape, beta.shape, "random_gamma")
+        alpha_b = multiply(alpha, ones_like(beta))
+        samples = _parameter_op("RandomGamma", shape, alpha_b, dtype, seed, "random_gamma")
+        return maximum(divide(samples, beta), float(np.finfo(dtype.numpy).tiny), name="Maximum")
+
+
+def random_poisson(
+    lam: Any,
+    shape: Any,
+    dtype: Any = dtypes.float32,
+    seed: int | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """Poisson samples of shape ``shape + lam.shape`` for each rate ``lam``, of ``dtype``
+    (float16/32/64, int32, int64), as TF1's ``tf.random_poisson``."""
+    dtype = dtypes.as_dtype(dtype)
+    if dtype not in _POISSON:
+        raise TypeError(
+            "Value passed to parameter 'dtype' has DataType "
+            f"{dtype.name} not in list of allowed values: float16, float32, float64, int32, int64"
+        )
+    with name_scope(name or "random_poisson"):
+        lam = convert_to_tensor(lam, name="lam")
+        if not lam.dtype.is_floating:
+            lam = cast(lam, dtypes.float32)
+        return _parameter_op("RandomPoissonV2", shape, lam, dtype, seed, "random_poisson")
+
+
+def random_crop(value: Any, size: Any, seed: int | None = None, name: str | None = None) -> Tensor:
+    """A block of ``value`` of ``size`` (one entry per dimension) at a random offset, each
+    offset equally likely, as ``tf.random_crop``; a ``size`` larger than ``value`` fails the
+    run with TensorFlow's message.
+
+    Examples
+    --------
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     crop = random_crop(dg.reshape(dg.range(12), [3, 4]), [2, 2], seed=1)
+    ...     with dg.Session() as sess:
+    ...         block = sess.run(crop)
+    >>> block.shape, int(block[1, 0] - block[0, 0]), crop.op.name
+    ((2, 2), 4, 'random_crop')
+    """
+    value = convert_to_tensor(value, name="value")
+    size = convert_to_tensor(size, dtype=dtypes.int32, name="size")
+    static = _static_ints(size, "random_crop", "size") if size.op.type == "Const" else None
+    rank = None if value.shape is None else len(value.shape)
+    count = None if size.shape is None or not size.shape else size.shape[0]
+    if rank is not None and count is not None and rank != count:
+        raise ValueError(f"random_crop: size must have {rank} entries (one per dimension of "
+                         f"{value.name!r}); got {count}")  # fmt: skip
+    out = tuple(static) if static is not None else (None,) * rank if rank is not None else None
+    graph = get_default_graph()
+    key = graph.unique_name(name or "random_crop")
+    op = graph.create_op("RandomCrop", [value, size], dtype=value.dtype, shape=out,
+                         attrs=_seeded({}, seed, key), exact_name=key)  # fmt: skip
+    return op.outputs[0]

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Tensor, get_default_graph
-from daskgraph.graph import _name_scope as graph_name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Tensor, get_default_graph
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import cast, constant, convert_to_tensor
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 
 __all__ = ["range", "rank"]
 

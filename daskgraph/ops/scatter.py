@@ -23,15 +23,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, new_tensor
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import cast, convert_to_tensor, identity
 from daskgraph.ops.fill_ops import runtime_shape, shape_argument, zeros_like
 from daskgraph.ops.indexing import INDEX_DTYPES, gather_nd, nd_index, scatter_into
 from daskgraph.ops.logic import equal
 from daskgraph.ops.math import negative
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.shape_ops import shape as shape_of
 from daskgraph.ops.state import Variable
 

@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import (
     InvalidArgumentError,
     OutOfRangeError,
@@ -44,11 +43,12 @@ from daskgraph.errors import (
     UnimplementedError,
     UnknownError,
 )
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph
+from daskgraph.framework.op_registry import CPU_ALL, register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.bundle import unbundle
-from daskgraph.ops.registry import CPU_ALL, register
 
 __all__ = ["numpy_function", "py_func", "python_error"]
 

@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import cast, convert_to_tensor, reshape
 from daskgraph.ops.fill_ops import ones_like
 from daskgraph.ops.math import maximum, sqrt
-from daskgraph.ops.registry import register
 
 __all__ = [
     "bincount",

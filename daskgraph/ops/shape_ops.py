@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Shape, Tensor, get_default_graph
-from daskgraph.graph import _name_scope as graph_name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Shape, Tensor, get_default_graph
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import register
 from daskgraph.ops import backprop
 from daskgraph.ops.array import convert_to_tensor, identity
-from daskgraph.ops.registry import register
 from daskgraph.ops.slicing import _static_ints, axis_index, piece, slice_with_index
 
 __all__ = [

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import register_gradient
-from daskgraph.graph import Shape, Tensor, get_default_graph
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import register_gradient
+from daskgraph.framework.graph import Shape, Tensor, get_default_graph
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.state import Variable
 
 __all__ = ["axis_index", "gather", "piece", "slice", "slice_with_index", "strided_slice"]

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Tensor, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Tensor, new_tensor
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.indexing import INDEX_DTYPES
 from daskgraph.ops.linalg import split_outputs
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.slicing import gather
 
 __all__ = [

@@ -10,7 +10,7 @@ SparseTensors hold the union of their entries, a missing entry counting as zero,
 TensorFlow's ``SparseSparseMaximum``; they have no gradient, as there.
 
 >>> import daskgraph as dg
->>> from daskgraph.sparse_tensor import SparseTensor
+>>> from daskgraph.ops.sparse_tensor import SparseTensor
 >>> with dg.Graph().as_default():
 ...     sp = SparseTensor([[0, 1], [1, 0]], [1.0, 2.0], [2, 2])
 ...     scaled = sp * dg.constant([[10.0], [100.0]])
@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import cast, convert_to_tensor
 from daskgraph.ops.indexing import scatter_into
-from daskgraph.ops.registry import register
 from daskgraph.ops.sparse_ops import check_indices, dense_dims, dense_static, linear_index
-from daskgraph.sparse_tensor import SparseTensor, as_sparse, is_sparse
+from daskgraph.ops.sparse_tensor import SparseTensor, as_sparse, is_sparse
 
 __all__ = ["sparse_dense_cwise_div", "sparse_dense_cwise_mul", "sparse_maximum", "sparse_minimum"]
 

@@ -25,16 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import cast, convert_to_tensor, reshape
 from daskgraph.ops.bundle import unbundle
 from daskgraph.ops.embedding import embedding_lookup
 from daskgraph.ops.fill_ops import ones_like
 from daskgraph.ops.math import maximum, sqrt
-from daskgraph.ops.math_extra import div_no_nan
-from daskgraph.ops.registry import register
+from daskgraph.ops.math_functions import div_no_nan
 from daskgraph.ops.segments import (
     segment_mean,
     segment_sum,
@@ -44,7 +44,7 @@ from daskgraph.ops.segments import (
 )
 from daskgraph.ops.slicing import gather
 from daskgraph.ops.sorting import unique
-from daskgraph.sparse_tensor import SparseTensor, as_sparse
+from daskgraph.ops.sparse_tensor import SparseTensor, as_sparse
 
 __all__ = [
     "embedding_lookup_sparse",

@@ -12,7 +12,7 @@ messages. The kernels are written over the array API; merging two sparse tensors
 (``SparseAdd*``) runs on the CPU only, as in TensorFlow.
 
 >>> import daskgraph as dg
->>> from daskgraph.sparse_tensor import SparseTensor
+>>> from daskgraph.ops.sparse_tensor import SparseTensor
 >>> with dg.Graph().as_default():
 ...     sp = SparseTensor([[0, 0], [1, 2]], [1.0, 2.0], [2, 3])
 ...     dense = sparse_tensor_to_dense(sp)
@@ -28,21 +28,21 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import quote
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.framework.tensor_shape import dimension_value
 from daskgraph.ops.array import cast, constant, convert_to_tensor, placeholder, transpose
 from daskgraph.ops.array import placeholder_with_default as _with_default
 from daskgraph.ops.fill_ops import runtime_shape
 from daskgraph.ops.indexing import gather_nd, nd_index, scatter_into
 from daskgraph.ops.logic import not_equal, where
 from daskgraph.ops.math import reduce_sum
-from daskgraph.ops.registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.ops.shape_ops import shape as shape_of
 from daskgraph.ops.slicing import gather
-from daskgraph.sparse_tensor import SparseTensor, as_sparse, constant_shape, is_sparse
-from daskgraph.tensor_shape import dimension_value
+from daskgraph.ops.sparse_tensor import SparseTensor, as_sparse, constant_shape, is_sparse
 
 __all__ = [
     "from_dense",

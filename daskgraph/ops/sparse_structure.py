@@ -12,7 +12,7 @@ over the array API; ``sparse_fill_empty_rows`` and ``sparse_softmax`` run on the
 in TensorFlow.
 
 >>> import daskgraph as dg
->>> from daskgraph.sparse_tensor import SparseTensor
+>>> from daskgraph.ops.sparse_tensor import SparseTensor
 >>> with dg.Graph().as_default():
 ...     sp = SparseTensor([[2, 1], [0, 3], [1, 0]], [1.0, 2.0, 3.0], [3, 4])
 ...     ordered = sparse_reorder(sp)
@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import cast, convert_to_tensor, reshape
 from daskgraph.ops.elementwise import minimum
 from daskgraph.ops.fill_ops import fill
@@ -39,12 +40,11 @@ from daskgraph.ops.indexing import scatter_into
 from daskgraph.ops.logic import where
 from daskgraph.ops.math import maximum, reduce_sum
 from daskgraph.ops.ranges import range as range_
-from daskgraph.ops.registry import register
 from daskgraph.ops.shape_ops import concat, stack
 from daskgraph.ops.shape_ops import shape as shape_of
 from daskgraph.ops.slicing import gather
 from daskgraph.ops.sparse_ops import check_indices, dense_dims, dense_static, linear_index
-from daskgraph.sparse_tensor import SparseTensor, as_sparse, constant_shape
+from daskgraph.ops.sparse_tensor import SparseTensor, as_sparse, constant_shape
 
 __all__ = [
     "sparse_concat",

@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.elementwise import _float_unary
 from daskgraph.ops.math import exp, negative, reduce_sum, square
-from daskgraph.ops.registry import register
 
 __all__ = ["digamma", "erf", "erfc", "lbeta", "lgamma"]
 

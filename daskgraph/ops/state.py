@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes, scopes
-from daskgraph.default_session import run_in_default
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import (
+from daskgraph.framework import dtypes, scopes
+from daskgraph.framework.default_session import run_in_default
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import (
     GLOBAL_VARIABLES,
     TRAINABLE_VARIABLES,
     Graph,
@@ -32,9 +32,9 @@ from daskgraph.graph import (
     Tensor,
     get_default_graph,
 )
-from daskgraph.graph import _name_scope as graph_name_scope
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.registry import register
 
 __all__ = [
     "Variable",

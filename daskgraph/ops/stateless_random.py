@@ -22,15 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Tensor, get_default_graph, name_scope
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Tensor, get_default_graph, name_scope
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.fill_ops import _static_of, runtime_shape, shape_argument
 from daskgraph.ops.math import multiply, subtract
 from daskgraph.ops.random import _truncated
-from daskgraph.ops.registry import register
 from daskgraph.ops.slicing import _static_ints
 
 __all__ = [

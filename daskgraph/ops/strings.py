@@ -2,7 +2,7 @@
 ``string_to_number``, ``substr``, ``length``, ``lower``/``upper``, ``strip``,
 ``regex_replace``/``regex_full_match``, ``reduce_join`` and ``format``.
 
-A string tensor's value is a NumPy object array of ``bytes`` (:func:`daskgraph.dtypes.
+A string tensor's value is a NumPy object array of ``bytes`` (:func:`daskgraph.framework.dtypes.
 strings_as_bytes`); each kernel works element by element in Python, as TensorFlow's work on
 ``tstring``. Regular expressions are Python's :mod:`re` (TensorFlow's are RE2's: the common
 syntax is the same; RE2 has no backreferences in patterns, and rewrites are ``\\1``-style in
@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Shape, Tensor, get_default_graph
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Shape, Tensor, get_default_graph
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.printing import format_value
-from daskgraph.ops.registry import register
 
 __all__ = [
     "as_string",

@@ -35,12 +35,12 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from daskgraph import dtypes
 from daskgraph.errors import InvalidArgumentError, OpError, UnimplementedError
-from daskgraph.graph import Graph, Operation, Shape, Tensor, get_default_graph
-from daskgraph.graph import _name_scope as graph_name_scope
-from daskgraph.ops.registry import ArrayFunction, lookup
-from daskgraph.scopes import colocate_with
+from daskgraph.framework import dtypes
+from daskgraph.framework.graph import Graph, Operation, Shape, Tensor, get_default_graph
+from daskgraph.framework.graph import _name_scope as graph_name_scope
+from daskgraph.framework.op_registry import ArrayFunction, lookup
+from daskgraph.framework.scopes import colocate_with
 
 __all__ = ["Compiled", "Step", "Subgraph", "Tracer"]
 

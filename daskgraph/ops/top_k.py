@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient, register_gradient
-from daskgraph.graph import Operation, Shape, Tensor, name_scope, new_tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient, register_gradient
+from daskgraph.framework.graph import Operation, Shape, Tensor, name_scope, new_tensor
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.registry import register
 
 __all__ = ["TopKV2", "in_top_k", "top_k"]
 

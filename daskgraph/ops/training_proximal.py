@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph import dtypes
-from daskgraph.gradients import no_gradient
-from daskgraph.graph import Tensor
+from daskgraph.framework import dtypes
+from daskgraph.framework.gradient_registry import no_gradient
+from daskgraph.framework.graph import Tensor
+from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.registry import register
 from daskgraph.ops.training import _check_grad, _create, _ref, _updated, _value
 
 __all__ = ["apply_adagrad_da", "apply_proximal_adagrad", "apply_proximal_gradient_descent"]

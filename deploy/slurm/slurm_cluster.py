@@ -9,7 +9,7 @@ task (``T``) of a daskgraph job (``worker`` by default) and starts, in the backg
 * ``/job:worker/replica:0/task:T/device:CPU:0`` with ``--resources CPU=1`` (the job's cores
   less one per GPU), and
 * per GPU ``i`` of the allocation (``--gres=gpu:N``), ``/job:worker/replica:0/task:T/device:GPU:i``
-  with ``--resources GPU=1``, one thread, the ``daskgraph.gpu_worker`` preload (its memory
+  with ``--resources GPU=1``, one thread, the ``daskgraph.cluster.gpu_worker`` preload (its memory
   pool) and ``CUDA_VISIBLE_DEVICES`` rotated so that it sees its GPU first (as dask-cuda does),
 
 then waits for them. ``T`` is the number dask-jobqueue gives the job (``<cluster>-T``: 0, 1,
@@ -129,7 +129,7 @@ class DaskgraphSLURMJob(SLURMJob):
                 args = _replace(args, "--memory-limit", memory)
             args += ["--resources", f"{kind}=1"]
             if kind == "GPU":
-                args += ["--preload", "daskgraph.gpu_worker"]
+                args += ["--preload", "daskgraph.cluster.gpu_worker"]
             name = f'"/job:{self.daskgraph_job}/replica:0/task:${{TASK}}/device:{kind}:{index}"'
             command = f"{shlex.join(args[:4])} --name {name} {shlex.join(args[4:])}"
             env = f'CUDA_VISIBLE_DEVICES="$(rotate {index})" ' if kind == "GPU" else ""
@@ -165,7 +165,7 @@ class DaskgraphSLURMCluster(SLURMCluster):
 def _security(tls_dir: str | Path | None):
     if tls_dir is None:
         return None
-    from daskgraph.tls import security_from_dir
+    from daskgraph.cluster.tls import security_from_dir
 
     return security_from_dir(Path(tls_dir))
 

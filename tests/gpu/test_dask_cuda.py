@@ -18,8 +18,8 @@ import pytest
 from distributed import Client
 
 import daskgraph as dg
-from daskgraph.cuda_specs import cuda_worker_probe
-from daskgraph.server import free_ports
+from daskgraph.cluster.cuda_specs import cuda_worker_probe
+from daskgraph.cluster.server import free_ports
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0 = LOCAL + "CPU:0", LOCAL + "GPU:0"
@@ -91,7 +91,7 @@ def test_session_on_a_local_cuda_cluster_lists_its_gpus_and_runs_there() -> None
 @pytest.mark.gpu
 def test_tls_server_gpu_workers_talk_tls(tmp_path: Path) -> None:
     pytest.importorskip("cryptography")
-    from daskgraph.tls import make_certificates, security_from_dir
+    from daskgraph.cluster.tls import make_certificates, security_from_dir
 
     make_certificates(tmp_path)
     security = security_from_dir(tmp_path)

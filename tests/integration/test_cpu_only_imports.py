@@ -4,7 +4,7 @@ or CUDA bindings, in the client or (with stand-in packages) in any worker.
 Each test runs a small graph through ``dg.Session()`` on the embedded cluster with one virtual
 GPU (``DASK_DASKGRAPH__VIRTUAL_GPUS=1``, worker processes as shipped) in a fresh interpreter, so
 that nothing imported by other tests counts. On a machine that has an NVIDIA driver, the
-subprocess hides it from daskgraph (``daskgraph.gpus._driver_present`` returns False), so
+subprocess hides it from daskgraph (``daskgraph.cluster.gpus._driver_present`` returns False), so
 the tests mean "no GPU found" everywhere.
 """
 
@@ -20,7 +20,7 @@ import textwrap
 import distributed
 
 import daskgraph
-from daskgraph import gpus
+from daskgraph.cluster import gpus
 
 GPU_MODULES = ("cupy", "pynvml", "rmm", "dask_cuda", "cuda")
 LOCAL = "/job:localhost/replica:0/task:0/device:"
@@ -36,9 +36,9 @@ CLIENT = textwrap.dedent(
     before = sorted(m for m in GPU_MODULES if m in sys.modules)
     import numpy as np
     import daskgraph as dg
-    import daskgraph.gpus
+    import daskgraph.cluster.gpus
     if os.environ.get("DG_HIDE_DRIVER") == "1":
-        daskgraph.gpus._driver_present = lambda: False
+        daskgraph.cluster.gpus._driver_present = lambda: False
     with dg.device("/cpu:0"):
         a = dg.constant([[1.0, 2.0], [3.0, 4.0]], name="a")
     with dg.device("/gpu:0"):

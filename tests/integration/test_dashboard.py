@@ -12,7 +12,7 @@ import pytest
 from distributed import Client, get_task_stream
 
 import daskgraph as dg
-from daskgraph.board import TOPIC
+from daskgraph.diagnostics.board import TOPIC
 
 
 def _read(url: str) -> tuple[int, str]:

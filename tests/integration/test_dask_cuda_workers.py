@@ -5,10 +5,10 @@ The stand-in has dask-cuda's module layout and the signatures daskgraph uses
 ``dask_cuda.initialize`` preload with ``--create-cuda-context``), and touches no GPU: its
 plugins note on the worker what they were asked to do. It is put on the workers' path only
 (``PYTHONPATH`` of the processes the embedded cluster starts); this process treats dask-cuda
-as installed (``daskgraph.cluster.dask_cuda_installed``) but never imports it.
+as installed (``daskgraph.cluster.local.dask_cuda_installed``) but never imports it.
 
 Checked: the embedded cluster's GPU workers are started from JSON specs by
-:class:`~daskgraph.nanny_setup.DeviceNanny`, carry dask-cuda's plugins with the RMM pool of
+:class:`~daskgraph.cluster.nanny_setup.DeviceNanny`, carry dask-cuda's plugins with the RMM pool of
 the session's ``GPUOptions``, keep their device names and ``GPU`` resources, and on a
 ``tls://`` :class:`~daskgraph.Server` talk TLS; and a worker carrying dask-cuda's plugins but no
 resource (as ``dask cuda worker`` starts them) is a GPU device of ``Session(client)``.
@@ -25,12 +25,13 @@ import pytest
 from distributed import Client, LocalCluster
 
 import daskgraph as dg
-from daskgraph import cluster, server
-from daskgraph.cluster import EmbeddedCluster, scheduler_spec, worker_specs
+from daskgraph.cluster import local as cluster
+from daskgraph.cluster import server
+from daskgraph.cluster.cuda_specs import cuda_worker_probe
+from daskgraph.cluster.gpus import GPUInfo
+from daskgraph.cluster.local import EmbeddedCluster, scheduler_spec, worker_specs
+from daskgraph.cluster.topology import devices_from_workers
 from daskgraph.config import GPUOptions
-from daskgraph.cuda_specs import cuda_worker_probe
-from daskgraph.gpus import GPUInfo
-from daskgraph.topology import devices_from_workers
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 MiB, GiB = 2**20, 2**30
@@ -136,7 +137,7 @@ def test_embedded_gpu_workers_are_dask_cuda_workers(stand_in_dask_cuda) -> None:
 
 def test_tls_server_starts_tls_gpu_workers(stand_in_dask_cuda, monkeypatch, tmp_path) -> None:
     pytest.importorskip("cryptography")
-    from daskgraph.tls import make_certificates, security_from_dir
+    from daskgraph.cluster.tls import make_certificates, security_from_dir
 
     make_certificates(tmp_path / "certs")
     security = security_from_dir(tmp_path / "certs")

@@ -31,10 +31,10 @@ from collections.abc import Iterator
 import pytest
 
 import daskgraph as dg
-from daskgraph.server import Server, free_ports
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.cluster.server import Server, free_ports
+from daskgraph.cluster.tls import make_certificates, security_from_dir
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.testing import within
-from daskgraph.tls import make_certificates, security_from_dir
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 
 
 def _scheduled_runs(client, session: dg.Session) -> set[int]:
@@ -95,7 +95,7 @@ def test_fast_path_errors_leave_the_session_usable(dg_session):
 
 def _drop_programs(session_id: str, dask_worker=None) -> int:
     """On a worker: forget the fast path's programs of ``session_id`` (as a restart would)."""
-    from daskgraph.worker_state import state_of
+    from daskgraph.runtime.worker.worker_state import state_of
 
     programs = state_of(dask_worker).session(session_id).programs
     dropped = len(programs)
@@ -119,7 +119,7 @@ def test_a_program_dropped_by_the_executor_is_sent_again(dg_session, dg_client):
 def _staged_and_scattered(session_id: str, dask_worker=None) -> tuple[int, int]:
     """On a worker: feeds staged for ``session_id`` not taken yet, and keys held that no task
     computed (scattered data)."""
-    from daskgraph.worker_state import state_of
+    from daskgraph.runtime.worker.worker_state import state_of
 
     scattered = [k for k, ts in dask_worker.state.tasks.items() if ts.run_spec is None]
     return len(state_of(dask_worker).session(session_id).staged), len(scattered)

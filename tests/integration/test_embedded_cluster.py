@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 import daskgraph as dg
-from daskgraph import embedded as dg_embedded
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.cluster import embedded as dg_embedded
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 
 TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
 PREFIX = "/job:localhost/replica:0/task:0/device:"

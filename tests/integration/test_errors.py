@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph import embedded, master
+from daskgraph.cluster import embedded, master
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.testing import within as _within
 

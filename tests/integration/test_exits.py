@@ -4,7 +4,7 @@ Whether its sessions were closed or left open, after its scheduler was lost, and
 pytest's summary, nothing of Dask's shutdown (an INFO line, a ``CommClosedError``
 traceback, a resource tracker's ``KeyError: '/mp-...'``) reaches the user's stderr, and the
 embedded cluster's worker processes exit by themselves, leaving no semaphore behind
-(:mod:`daskgraph.shutdown`). Every program runs in a fresh interpreter, as a user's would;
+(:mod:`daskgraph.cluster.shutdown`). Every program runs in a fresh interpreter, as a user's would;
 each verdict is about what the program printed and left, never about how fast it ran.
 """
 
@@ -22,7 +22,7 @@ import psutil
 import pytest
 from distributed import Client
 
-from daskgraph.cluster import local_cluster
+from daskgraph.cluster.local import local_cluster
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 #: runs of the training program, how many of every 5 have process workers (the embedded

@@ -1,7 +1,8 @@
 """Lost workers: runs survive a worker that dies mid-run, and a device gone for good fails fast.
 
 The embedded cluster's process workers run under a nanny, which restarts a dead worker under
-the same device name; the session notices the loss within ``daskgraph.liveness-check-interval``
+the same device name; the session notices the loss within
+``daskgraph.liveness-check-interval``
 and runs again on the restarted worker. A device that does not come back is placed around
 with soft placement, and reported by name without it.
 """
@@ -20,9 +21,9 @@ import pytest
 from distributed import Client
 
 import daskgraph as dg
-from daskgraph.cluster import local_cluster
-from daskgraph.liveness import cluster_workers
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.cluster.liveness import cluster_workers
+from daskgraph.cluster.local import local_cluster
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.testing import within
 
 N = 500

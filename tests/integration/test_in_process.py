@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph import embedded
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.cluster import embedded
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 
 
 def _accumulator():
@@ -114,7 +114,7 @@ def test_the_embedded_cpu_worker_is_here_and_gpu_workers_are_not():
 
 def test_a_session_on_this_programs_server_calls_its_workers_directly():
     """``tf.Session(server.target)``: the server's workers live in this process too."""
-    from daskgraph.server import Server
+    from daskgraph.cluster.server import Server
 
     server = Server.create_local_server(config=dg.SessionConfig(device_count={"GPU": 0}))
     try:

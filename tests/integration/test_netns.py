@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from daskgraph.server import free_ports
+from daskgraph.cluster.server import free_ports
 
 A_IP, B_IP = "10.231.7.1", "10.231.7.2"
 

@@ -10,7 +10,7 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.testing import within as _within
 
 pytestmark = pytest.mark.virtual_gpus(2)

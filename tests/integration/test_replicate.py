@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.replicate import replica_device_setter
+from daskgraph.training.replicate import replica_device_setter
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(64, 8)).astype(np.float32)

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph import saver as saver_module
 from daskgraph.errors import InvalidArgumentError, NotFoundError
-from daskgraph.train import (
+from daskgraph.training import saver as saver_module
+from daskgraph.training.namespace import (
     AdamOptimizer,
     Saver,
     checkpoint_exists,

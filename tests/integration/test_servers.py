@@ -27,16 +27,16 @@ from distributed import Client
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.cli import main as cli_main
+from daskgraph.cluster.server import ClusterSpec, Server, free_ports
+from daskgraph.cluster.tls import security_from_dir
 from daskgraph.errors import (
     DeadlineExceededError,
     InvalidArgumentError,
     UnknownError,
     UnreachableError,
 )
-from daskgraph.server import ClusterSpec, Server, free_ports
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.testing import within
-from daskgraph.tls import security_from_dir
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DASKGRAPH = str(pathlib.Path(sys.executable).with_name("daskgraph"))
@@ -469,7 +469,7 @@ def run_example_spawn(env: dict[str, str], timeout: float) -> None:
 SLOW_TASK_0 = """\
 import sys, time
 if sys.argv[1:2] == ["0"]:  # examples/two_servers.py task 0: start its Session 3 s late
-    import daskgraph.session as _session
+    import daskgraph.runtime.client.session as _session
     _init = _session.Session.__init__
     def __init__(self, *args, **kwargs):
         time.sleep(3)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 
 TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
 Pair = collections.namedtuple("Pair", "first second")

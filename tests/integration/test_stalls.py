@@ -24,9 +24,9 @@ import pytest
 from distributed import Client
 
 import daskgraph as dg
-from daskgraph.cluster import local_cluster
-from daskgraph.liveness import ClusterWatch, cluster_workers
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.cluster.liveness import ClusterWatch, cluster_workers
+from daskgraph.cluster.local import local_cluster
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.testing import within
 
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"

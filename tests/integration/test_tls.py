@@ -34,12 +34,12 @@ from cryptography import x509
 from distributed import Client, Scheduler, Security, Worker
 
 import daskgraph as dg
-from daskgraph.cluster import worker_specs
+from daskgraph.cluster.local import worker_specs
+from daskgraph.cluster.server import Server, free_ports
+from daskgraph.cluster.tls import make_certificates, security_from_dir
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.server import Server, free_ports
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.testing import within
-from daskgraph.tls import make_certificates, security_from_dir
 
 DASKGRAPH = str(pathlib.Path(sys.executable).with_name("daskgraph"))
 TASK0, TASK1 = "/job:local/replica:0/task:0/device:", "/job:local/replica:0/task:1/device:"
@@ -402,7 +402,7 @@ def test_a_plain_tcp_session_is_told_at_once_that_the_cluster_wants_tls(tls_pair
     assert isinstance(error, InvalidArgumentError), error
     assert error.wants == f"tls://{host_port}"
     assert f"this cluster wants tls://{host_port}" in str(error)
-    assert "security=daskgraph.tls.security_from_dir(DIR)" in str(error)
+    assert "security=daskgraph.cluster.tls.security_from_dir(DIR)" in str(error)
     assert "--tls-dir" in str(error)
 
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from daskgraph.server import free_ports
+from daskgraph.cluster.server import free_ports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROUNDS = 20  # per order of start-up
@@ -48,7 +48,7 @@ import traceback
 from distributed import Event
 
 import daskgraph.compat.v1 as tf
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 
 task = int(sys.argv[1])
 other = 1 - task

@@ -7,7 +7,7 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.errors import FailedPreconditionError
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 
 TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
 DEVICES = ["/cpu:0", "/gpu:0", "/gpu:1"]
@@ -21,7 +21,7 @@ def _worker_of(session: dg.Session, device: str) -> str:
 def _stored_variables(session_id: str, dask_worker=None) -> list[str]:
     """On a worker: names of the variables ``session_id`` holds there (in the worker's
     daskgraph extension, where the session's WorkerPlugin keeps them)."""
-    from daskgraph.worker_state import state_of
+    from daskgraph.runtime.worker.worker_state import state_of
 
     state = state_of(dask_worker)
     if session_id not in state.session_ids():

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from distributed import Client
 
-from daskgraph.server import free_ports
+from daskgraph.cluster.server import free_ports
 
 __all__ = ["SeparateCluster", "executing", "separate_cluster", "wait_until_executing"]
 

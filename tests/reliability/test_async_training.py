@@ -1,6 +1,6 @@
 """Async towers while a GPU worker is killed: exactly one update per tower step, none lost.
 
-Two towers train asynchronously (:meth:`~daskgraph.replicate.Replicas.run_async`) on
+Two towers train asynchronously (:meth:`~daskgraph.training.replicate.Replicas.run_async`) on
 ``/gpu:0`` and ``/gpu:1``, with the parameters, the global step and one update counter per
 tower on ``/cpu:0``; each tower's train op applies its gradients, then adds one to its counter
 (in the same CPU partition). Every worker is a process under a nanny, and a GPU worker is
@@ -42,8 +42,8 @@ from logs import capture_logs
 from processes import wait_until_executing
 
 import daskgraph as dg
-from daskgraph.cluster import local_cluster
-from daskgraph.replicate import Replicas
+from daskgraph.cluster.local import local_cluster
+from daskgraph.training.replicate import Replicas
 
 DEVICE = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0, GPU1 = DEVICE + "CPU:0", DEVICE + "GPU:0", DEVICE + "GPU:1"

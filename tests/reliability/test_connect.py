@@ -26,8 +26,8 @@ from contextlib import contextmanager
 import pytest
 
 import daskgraph as dg
-from daskgraph.master import connect_timeout
-from daskgraph.server import free_ports
+from daskgraph.cluster.master import connect_timeout
+from daskgraph.cluster.server import free_ports
 
 LIMIT_S = connect_timeout() + 30.0
 

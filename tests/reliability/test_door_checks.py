@@ -12,7 +12,7 @@ from distributed import Client, Scheduler, SpecCluster, Worker
 
 import daskgraph as dg
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.session import RunMetadata, RunOptions
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
 
 
 @pytest.fixture(scope="module")

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import daskgraph as dg
-from daskgraph.cluster import local_cluster
-from daskgraph.device import DeviceSpec
+from daskgraph.cluster.local import local_cluster
 from daskgraph.errors import quote
-from daskgraph.fetches import MAX_FETCH_DEPTH
+from daskgraph.framework.device import DeviceSpec
+from daskgraph.runtime.client.fetches import MAX_FETCH_DEPTH
 
 FUZZ = settings(
     max_examples=150,

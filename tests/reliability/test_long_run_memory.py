@@ -3,7 +3,7 @@
 Reported: a placeholder on ``/gpu:0`` (a virtual GPU) feeding an op on ``/cpu:0`` grew the
 process of the client (which holds the embedded cluster's scheduler) by about 8 KB per run,
 without levelling off; one-device runs stayed flat. What Dask kept per run
-(:mod:`daskgraph.footprint`): a task group per run in the span extension, each graph's
+(:mod:`daskgraph.cluster.footprint`): a task group per run in the span extension, each graph's
 metadata in the span, every run's keys in ``dask.utils.key_split``'s memo, and whole messages,
 feeds included, in its low-level logs.
 
@@ -35,7 +35,7 @@ import psutil
 import pytest
 
 import daskgraph as dg
-from daskgraph.footprint import trim_heap
+from daskgraph.cluster.footprint import trim_heap
 
 RUNS = 800
 BATCH = 100

@@ -25,7 +25,7 @@ from logs import capture_logs
 from processes import wait_until_executing
 
 import daskgraph as dg
-from daskgraph.cluster import local_cluster
+from daskgraph.cluster.local import local_cluster
 
 N = 300
 STEPS = 60

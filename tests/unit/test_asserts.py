@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
+from daskgraph.compat.gradient_check import check_gradients
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradient_check import check_gradients
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dask
 import pytest
 
-from daskgraph.board import TOPIC, PlacementBoard
-from daskgraph.dashboard import _drawing, _op_rows, layered_layout, plan_title
+from daskgraph.diagnostics.board import TOPIC, PlacementBoard
+from daskgraph.diagnostics.dashboard import _drawing, _op_rows, layered_layout, plan_title
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU = "/job:localhost/replica:0/task:0/device:GPU:0"

@@ -14,8 +14,9 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph import saver as saver_module
-from daskgraph.checkpoint_utils import (
+from daskgraph.errors import InvalidArgumentError, NotFoundError
+from daskgraph.training import saver as saver_module
+from daskgraph.training.checkpoint_utils import (
     NewCheckpointReader,
     checkpoints_iterator,
     init_from_checkpoint,
@@ -23,8 +24,7 @@ from daskgraph.checkpoint_utils import (
     load_checkpoint,
     load_variable,
 )
-from daskgraph.errors import InvalidArgumentError, NotFoundError
-from daskgraph.saver import (
+from daskgraph.training.saver import (
     Saver,
     generate_checkpoint_state_proto,
     get_checkpoint_mtimes,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import daskgraph.compat.v1 as tf
-from daskgraph.server import ClusterSpec
+from daskgraph.cluster.server import ClusterSpec
 
 LISTS = {"worker": ["w0:2222", "w1:2222", "w2:2222"], "ps": ["p0:2222"]}
 
@@ -197,8 +197,8 @@ def test_any_address_string_is_accepted_as_tensorflow_does(address):
 
 
 def test_bad_address_in_a_dict_is_refused_by_its_server_not_the_spec():
+    from daskgraph.cluster.server import Server
     from daskgraph.errors import InvalidArgumentError
-    from daskgraph.server import Server
 
     spec = ClusterSpec({"ps": {7: "nope"}})
     with pytest.raises(

@@ -10,10 +10,10 @@ import pytest
 from distributed import Scheduler, Worker
 from distributed.deploy.subprocess import SubprocessWorker
 
-from daskgraph import cluster
-from daskgraph.cluster import scheduler_spec, worker_options, worker_specs
-from daskgraph.footprint import scheduler_extensions
-from daskgraph.topology import devices_from_workers
+from daskgraph.cluster import local as cluster
+from daskgraph.cluster.footprint import scheduler_extensions
+from daskgraph.cluster.local import scheduler_spec, worker_options, worker_specs
+from daskgraph.cluster.topology import devices_from_workers
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 
@@ -49,7 +49,7 @@ def test_worker_class_and_logs(processes: bool, cls: type, silenced: bool) -> No
         assert spec["cls"] is cls
         assert ("silence_logs" in worker_options(spec)) is silenced
         if processes:  # a Nanny in a fresh interpreter: restarts its worker, needs no main guard
-            assert spec["options"]["worker_class"] == "daskgraph.nanny_setup.DeviceNanny"
+            assert spec["options"]["worker_class"] == "daskgraph.cluster.nanny_setup.DeviceNanny"
 
 
 def test_cpu_in_process_keeps_only_the_cpu_worker_here() -> None:
@@ -60,8 +60,8 @@ def test_cpu_in_process_keeps_only_the_cpu_worker_here() -> None:
 
 
 def test_the_embedded_cluster_keeps_its_cpu_worker_here_by_default() -> None:
+    from daskgraph.cluster.embedded import shape_for
     from daskgraph.config import SessionConfig
-    from daskgraph.embedded import shape_for
 
     assert shape_for(SessionConfig()).cpu_in_process is True
     with dask.config.set({"daskgraph.local.cpu-in-process": False}):

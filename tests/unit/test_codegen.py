@@ -8,10 +8,10 @@ import pytest
 from test_execution import chain_graph, one_partition
 
 import daskgraph as dg
-from daskgraph import codegen, execution
-from daskgraph.execution import execute_partition
-from daskgraph.program import RunStep
-from daskgraph.worker_state import current_state
+from daskgraph.runtime.program import RunStep
+from daskgraph.runtime.worker import codegen, execution
+from daskgraph.runtime.worker.execution import execute_partition
+from daskgraph.runtime.worker.worker_state import current_state
 
 
 def _hot(program, session: str) -> codegen.HotProgram:

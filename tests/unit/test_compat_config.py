@@ -9,9 +9,9 @@ import pytest
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph import config as native_config
-from daskgraph import embedded
+from daskgraph.cluster import embedded
+from daskgraph.cluster.gpus import GPUInfo
 from daskgraph.compat import config
-from daskgraph.gpus import GPUInfo
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import daskgraph.compat.v1 as tf
 
 def test_names_are_daskgraphs_objects():
     assert tf.OpError is dg.errors.OpError and tf.double is tf.float64 and tf.half is tf.float16
-    assert tf.GraphDef is dg.nodes.GraphDef and tf.NodeDef is dg.nodes.NodeDef
+    assert tf.GraphDef is dg.framework.nodes.GraphDef and tf.NodeDef is dg.framework.nodes.NodeDef
     assert tf.initialize_all_tables is tf.tables_initializer
     # TF 2.21: ADD_N 0, DEFAULT 0, EXPERIMENTAL_TREE 1, EXPERIMENTAL_ACCUMULATE_N 2
     assert (tf.AggregationMethod.ADD_N, tf.AggregationMethod.DEFAULT) == (0, 0)

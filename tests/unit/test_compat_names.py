@@ -16,7 +16,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.gradient_check import check_gradients
+from daskgraph.compat.gradient_check import check_gradients
 
 NAMES = """zeros ones zeros_like ones_like fill range random_normal random_uniform truncated_normal
 set_random_seed concat split stack unstack squeeze expand_dims tile gather pad reduce_min
@@ -572,7 +572,7 @@ def test_replica_device_setter_options() -> None:
 
 
 def test_replicate_keeps_its_one_device_setter() -> None:
-    from daskgraph.replicate import replica_device_setter
+    from daskgraph.training.replicate import replica_device_setter
 
     assert dg.train.replica_device_setter is replica_device_setter
     with tf.Graph().as_default():

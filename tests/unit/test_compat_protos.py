@@ -10,7 +10,7 @@ import pytest
 from google.protobuf import text_format
 
 import daskgraph.compat.v1 as tf
-from daskgraph.cluster_spec import ClusterSpec as NativeClusterSpec
+from daskgraph.cluster.cluster_spec import ClusterSpec as NativeClusterSpec
 from daskgraph.compat import protos
 
 # -- ServerDef and ClusterSpec, behaviours TensorFlow's server_lib tests also check ---------------

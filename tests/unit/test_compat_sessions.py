@@ -11,7 +11,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.tensor_shape import Dimension, TensorShape
+from daskgraph.framework.tensor_shape import Dimension, TensorShape
 
 EVAL_WITHOUT_SESSION = (
     "Cannot evaluate tensor using `eval()`: No default session is registered. Use "

@@ -8,7 +8,9 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph import dtypes, errors, graph, ops, scopes, session
+from daskgraph import errors, ops
+from daskgraph.framework import dtypes, graph, scopes
+from daskgraph.runtime.client import session
 
 # TensorFlow 1 name -> the native object it must be (the very same object, not a copy)
 ALIASES = {

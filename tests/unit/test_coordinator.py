@@ -9,8 +9,8 @@ import time
 import pytest
 
 import daskgraph as dg
-from daskgraph.coordinator import Coordinator, LooperThread, start_queue_runners
 from daskgraph.errors import OutOfRangeError
+from daskgraph.training.coordinator import Coordinator, LooperThread, start_queue_runners
 
 
 def _stopping_worker(coord: Coordinator, seen: list[int]) -> None:

@@ -1,4 +1,4 @@
-"""Unit tests for daskgraph.cuda_specs: TensorFlow's GPUOptions as dask-cuda worker options.
+"""Unit tests for daskgraph.cluster.cuda_specs: TensorFlow's GPUOptions as dask-cuda worker options.
 
 No GPU, no CUDA and no dask-cuda needed: GPUs are :class:`GPUInfo` records, dask-cuda's
 plugins are fakes that record their arguments (the tests against the real dask-cuda are
@@ -23,9 +23,8 @@ from distributed.core import Status
 from distributed.scheduler import WorkerState
 from fake_dask_cuda import FakeCPUAffinity, FakeRMMSetup
 
-from daskgraph import cuda_specs
-from daskgraph.config import GPUOptions
-from daskgraph.cuda_specs import (
+from daskgraph.cluster import cuda_specs
+from daskgraph.cluster.cuda_specs import (
     INITIAL_POOL_SIZE,
     CudaWorker,
     cuda_worker_description,
@@ -35,8 +34,9 @@ from daskgraph.cuda_specs import (
     dask_cuda_worker_spec,
     is_cuda_worker,
 )
+from daskgraph.cluster.gpus import GPUInfo
+from daskgraph.config import GPUOptions
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gpus import GPUInfo
 
 MiB = 2**20
 GiB = 2**30
@@ -326,14 +326,14 @@ def test_spec_keeps_daskgraphs_preloads_first_and_environment(fake_dask_cuda: li
     env = {"OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "ignored"}
     spec = spec_for(
         worker,
-        preload=["daskgraph.worker_preload"],
+        preload=["daskgraph.cluster.worker_preload"],
         env=env,
         nthreads=2,
         dashboard_address=":0",
         silence_logs=logging.WARNING,
     )
     options = spec["options"]
-    assert options["preload"] == ["daskgraph.worker_preload", "dask_cuda.initialize"]
+    assert options["preload"] == ["daskgraph.cluster.worker_preload", "dask_cuda.initialize"]
     # one argv per preload: dask-cuda's flag goes to its own preload only
     assert options["preload_argv"] == [[], ["--create-cuda-context"]]
     assert options["env"] == {"OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "1,0"}
@@ -343,7 +343,7 @@ def test_spec_keeps_daskgraphs_preloads_first_and_environment(fake_dask_cuda: li
 
 
 def test_spec_takes_another_nanny_class(fake_dask_cuda: list[Any]) -> None:
-    from daskgraph.nanny_setup import DeviceNanny
+    from daskgraph.cluster.nanny_setup import DeviceNanny
 
     (worker,) = cuda_worker_options(gpus(1), GPUOptions())
     assert spec_for(worker, nanny_class=DeviceNanny)["cls"] is DeviceNanny
@@ -361,7 +361,7 @@ def test_tls_security_passes_through_to_the_gpu_worker(
     fake_dask_cuda: list[Any], tmp_path: Any
 ) -> None:
     pytest.importorskip("cryptography")
-    from daskgraph.tls import make_certificates, security_from_dir
+    from daskgraph.cluster.tls import make_certificates, security_from_dir
 
     make_certificates(tmp_path)
     security = security_from_dir(tmp_path)
@@ -389,7 +389,7 @@ def test_module_imports_without_dask_cuda_cupy_or_rmm() -> None:
     code = (
         "import sys\n"
         "for m in ('dask_cuda', 'cupy', 'rmm'): sys.modules[m] = None\n"
-        "import daskgraph.cuda_specs\n"
+        "import daskgraph.cluster.cuda_specs\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

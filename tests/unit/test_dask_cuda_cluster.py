@@ -1,7 +1,7 @@
 """Unit tests for GPU workers from dask-cuda, without a GPU and without dask-cuda.
 
 The embedded cluster's and a Server's worker specs for (fake) GPUs where dask-cuda is
-"installed" (``daskgraph.cluster.dask_cuda_installed`` patched, or a fake ``dask_cuda`` in
+"installed" (``daskgraph.cluster.local.dask_cuda_installed`` patched, or a fake ``dask_cuda`` in
 ``sys.modules``): names, resources, environment, ``GPUOptions`` as RMM pools, TLS, JSON; the
 warning where dask-cuda is missing; the nanny that builds dask-cuda's plugins; and the devices
 of a cluster started with ``LocalCUDACluster`` or ``dask cuda worker`` (worker records as the
@@ -28,17 +28,18 @@ from distributed.deploy.subprocess import SubprocessWorker
 from distributed.scheduler import WorkerState
 from fake_dask_cuda import FakeCPUAffinity, FakeRMMSetup
 
-from daskgraph import cluster, cuda_specs
-from daskgraph.cluster import worker_options, worker_specs
+from daskgraph.cluster import cuda_specs
+from daskgraph.cluster import local as cluster
+from daskgraph.cluster.cuda_specs import CudaWorker, cuda_worker_options, dask_cuda_installed
+from daskgraph.cluster.footprint import worker_settings
+from daskgraph.cluster.gpus import GPUInfo
+from daskgraph.cluster.local import worker_options, worker_specs
+from daskgraph.cluster.nanny_setup import DeviceNanny
+from daskgraph.cluster.tls import security_fields, security_from_fields
+from daskgraph.cluster.topology import devices_from_workers
 from daskgraph.config import GPUOptions
-from daskgraph.connection import cuda_probes
-from daskgraph.cuda_specs import CudaWorker, cuda_worker_options, dask_cuda_installed
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.footprint import worker_settings
-from daskgraph.gpus import GPUInfo
-from daskgraph.nanny_setup import DeviceNanny
-from daskgraph.tls import security_fields, security_from_fields
-from daskgraph.topology import devices_from_workers
+from daskgraph.runtime.client.connection import cuda_probes
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0, GPU1 = LOCAL + "CPU:0", LOCAL + "GPU:0", LOCAL + "GPU:1"
@@ -63,7 +64,7 @@ def with_dask_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def tls_security(tmp_path: Path) -> Security:
     pytest.importorskip("cryptography")
-    from daskgraph.tls import make_certificates, security_from_dir
+    from daskgraph.cluster.tls import make_certificates, security_from_dir
 
     make_certificates(tmp_path)
     return security_from_dir(tmp_path)
@@ -72,7 +73,7 @@ def tls_security(tmp_path: Path) -> Security:
 def gpu_kwargs(specs: dict[str, dict[str, Any]], name: str = GPU0) -> dict[str, Any]:
     spec = specs[name]
     assert spec["cls"] is SubprocessWorker
-    assert spec["options"]["worker_class"] == "daskgraph.nanny_setup.DeviceNanny"
+    assert spec["options"]["worker_class"] == "daskgraph.cluster.nanny_setup.DeviceNanny"
     assert spec["options"]["name"] == name
     return spec["options"]["worker_kwargs"]
 
@@ -89,7 +90,7 @@ def test_one_dask_cuda_worker_per_gpu_named_by_its_device(with_dask_cuda, proces
         assert kwargs["nthreads"] == 1
         assert kwargs["host"] == "127.0.0.1"
         assert kwargs["dashboard_address"] == "127.0.0.1:0"
-        assert kwargs["preload"] == ["daskgraph.worker_preload", "dask_cuda.initialize"]
+        assert kwargs["preload"] == ["daskgraph.cluster.worker_preload", "dask_cuda.initialize"]
         assert kwargs["preload_argv"] == [[], ["--create-cuda-context"]]
         assert kwargs["cuda_worker"] == cuda_worker_options(gpus(2), GPUOptions())[i].to_fields()
     # the CPU worker and the virtual GPU are as they were
@@ -185,7 +186,7 @@ def test_dask_cuda_worker_spec_options_are_cuda_specs(with_dask_cuda) -> None:
         host="127.0.0.1",
         resources={"GPU": 1},
         memory_limit=GiB,
-        preload=["daskgraph.worker_preload"],
+        preload=["daskgraph.cluster.worker_preload"],
         env=kwargs["env"],
     )
     assert kwargs == expected
@@ -261,7 +262,7 @@ def test_real_gpus_without_dask_cuda_warn_once_and_use_daskgraphs_set_up(no_dask
     with pytest.warns(RuntimeWarning, match=r"daskgraph\[cuda12\]'? or '?daskgraph\[cuda13\]"):
         specs = worker_specs(gpus=gpus(1))
     kwargs = gpu_kwargs(specs)
-    assert kwargs["preload"] == ["daskgraph.worker_preload", "daskgraph.gpu_worker"]
+    assert kwargs["preload"] == ["daskgraph.cluster.worker_preload", "daskgraph.cluster.gpu_worker"]
     assert kwargs["env"]["DASKGRAPH_GPU_MEMORY_LIMIT"] == "0"
     assert "cuda_worker" not in kwargs
     with warnings.catch_warnings():

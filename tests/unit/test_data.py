@@ -10,7 +10,12 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.data import Dataset, Iterator, make_initializable_iterator, make_one_shot_iterator
+from daskgraph.data.dataset import (
+    Dataset,
+    Iterator,
+    make_initializable_iterator,
+    make_one_shot_iterator,
+)
 
 
 @pytest.fixture

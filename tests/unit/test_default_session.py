@@ -8,8 +8,9 @@ import threading
 import pytest
 
 import daskgraph as dg
-from daskgraph import default_session, graph, nodes, scopes, session
 from daskgraph.compat import v1
+from daskgraph.framework import default_session, graph, nodes, scopes
+from daskgraph.runtime.client import session
 
 
 class Recorder:

@@ -24,10 +24,10 @@ import sys
 import pytest
 import yaml
 
-from daskgraph.device import DeviceSpec
-from daskgraph.server import ClusterSpec
-from daskgraph.tls import make_certificates
-from daskgraph.topology import devices_from_workers
+from daskgraph.cluster.server import ClusterSpec
+from daskgraph.cluster.tls import make_certificates
+from daskgraph.cluster.topology import devices_from_workers
+from daskgraph.framework.device import DeviceSpec
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -133,7 +133,7 @@ def test_workers_are_started_by_the_daskgraph_script_with_their_resource(group):
     assert _flag_values(command, "--resources") == [f"{device}=1"]
     if group == "gpu":
         assert _flag_values(command, "--nthreads") == ["1"]
-        assert _flag_values(command, "--preload") == ["daskgraph.gpu_worker"]
+        assert _flag_values(command, "--preload") == ["daskgraph.cluster.gpu_worker"]
     mounts = _mounts(worker["spec"], container)
     script_dir = str(pathlib.PurePosixPath(command[1]).parent)
     assert mounts[script_dir] == ("configMap", mounts[script_dir][1])
@@ -444,7 +444,7 @@ def test_slurm_job_script_starts_one_worker_per_device(slurm):
     )
     for i, line in enumerate(gpus):
         assert "--resources GPU=1" in line and "--nthreads 1" in line
-        assert "--preload daskgraph.gpu_worker" in line
+        assert "--preload daskgraph.cluster.gpu_worker" in line
         assert line.startswith(f'CUDA_VISIBLE_DEVICES="$(rotate {i})" ')
     for line in lines:
         assert " tcp://login0:8786 " in line

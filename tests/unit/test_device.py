@@ -1,4 +1,5 @@
-"""Unit tests for daskgraph.device: parsing, printing, merging and matching device specs."""
+"""Unit tests for daskgraph.framework.device: parsing, printing, merging and matching device
+specs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 
 import pytest
 
-from daskgraph.device import CPU, GPU, DeviceSpec, _parse_fields, parse
+from daskgraph.framework.device import CPU, GPU, DeviceSpec, _parse_fields, parse
 
 # (input, (job, replica, task, device_type, device_index), canonical string)
 VALID = [

@@ -1,6 +1,7 @@
 """Waiting for a run's results a liveness tick at a time cancels nothing.
 
-The run's watchdog (``daskgraph.dispatch._result_watching_workers``) waits for each result
+The run's watchdog (``daskgraph.runtime.client.dispatch._result_watching_workers``) waits for each
+result
 for a tick, checks that the plan's workers are there, and waits again. Dask's client gathers
 the results that all threads ask for in shared requests; waiting with
 ``Future.result(timeout=tick)`` cancelled the gather under way at every tick, so that a result
@@ -21,9 +22,9 @@ import distributed.client
 import pytest
 from distributed import Client
 
+from daskgraph.cluster.liveness import MembershipView
 from daskgraph.deadline import run_deadline
-from daskgraph.dispatch import _result_watching_workers
-from daskgraph.liveness import MembershipView
+from daskgraph.runtime.client.dispatch import _result_watching_workers
 
 SLOW_S = 0.3
 TICK = 0.05

@@ -1,4 +1,5 @@
-"""``daskgraph.drawing``: placement plans drawn with Graphviz, on plans built by hand."""
+"""``daskgraph.diagnostics.drawing``: placement plans drawn with Graphviz, on plans built by
+hand."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import graphviz
 import pytest
 
 import daskgraph as dg
-from daskgraph import default_session, drawing
-from daskgraph.inspection import OpPlacement, PartitionPlan, PlacementPlan, Transfer
+from daskgraph.diagnostics import drawing
+from daskgraph.diagnostics.inspection import OpPlacement, PartitionPlan, PlacementPlan, Transfer
+from daskgraph.framework import default_session
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 CPU, GPU0, GPU1 = LOCAL + "CPU:0", LOCAL + "GPU:0", LOCAL + "GPU:1"

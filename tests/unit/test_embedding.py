@@ -9,8 +9,8 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
+from daskgraph.compat.gradient_check import check_gradients
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.gradient_check import check_gradients
 
 RNG = np.random.default_rng(31)
 TABLE = RNG.normal(size=(10, 3))

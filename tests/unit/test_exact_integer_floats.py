@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph import dtypes
+from daskgraph.framework import dtypes
 
 
 @pytest.fixture(autouse=True)

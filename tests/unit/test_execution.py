@@ -1,7 +1,9 @@
 """Unit tests for the executor's lean loop: programs compiled once to array-module calls.
 
-Programs come from :func:`daskgraph.lowering.lower` on one CPU device and run in this process
-with :func:`daskgraph.execution.execute_partition`, plain (the compiled loop) and traced (the
+Programs come from :func:`daskgraph.runtime.planner.lowering.lower` on one CPU device and run in
+this process
+with :func:`daskgraph.runtime.worker.execution.execute_partition`, plain (the compiled loop) and
+traced (the
 general loop), which must agree.
 """
 
@@ -14,15 +16,15 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph import execution
+from daskgraph.cluster.topology import Device
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.execution import RunFailure, execute_partition
-from daskgraph.lowering import lower
-from daskgraph.ops.registry import ArrayFunction
-from daskgraph.placement import place
-from daskgraph.program import RunStep
-from daskgraph.topology import Device
-from daskgraph.worker_state import current_state
+from daskgraph.framework.op_registry import ArrayFunction
+from daskgraph.runtime.planner.lowering import lower
+from daskgraph.runtime.planner.placement import place
+from daskgraph.runtime.program import RunStep
+from daskgraph.runtime.worker import execution
+from daskgraph.runtime.worker.execution import RunFailure, execute_partition
+from daskgraph.runtime.worker.worker_state import current_state
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 STEP = RunStep("t", 1)

@@ -4,7 +4,8 @@ An executor actor lives on one worker *process*. When its worker dies and the na
 it (same device name, new address), a call to the old actor goes to the dead address, where
 Dask retries connecting for ``distributed.comm.timeouts.connect`` (30 s) before it gives up;
 the run's watchdog, comparing the device's worker with where it was when the call started,
-saw nothing wrong. These tests drive :class:`~daskgraph.dispatch.FastPath` with a stand-in
+saw nothing wrong. These tests drive :class:`~daskgraph.runtime.client.dispatch.FastPath` with a
+stand-in
 client, cluster watch and actors (a call to a dead worker answers only after ``DEAD_CALL_S``)
 and check that a replaced worker costs at most a liveness tick.
 """
@@ -19,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from daskgraph.dispatch import CompiledRun, FastPath
+from daskgraph.cluster.liveness import MembershipView
 from daskgraph.errors import UnavailableError
-from daskgraph.liveness import MembershipView
-from daskgraph.program import RunStep
+from daskgraph.runtime.client.dispatch import CompiledRun, FastPath
+from daskgraph.runtime.program import RunStep
 
 GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
 TICK = 0.1

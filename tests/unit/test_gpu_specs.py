@@ -1,5 +1,5 @@
 """Unit tests for real-GPU support that need no GPU: worker specs of GPU workers set up
-without dask-cuda (daskgraph.gpu_worker; dask-cuda's are in test_dask_cuda_cluster.py), NVML
+without dask-cuda (daskgraph.cluster.gpu_worker; dask-cuda's are in test_dask_cuda_cluster.py), NVML
 discovery, the GPU worker's memory set-up, and out-of-memory errors.
 
 Everything here is pure data or runs against fakes: GPUs are :class:`GPUInfo` records, NVML is a
@@ -21,16 +21,17 @@ import pytest
 from distributed import Worker
 from distributed.deploy.subprocess import SubprocessWorker
 
-from daskgraph import cluster, gpu_worker, gpus
-from daskgraph.cluster import gpu_worker_env, worker_options, worker_specs
+from daskgraph.cluster import gpu_worker, gpus
+from daskgraph.cluster import local as cluster
+from daskgraph.cluster.cuda_specs import cuda_worker_options
+from daskgraph.cluster.gpu_worker import configure_memory, memory_settings
+from daskgraph.cluster.gpus import GPUInfo, parse_visible_devices, rotate, visible_gpus
+from daskgraph.cluster.local import gpu_worker_env, worker_options, worker_specs
+from daskgraph.cluster.topology import devices_from_workers
 from daskgraph.config import GPUOptions, SessionConfig
-from daskgraph.cuda_specs import cuda_worker_options
 from daskgraph.errors import ResourceExhaustedError
-from daskgraph.execution import RunFailure, execute_partition
-from daskgraph.gpu_worker import configure_memory, memory_settings
-from daskgraph.gpus import GPUInfo, parse_visible_devices, rotate, visible_gpus
-from daskgraph.program import Instruction, PartitionProgram, RunStep
-from daskgraph.topology import devices_from_workers
+from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep
+from daskgraph.runtime.worker.execution import RunFailure, execute_partition
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 CPU0 = LOCAL + "CPU:0"
@@ -87,18 +88,21 @@ def test_gpu_workers_are_always_nanny_processes(processes: bool) -> None:
     specs = worker_specs(gpus=[h100()], virtual_gpus=1, processes=processes)
     gpu = specs[LOCAL + "GPU:0"]
     assert gpu["cls"] is SubprocessWorker
-    assert gpu["options"]["worker_class"] == "daskgraph.nanny_setup.DeviceNanny"
+    assert gpu["options"]["worker_class"] == "daskgraph.cluster.nanny_setup.DeviceNanny"
     assert gpu["options"]["name"] == LOCAL + "GPU:0"
     options = worker_options(gpu)
     assert options["name"] == LOCAL + "GPU:0"
-    assert options["preload"] == ["daskgraph.worker_preload", "daskgraph.gpu_worker"]
+    assert options["preload"] == [
+        "daskgraph.cluster.worker_preload",
+        "daskgraph.cluster.gpu_worker",
+    ]
     assert options["host"] == "127.0.0.1"
     assert options["silence_logs"] == logging.ERROR
     # the CPU worker and the virtual GPU follow `processes`, with no GPU set-up
     expected_cls = SubprocessWorker if processes else Worker
     for name in (CPU0, LOCAL + "GPU:1"):
         assert specs[name]["cls"] is expected_cls
-        assert "daskgraph.gpu_worker" not in worker_options(specs[name]).get("preload", [])
+        assert "daskgraph.cluster.gpu_worker" not in worker_options(specs[name]).get("preload", [])
         assert "CUDA_VISIBLE_DEVICES" not in worker_options(specs[name]).get("env", {})
 
 

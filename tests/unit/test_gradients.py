@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.gradient_check import check_gradients
-from daskgraph.gradients import registered_gradient
+from daskgraph.compat.gradient_check import check_gradients
+from daskgraph.framework.gradient_registry import registered_gradient
 
 RNG = np.random.default_rng(7)
 
@@ -136,7 +136,7 @@ def test_stop_gradients_grad_ys_and_unrelated_inputs():
 
 
 def test_the_registry_names_what_is_missing_and_takes_users_gradients():
-    from daskgraph.ops.registry import register
+    from daskgraph.framework.op_registry import register
 
     with pytest.raises(LookupError, match="No gradient defined for op type 'NoSuchOp'"):
         registered_gradient("NoSuchOp")
@@ -162,7 +162,7 @@ def test_the_registry_names_what_is_missing_and_takes_users_gradients():
 
 
 def test_a_wrong_gradient_is_caught_by_the_checker():
-    from daskgraph.ops.registry import register
+    from daskgraph.framework.op_registry import register
 
     register("TestWrongGrad", lambda xp, x: x * x)
 
@@ -190,8 +190,8 @@ NO_SECOND_DERIVATIVE = {
 def test_every_op_type_says_how_it_differentiates():
     """Each registered op has a gradient or is marked not differentiable, but for the backward
     ops listed above; a new op must make that choice."""
-    from daskgraph.gradients import _GRADIENTS
-    from daskgraph.ops.registry import registered_types
+    from daskgraph.framework.gradient_registry import _GRADIENTS
+    from daskgraph.framework.op_registry import registered_types
 
     undecided = {t for t in registered_types() if t not in _GRADIENTS}
     undecided -= {t for t in undecided if t.startswith("Test")}  # this module's own test ops

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.device import DeviceSpec
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.graph import get_default_graph
+from daskgraph.framework.device import DeviceSpec
+from daskgraph.framework.graph import get_default_graph
 
 
 def names(graph: dg.Graph) -> list[str]:

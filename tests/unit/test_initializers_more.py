@@ -1,5 +1,5 @@
 """``orthogonal_initializer``, ``tf.initializers.identity`` and
-``uniform_unit_scaling_initializer`` (daskgraph/initializers_more.py) and the rest of
+``uniform_unit_scaling_initializer`` (daskgraph/ops/initializers.py) and the rest of
 ``tf.initializers``: the properties TensorFlow's values have (its random draws differ)."""
 
 from __future__ import annotations

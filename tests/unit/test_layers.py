@@ -10,7 +10,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.graph import REGULARIZATION_LOSSES
+from daskgraph.framework.graph import REGULARIZATION_LOSSES
 from daskgraph.layers.base import UPDATE_OPS
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph import learning_rate as lr
+from daskgraph.training import learning_rate as lr
 
 STEPS = [0, 3, 5, 6, 10, 15, 16, 25, 40]
 

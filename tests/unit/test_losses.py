@@ -9,8 +9,8 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph import losses
-from daskgraph.graph import REGULARIZATION_LOSSES
+from daskgraph.framework.graph import REGULARIZATION_LOSSES
+from daskgraph.ops import losses
 
 R = losses.Reduction
 

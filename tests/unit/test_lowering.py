@@ -1,7 +1,8 @@
 """Unit tests for lowering: partitions, pruning, feeds, fetches, and an in-process executor run.
 
 No Dask cluster is involved: the plans are run in this process, partition by partition in plan
-order, with :func:`daskgraph.execution.execute_partition` (see :func:`run_plan_in_process`).
+order, with :func:`daskgraph.runtime.worker.execution.execute_partition` (see
+:func:`run_plan_in_process`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
+from daskgraph.cluster.topology import Device
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError
-from daskgraph.execution import RunFailure, execute_partition
-from daskgraph.lowering import Plan, build_task_graph, lower
-from daskgraph.placement import place
-from daskgraph.program import RunStep
-from daskgraph.topology import Device
-from daskgraph.worker_state import current_state
+from daskgraph.runtime.planner.lowering import Plan, build_task_graph, lower
+from daskgraph.runtime.planner.placement import place
+from daskgraph.runtime.program import RunStep
+from daskgraph.runtime.worker.execution import RunFailure, execute_partition
+from daskgraph.runtime.worker.worker_state import current_state
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0, GPU1 = LOCAL + "CPU:0", LOCAL + "GPU:0", LOCAL + "GPU:1"
@@ -615,7 +616,7 @@ def test_lowering_leaves_the_cyclic_collector_as_it_found_it(
     and must give the caller back the collector state it had, also when lowering raises."""
     import gc
 
-    from daskgraph import lowering
+    from daskgraph.runtime.planner import lowering
 
     seen: list[bool] = []
     original = lowering._Emitter.plan

@@ -1,4 +1,4 @@
-"""TF1's remaining elementwise math (``daskgraph.ops.math_extra``, ``daskgraph.ops.special``):
+"""TF1's remaining elementwise math (``daskgraph.ops.math_functions``, ``daskgraph.ops.special``):
 values against NumPy (and numbers computed with TensorFlow 2.21 where NumPy has no function),
 gradients against finite differences, dtype checks and integer division errors."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.gradient_check import check_gradients
+from daskgraph.compat.gradient_check import check_gradients
 
 RNG = np.random.default_rng(23)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.gradient_check import check_gradients
+from daskgraph.compat.gradient_check import check_gradients
 
 RNG = np.random.default_rng(11)
 

@@ -1,4 +1,4 @@
-"""tf.metrics (daskgraph.metrics): values after several updates equal TensorFlow 2.21's
+"""tf.metrics (daskgraph.metrics.core): values after several updates equal TensorFlow 2.21's
 (``tf.compat.v1.metrics``, numbers pasted below), TF's names and collections, resets."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph import metrics
-from daskgraph import nn as dg_nn
+from daskgraph.metrics import core as metrics
+from daskgraph.ops import nn_namespace as dg_nn
 
 BATCHES = [  # labels, predictions, weights
     ([0, 1, 1, 0, 1], [0.1, 0.8, 0.4, 0.6, 0.9], [1.0, 2.0, 1.0, 0.5, 1.0]),

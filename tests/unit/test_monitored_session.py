@@ -12,13 +12,14 @@ from test_summary import read_events
 
 import daskgraph as dg
 from daskgraph import errors
-from daskgraph.monitored_session import (
+from daskgraph.summary.namespace import FileWriterCache, scalar
+from daskgraph.training.monitored_session import (
     ChiefSessionCreator,
     MonitoredSession,
     MonitoredTrainingSession,
     SingularMonitoredSession,
 )
-from daskgraph.session_hooks import (
+from daskgraph.training.session_hooks import (
     CheckpointSaverHook,
     CheckpointSaverListener,
     FeedFnHook,
@@ -31,8 +32,7 @@ from daskgraph.session_hooks import (
     SessionRunHook,
     StopAtStepHook,
 )
-from daskgraph.session_manager import Scaffold, SessionManager
-from daskgraph.summary import FileWriterCache, scalar
+from daskgraph.training.session_manager import Scaffold, SessionManager
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.moving_averages import (
+from daskgraph.training.moving_averages import (
     ExponentialMovingAverage,
     assign_moving_average,
     moving_average_variables,

@@ -11,7 +11,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.gradient_check import check_gradients
+from daskgraph.compat.gradient_check import check_gradients
 
 RNG = np.random.default_rng(17)
 

@@ -10,7 +10,7 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.ops.training import apply_adam, apply_gradient_descent, apply_momentum
-from daskgraph.train import (
+from daskgraph.training.namespace import (
     AdamOptimizer,
     GradientDescentOptimizer,
     MomentumOptimizer,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph.optimizers_more import (
+from daskgraph.training.adaptive_optimizers import (
     AdadeltaOptimizer,
     AdagradOptimizer,
     FtrlOptimizer,

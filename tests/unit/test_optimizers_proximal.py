@@ -9,7 +9,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.optimizers_proximal import (
+from daskgraph.training.proximal_optimizers import (
     AdagradDAOptimizer,
     ProximalAdagradOptimizer,
     ProximalGradientDescentOptimizer,

@@ -8,8 +8,8 @@ import pytest
 from test_lowering import GPU0, devices, run_plan_in_process
 
 import daskgraph as dg
-from daskgraph.lowering import lower
-from daskgraph.placement import place
+from daskgraph.runtime.planner.lowering import lower
+from daskgraph.runtime.planner.placement import place
 
 N = 1100  # 1.21M elements per op: above the default threshold of 1M
 

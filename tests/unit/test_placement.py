@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import daskgraph as dg
+from daskgraph.cluster.topology import Device
 from daskgraph.errors import InvalidArgumentError, NotFoundError
-from daskgraph.placement import format_placement_log, place
-from daskgraph.topology import Device
+from daskgraph.runtime.planner.placement import format_placement_log, place
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 CPU0 = LOCAL + "CPU:0"

@@ -1,4 +1,4 @@
-"""TF1's queues (daskgraph/queues.py, daskgraph/ops/queue_ops.py), queue runners and input
+"""TF1's queues (daskgraph/data/queues.py, daskgraph/data/queue_ops.py), queue runners and input
 producers: values, order, blocking between threads, closing and deadlines, as TensorFlow's."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
+from daskgraph.data.queues import FIFOQueue, RandomShuffleQueue
 from daskgraph.errors import CancelledError, DeadlineExceededError, OutOfRangeError
-from daskgraph.queues import FIFOQueue, RandomShuffleQueue
 
 
 def test_enqueue_dequeue_in_order_and_dequeue_many():

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from daskgraph import saver
+from daskgraph.training import saver
 
 
 def test_the_sweep_removes_an_abandoned_partial_file_only(tmp_path):

@@ -1,4 +1,4 @@
-"""daskgraph.shutdown's log filter: it drops what Dask logs while daskgraph closes its own
+"""daskgraph.cluster.shutdown's log filter: it drops what Dask logs while daskgraph closes its own
 objects (in the closing thread and the closed loops' threads), and nothing else."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from tornado.ioloop import IOLoop
 
-from daskgraph import shutdown
+from daskgraph.cluster import shutdown
 
 
 @pytest.fixture
@@ -95,9 +95,12 @@ def test_drops_the_records_of_the_closed_loops_thread_until_it_has_ended() -> No
 
 
 def test_dropped_records_go_to_daskgraphs_debug_log(dask_stream, caplog) -> None:
-    with caplog.at_level(logging.DEBUG, logger="daskgraph.shutdown"), shutdown.quiet_close():
+    with (
+        caplog.at_level(logging.DEBUG, logger="daskgraph.cluster.shutdown"),
+        shutdown.quiet_close(),
+    ):
         logging.getLogger("distributed.worker").error("heartbeat failed")
-    assert [r.getMessage() for r in caplog.records if r.name == "daskgraph.shutdown"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "daskgraph.cluster.shutdown"] == [
         "while closing: distributed.worker - heartbeat failed"
     ]
     assert dask_stream.getvalue() == ""

@@ -1,4 +1,4 @@
-"""Sparse tensors (daskgraph/sparse_tensor.py, ops/sparse_ops.py, ops/sparse_structure.py,
+"""Sparse tensors (daskgraph/ops/sparse_tensor.py, ops/sparse_ops.py, ops/sparse_structure.py,
 ops/sparse_lookup.py, compat/sparse.py): fetching and feeding them as TensorFlow's session
 tests also check, and every op against the values TensorFlow 2.21 (``tensorflow.compat.v1``,
 graph mode) computed for the same inputs, pasted here; gradients against TF's numbers and
@@ -13,7 +13,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.gradient_check import check_gradients
+from daskgraph.compat.gradient_check import check_gradients
 
 
 def _run(fetches, feed_dict=None):

@@ -1,5 +1,5 @@
-"""``tf.get_static_value`` (daskgraph/static_value.py) and
-``tf.register_tensor_conversion_function`` (daskgraph/tensor_conversion.py): the values
+"""``tf.get_static_value`` (daskgraph/framework/static_value.py) and
+``tf.register_tensor_conversion_function`` (daskgraph/framework/tensor_conversion.py): the values
 TensorFlow 2.21 folds for the same graph, and users' types converted by every op."""
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ import pytest
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.errors import AbortedError, DataLossError, NotFoundError, OutOfRangeError
-from daskgraph.summary_reader import summary_iterator
-from daskgraph.supervisor import Supervisor, basic_train_loop
+from daskgraph.summary.reader import summary_iterator
+from daskgraph.training.supervisor import Supervisor, basic_train_loop
 
 
 def _model():

@@ -11,7 +11,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.sync_replicas import SyncReplicasOptimizer
+from daskgraph.training.sync_replicas import SyncReplicasOptimizer
 
 FEEDS = [[1.0, 2.0], [0.5, -1.0], [2.0, 0.25], [1.5, 1.0], [-0.5, 3.0]]
 

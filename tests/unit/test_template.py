@@ -8,7 +8,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.template import make_template
+from daskgraph.ops.template import make_template
 
 
 def _scale(x, factor=2.0):

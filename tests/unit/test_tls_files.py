@@ -21,10 +21,11 @@ pytest.importorskip("cryptography")
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from daskgraph import cli, tls
-from daskgraph.cluster import worker_options, worker_specs
+from daskgraph import cli
+from daskgraph.cluster import tls
+from daskgraph.cluster.greeting import not_dask_error, reach
+from daskgraph.cluster.local import worker_options, worker_specs
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.greeting import not_dask_error, reach
 from daskgraph.testing import within
 
 ROLES = ("scheduler", "worker", "client")
@@ -256,7 +257,7 @@ def test_tls_workers_serve_https_on_loopback_only(tmp_path, processes):
 
 # -- a plain client of a TLS server --------------------------------------------------------------
 def self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate and key of their own (whatever ``daskgraph.tls`` makes)."""
+    """A certificate and key of their own (whatever ``daskgraph.cluster.tls`` makes)."""
     import datetime
 
     from cryptography.hazmat.primitives import hashes, serialization

@@ -1,11 +1,12 @@
-"""Unit tests for daskgraph.topology: Dask worker records -> devices, and the device mapping."""
+"""Unit tests for daskgraph.cluster.topology: Dask worker records -> devices, and the device
+mapping."""
 
 from __future__ import annotations
 
 import pytest
 
+from daskgraph.cluster.topology import Device, devices_from_workers, format_device_mapping
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.topology import Device, devices_from_workers, format_device_mapping
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 
@@ -236,7 +237,7 @@ def test_a_gpu_whose_worker_has_no_cupy_is_unusable_and_says_why() -> None:
 
 def test_the_placer_skips_an_unusable_gpu_and_names_it() -> None:
     import daskgraph as dg
-    from daskgraph.placement import place
+    from daskgraph.runtime.planner.placement import place
 
     cpu = Device("/job:localhost/replica:0/task:0/device:CPU:0", "w0", "cpu")
     gpu = Device("/job:localhost/replica:0/task:0/device:GPU:0", "w1", "gpu", unusable="no CuPy")

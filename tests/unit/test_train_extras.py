@@ -11,9 +11,9 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
-from daskgraph.checkpoint_utils import warm_start
-from daskgraph.global_step import assert_global_step
-from daskgraph.profiler_hook import ProfilerHook
+from daskgraph.training.checkpoint_utils import warm_start
+from daskgraph.training.global_step import assert_global_step
+from daskgraph.training.profiler_hook import ProfilerHook
 
 
 def test_assert_global_step_is_tensorflows():

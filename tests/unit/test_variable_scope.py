@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
-from daskgraph import initializers as init
-from daskgraph.variable_scope import new_variable
+from daskgraph.ops import initializers as init
+from daskgraph.ops.variable_scope import new_variable
 
 
 @pytest.fixture

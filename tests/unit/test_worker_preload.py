@@ -16,9 +16,9 @@ import sys
 import dask
 import pytest
 
-from daskgraph.cluster import process_environment
-from daskgraph.nanny_setup import DeviceNanny, pre_spawn_values
-from daskgraph.worker_preload import name_is_free
+from daskgraph.cluster.local import process_environment
+from daskgraph.cluster.nanny_setup import DeviceNanny, pre_spawn_values
+from daskgraph.cluster.worker_preload import name_is_free
 
 FAULTS_PER_ARRAY = """
 import json, resource, sys

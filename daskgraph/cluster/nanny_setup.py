@@ -1,0 +1,94 @@
+"""The nanny of a device's worker process: it turns the plain data of a JSON worker spec into
+what the nanny and its worker need, in the nanny's own process.
+
+The embedded cluster's nannies run in fresh interpreters (``SubprocessWorker``) that get no
+configuration but their spec, as JSON. :class:`DeviceNanny` takes three things from it:
+
+* the spec's own values for the process-wide variables read when a process or a library
+  starts (glibc's allocator reads ``MALLOC_*`` before ``main``, BLAS libraries their thread
+  counts when NumPy is first imported). A Dask nanny applies its ``env`` inside the worker
+  process once that process runs, which is too late for them; Dask's answer is
+  ``distributed.nanny.pre-spawn-environ``, a setting of the nanny's whole process, to which
+  :class:`DeviceNanny` adds the spec's values;
+* ``security`` as plain data (:func:`daskgraph.cluster.tls.security_fields`), for a TLS cluster;
+* ``cuda_worker``, a GPU worker's dask-cuda options (:meth:`CudaWorker.to_fields
+  <daskgraph.cluster.cuda_specs.CudaWorker.to_fields>`), from which it builds dask-cuda's worker
+  plugins (RMM pool, CPU affinity: :func:`daskgraph.cluster.cuda_specs.dask_cuda_plugins`), objects
+  a
+  JSON spec cannot carry.
+
+>>> pre_spawn_values({"OMP_NUM_THREADS": "2", "CUDA_VISIBLE_DEVICES": "0"})
+{'OMP_NUM_THREADS': '2'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from distributed import Nanny
+
+from daskgraph.cluster.cuda_specs import CudaWorker, dask_cuda_plugins
+from daskgraph.cluster.shutdown import quiet_process
+from daskgraph.cluster.tls import security_from_fields
+
+__all__ = ["PRE_SPAWN", "DeviceNanny", "pre_spawn_values"]
+
+#: variables that take effect only when set before the worker process starts
+PRE_SPAWN = (
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
+
+
+def pre_spawn_values(env: Mapping[str, str]) -> dict[str, str]:
+    """The entries of a worker's ``env`` that must be set before its process starts."""
+    return {k: str(env[k]) for k in PRE_SPAWN if k in env}
+
+
+class DeviceNanny(Nanny):
+    """A ``distributed.Nanny`` started from a JSON spec.
+
+    Its worker's own values for :data:`PRE_SPAWN` variables win over Dask's pre-spawn defaults
+    (one BLAS thread, ``MALLOC_TRIM_THRESHOLD_=65536``).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        ``distributed.Nanny``'s.
+    security
+        A ``distributed.Security``, or its :func:`daskgraph.cluster.tls.security_fields`.
+    cuda_worker
+        For a GPU worker of dask-cuda: the fields of its
+        :class:`~daskgraph.cluster.cuda_specs.CudaWorker`. The worker then gets dask-cuda's plugins,
+        after any given in ``plugins``.
+
+    Raises
+    ------
+    ImportError
+        With ``cuda_worker`` where dask-cuda is not installed (naming the extras).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        security: Any = None,
+        cuda_worker: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(security, Mapping):
+            security = security_from_fields(security)
+        if cuda_worker is not None:
+            plugins = dask_cuda_plugins(CudaWorker.from_fields(cuda_worker))
+            kwargs["plugins"] = [*(kwargs.get("plugins") or ()), *plugins]
+        super().__init__(*args, security=security, **kwargs)
+        self.pre_spawn_env.update(pre_spawn_values(self.env))
+
+    async def close(self, *args: Any, **kwargs: Any) -> Any:
+        """``Nanny.close``, printing nothing: this process ends with its nanny, and its stderr
+        is the user's (:func:`daskgraph.cluster.shutdown.quiet_process`)."""
+        quiet_process()
+        return await super().close(*args, **kwargs)

@@ -1,0 +1,226 @@
+"""Quiet, ordered teardown of the Dask processes and objects daskgraph starts.
+
+A program that did its job exits 0 and prints nothing it did not print itself. Closing a Dask
+cluster races its own comms: a worker's heartbeat in flight when its connections close, a
+batched stream that notices the other end is gone, a client whose reconnection to a lost
+scheduler is cancelled; Dask logs each of these (INFO to ERROR, often with a traceback), and
+``SpecCluster`` gives its handlers their old level back before the last of them. This module
+keeps those lines out of the user's stderr, and only those:
+
+* :func:`quiet_close` — while daskgraph closes its own clients and clusters, a filter on the
+  handlers that print Dask's loggers (``distributed``, ``tornado``, ``asyncio``) drops their
+  records, but only those emitted in the closing thread and in the threads of the event loops
+  being closed, and it stays until those loops' threads have ended. Everything else Dask logs
+  (other threads, other clusters, any other time) prints as before. The records dropped go to
+  the ``daskgraph.cluster.shutdown`` logger at DEBUG.
+* :func:`quiet_process` — in daskgraph's nanny and worker processes, once their nanny or
+  worker closes (:class:`~daskgraph.cluster.nanny_setup.DeviceNanny`, :func:`dask_teardown`): the
+  process is about to end, and what Dask logs in it from then on is dropped the same way
+  (the process's stderr is the user's; ``Nanny.close`` even gives the handlers their old
+  level back before its last line).
+* :func:`close_workers` — closes the workers of an embedded cluster in an order that leaves
+  nothing behind: a worker process's nanny is asked to stop (SIGTERM, which ``dask spec``
+  answers by closing its nanny, which closes its worker) and given :data:`NANNY_GRACE`
+  seconds to exit on its own, so that its multiprocessing resources (the semaphores
+  ``/mp-...`` of the nanny's queues and their resource tracker) are released by their owner;
+  only then is what is left killed. (Killing the nanny's children first, as
+  ``SubprocessWorker.close`` does, can kill the resource tracker while the nanny still runs:
+  the nanny starts a new one, which then prints ``KeyError: '/mp-...'`` for every semaphore it
+  never saw.)
+
+>>> import logging
+>>> with quiet_close():
+...     logging.getLogger("distributed.batched").error("Batched Comm Closed")  # dropped
+>>> quieting_now()
+False
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+__all__ = [
+    "DASK_LOGGERS",
+    "NANNY_GRACE",
+    "close_workers",
+    "dask_teardown",
+    "loop_thread",
+    "quiet_close",
+    "quiet_process",
+    "quieting_now",
+]
+
+logger = logging.getLogger("daskgraph.cluster.shutdown")
+
+#: the loggers whose close-time records are dropped (and their children)
+DASK_LOGGERS = ("distributed", "tornado", "asyncio")
+#: seconds a worker process's nanny has to close its worker and exit before it is killed
+#: (a nanny gives its worker 4 s: ``Nanny.close``'s 5 s timeout, times 0.8)
+NANNY_GRACE = 7.0
+#: seconds to wait for a closed loop's thread to end before the filter is taken away
+LOOP_JOIN_TIMEOUT = 5.0
+#: seconds to wait for a running loop to say which thread it runs in
+_ASK_TIMEOUT = 2.0
+
+
+class _CloseTimeFilter(logging.Filter):
+    """Drops the records of :data:`DASK_LOGGERS` emitted in the threads being closed (every
+    thread where ``everywhere``), and sends them to ``daskgraph.cluster.shutdown`` at DEBUG."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: collections.Counter[int] = collections.Counter()
+        self.everywhere = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(DASK_LOGGERS):
+            return True
+        if not (self.everywhere or self.threads[record.thread] > 0):  # type: ignore[index]
+            return True
+        if not getattr(record, "daskgraph_quieted", False) and logger.isEnabledFor(logging.DEBUG):
+            record.daskgraph_quieted = True  # one copy, however many handlers it reaches
+            logger.debug("while closing: %s - %s", record.name, record.getMessage())
+        return False
+
+
+_filter = _CloseTimeFilter()
+_lock = threading.Lock()
+_handlers: set[logging.Handler] = set()  # the handlers _filter is on
+
+
+def _dask_handlers() -> set[logging.Handler]:
+    """The handlers that print records of :data:`DASK_LOGGERS`: theirs, their ancestors' (as
+    far as records propagate) and ``logging.lastResort``."""
+    found: set[logging.Handler] = set()
+    for name in DASK_LOGGERS:
+        log: logging.Logger | None = logging.getLogger(name)
+        while log is not None:
+            found.update(log.handlers)
+            log = log.parent if log.propagate else None
+    if logging.lastResort is not None:
+        found.add(logging.lastResort)
+    return found
+
+
+def _enter(threads: Iterable[int] = (), everywhere: bool = False) -> None:
+    """Put the filter on the handlers that print Dask's loggers now (again, for handlers added
+    since), for ``threads`` (every thread where ``everywhere``)."""
+    with _lock:
+        _filter.threads.update(threads)
+        _filter.everywhere = _filter.everywhere or everywhere
+        for handler in _dask_handlers() - _handlers:
+            handler.addFilter(_filter)
+            _handlers.add(handler)
+
+
+def _leave(threads: Iterable[int]) -> None:
+    """``threads`` are done closing; the filter goes once no thread is."""
+    with _lock:
+        _filter.threads.subtract(threads)
+        if _filter.everywhere or +_filter.threads:
+            return
+        _filter.threads.clear()
+        for handler in _handlers:
+            handler.removeFilter(_filter)
+        _handlers.clear()
+
+
+def quieting_now() -> bool:
+    """Whether a :func:`quiet_close` block (or :func:`quiet_process`) is in force."""
+    return bool(_filter.everywhere or +_filter.threads)
+
+
+def loop_thread(loop: Any) -> int | None:
+    """The ident of the thread running Tornado ``loop`` (a Dask client's or cluster's
+    ``.loop``), or ``None`` where there is none or it is not running."""
+    asyncio_loop = getattr(loop, "asyncio_loop", None)
+    if asyncio_loop is None or not asyncio_loop.is_running():
+        return None
+    with contextlib.suppress(RuntimeError):  # no loop runs in this thread
+        if asyncio.get_running_loop() is asyncio_loop:
+            return threading.get_ident()
+    answer: concurrent.futures.Future[int] = concurrent.futures.Future()
+    try:
+        loop.add_callback(lambda: answer.set_result(threading.get_ident()))
+        return answer.result(timeout=_ASK_TIMEOUT)
+    except (RuntimeError, concurrent.futures.TimeoutError):  # closed meanwhile, or stuck
+        return None
+
+
+@contextlib.contextmanager
+def quiet_close(*loops: Any) -> Iterator[None]:
+    """A block in which daskgraph closes its own Dask clients and clusters: what Dask logs in
+    this thread and in the threads of ``loops`` is dropped, until the block ends and the
+    threads of the loops it stopped have ended (at most :data:`LOOP_JOIN_TIMEOUT` seconds
+    each; a loop still running afterwards, shared with others, is not waited for).
+
+    Parameters
+    ----------
+    *loops
+        The Tornado event loops (a client's or cluster's ``.loop``) of the objects being
+        closed; ``None`` entries are skipped.
+    """
+    here = threading.get_ident()
+    running = {loop: loop_thread(loop) for loop in loops if loop is not None}
+    threads = [here, *(t for t in running.values() if t is not None and t != here)]
+    _enter(threads)
+    try:
+        yield
+    finally:
+        _join({t for loop, t in running.items() if t is not None and not _is_running(loop)})
+        _leave(threads)
+
+
+def _is_running(loop: Any) -> bool:
+    asyncio_loop = getattr(loop, "asyncio_loop", None)
+    return asyncio_loop is not None and asyncio_loop.is_running()
+
+
+def _join(idents: set[int]) -> None:
+    """Wait for the threads ``idents`` to end: a stopped loop's thread may still be finishing
+    (and logging), and a thread's ident may be reused once it has ended, so the filter must
+    neither end before it nor outlive it."""
+    idents.discard(threading.get_ident())
+    for thread in threading.enumerate():
+        if thread.ident in idents:
+            thread.join(LOOP_JOIN_TIMEOUT)
+
+
+def quiet_process() -> None:
+    """Drop what Dask logs in this process from now on (for a worker process that is
+    closing; never in a user's process)."""
+    _enter(everywhere=True)
+
+
+def dask_teardown(worker: Any) -> None:
+    """Dask's preload teardown hook (of :mod:`daskgraph.cluster.worker_preload`), run in a closing
+    worker: a worker with a nanny lives in a process of its own, which ends with it, so what
+    Dask logs there from now on (its comms closing) is dropped. A worker without a nanny (in
+    a user's process) is left alone."""
+    if getattr(worker, "nanny", None):
+        quiet_process()
+
+
+async def close_workers(workers: Iterable[Any], grace: float = NANNY_GRACE) -> None:
+    """Close an embedded cluster's workers together: in-process ones by ``close()``, process
+    ones (``SubprocessWorker``) by asking their nanny to stop and waiting up to ``grace``
+    seconds for it to exit before ``close()`` kills what is left."""
+    await asyncio.gather(*(_close_one(w, grace) for w in workers), return_exceptions=True)
+
+
+async def _close_one(worker: Any, grace: float) -> None:
+    process = getattr(worker, "process", None)
+    if isinstance(process, asyncio.subprocess.Process) and process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)  # `dask spec`: close the nanny, then exit
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(process.wait(), grace)
+    await worker.close()

@@ -1,0 +1,1 @@
+"""TensorFlow 1's ``tf.metrics``: streaming metrics as local variables and update ops."""

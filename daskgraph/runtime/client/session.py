@@ -1,0 +1,714 @@
+"""The Session: connect to a Dask cluster, then place, lower and run fetches, returning NumPy.
+
+A :class:`Session` ties the stages together. On ``run`` it checks the fetches and feeds, places
+the graph on the cluster's devices (once per graph version), lowers the fetched subgraph into
+per-device partitions (once per fetch/feed signature, TensorFlow's ``make_callable`` idea),
+submits one pinned Dask task per partition, and hands back the results in the structure of the
+fetches.
+
+``target=None`` runs on the process's embedded local cluster (:mod:`daskgraph.cluster.embedded`,
+shared by every such session); an address such as ``"tcp://host:port"`` or a
+``distributed.Client`` connects to an existing Dask cluster, whose scheduler plays the role of
+TensorFlow's ``ClusterSpec`` (:mod:`daskgraph.runtime.client.connection`). Checking fetches and
+feeds is
+:mod:`daskgraph.runtime.client.fetches`' job; the recovery from lost workers is here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+import dask.config
+from distributed import Client
+
+from daskgraph.cluster import master
+from daskgraph.cluster.topology import Device, format_device_mapping
+from daskgraph.config import SessionConfig, check_timeout_ms, default_session_config
+from daskgraph.deadline import run_deadline, sent_deadline
+from daskgraph.diagnostics.inspection import PlacementPlan, describe
+from daskgraph.diagnostics.reporting import reporter_for
+from daskgraph.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    OpError,
+    OpName,
+    UnavailableError,
+    UnreachableError,
+    quote,
+)
+from daskgraph.framework import default_session
+from daskgraph.framework.default_session import get_default_session
+from daskgraph.framework.graph import Graph, Operation, Tensor, get_default_graph
+from daskgraph.framework.nodes import GraphDef
+from daskgraph.runtime.client.connection import Connection
+from daskgraph.runtime.client.dispatch import CompiledRun, FastPath, submit_run
+from daskgraph.runtime.client.fetches import as_result, check_feeds, flatten_fetches, item_key
+from daskgraph.runtime.client.inprocess import InProcessDevices
+from daskgraph.runtime.planner.lowering import Plan, lower
+from daskgraph.runtime.planner.placement import Placement, format_placement_log, place
+from daskgraph.runtime.program import RunStep
+from daskgraph.runtime.worker.execution import DeviceStepStats
+from daskgraph.runtime.worker.worker_state import reset_worker_containers
+
+__all__ = ["RunMetadata", "RunOptions", "Session", "StepStats", "get_default_session"]
+
+logger = logging.getLogger("daskgraph.placement")
+
+
+class RunOptions:
+    """Options of one ``Session.run``, as TensorFlow's ``RunOptions``: ``trace_level``, and
+    ``timeout_in_ms`` (0: the session config's ``operation_timeout_in_ms``), after which the
+    run is cancelled with :class:`~daskgraph.errors.DeadlineExceededError`."""
+
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+
+    def __init__(self, trace_level: int = NO_TRACE, timeout_in_ms: int = 0) -> None:
+        if isinstance(trace_level, bool) or trace_level not in (0, 1, 2, 3):
+            raise ValueError(
+                f"RunOptions.trace_level must be one of NO_TRACE (0), SOFTWARE_TRACE (1), "
+                f"HARDWARE_TRACE (2) or FULL_TRACE (3); got {quote(trace_level)}"
+            )
+        check_timeout_ms("RunOptions.timeout_in_ms", timeout_in_ms)
+        self.trace_level = trace_level
+        self.timeout_in_ms = timeout_in_ms
+
+
+class StepStats:
+    """Per-partition statistics of a traced run: ``dev_stats`` is a list of
+    :class:`~daskgraph.runtime.worker.execution.DeviceStepStats` (device, worker, node_stats)."""
+
+    def __init__(self, dev_stats: list[DeviceStepStats]) -> None:
+        self.dev_stats = dev_stats
+
+    def worker_of(self, op_name: str) -> str:
+        """Address of the worker that actually ran ``op_name``."""
+        return self._stats_of(op_name).worker
+
+    def device_of(self, op_name: str) -> str:
+        """Device name of the partition that actually ran ``op_name``."""
+        return self._stats_of(op_name).device
+
+    def _stats_of(self, op_name: str) -> DeviceStepStats:
+        for stats in self.dev_stats:
+            if any(node.node_name == op_name for node in stats.node_stats):
+                return stats
+        raise KeyError(f"Op {op_name!r} did not run in this step")
+
+
+class RunMetadata:
+    """Filled by a traced ``Session.run``: ``step_stats`` says where and when each op ran."""
+
+    def __init__(self) -> None:
+        self.step_stats = StepStats([])
+
+
+class Session:
+    """Runs fetches of a graph on a Dask cluster.
+
+    Parameters
+    ----------
+    target
+        ``None`` for the embedded local cluster (one CPU worker with all cores, plus one
+        worker per GPU or virtual GPU; shared by the sessions of the process), a scheduler
+        address (``"tcp://host:port"``), or a ``distributed.Client``.
+    graph
+        The graph to run (the default graph by default).
+    config
+        A :class:`~daskgraph.config.SessionConfig`.
+    security
+        A ``distributed.Security`` for a ``tls://`` target (see :mod:`daskgraph.cluster.tls`).
+    """
+
+    def __init__(
+        self,
+        target: str | Client | None = None,
+        graph: Graph | None = None,
+        config: SessionConfig | None = None,
+        security: Any = None,
+    ) -> None:
+        if graph is not None and not isinstance(graph, Graph):
+            raise TypeError(f"graph must be a tf.Graph (a daskgraph Graph); got {graph!r}")
+        if config is not None and not isinstance(config, SessionConfig):
+            raise TypeError(
+                f"config must be a tf.ConfigProto (a daskgraph SessionConfig); got {config!r}"
+            )
+        self._graph = graph if graph is not None else get_default_graph()
+        self._config = (config or default_session_config()).validate()
+        self._id = uuid.uuid4().hex[:12] + _container_suffix(target, self._config)
+        # numbers of runs (attempts) and steps (calls): next() of a count is atomic, so runs
+        # from several threads (async towers) never share a number (keys, RunStep ids)
+        self._run_numbers = itertools.count(1)
+        self._step_numbers = itertools.count(1)
+        self._runs = 0  # the latest numbers given out
+        self._steps = 0
+        self._under_way = _RunsUnderWay()
+        self._closed = True  # until connected
+        self._placement: Placement | None = None
+        self._plans: dict[tuple, CompiledRun] = {}
+        self._tokens: list = []
+        self._lost: dict[str, str] = {}  # variable -> device whose worker died with it
+        self._gone: set[str] = set()  # devices lost for good that the placement still uses
+        self._target = target if isinstance(target, str) else ""
+        self._conn = Connection(target, self._config, self._id, security)
+        self._local_task = self._conn.local_task  # preferred by the placer, as TF's master
+        self._closed = False
+        self._fast = FastPath(self._conn.client, self._conn.watch, self._id)
+        self._in_process = InProcessDevices(self._conn.client)
+        self._reporter = reporter_for(self._conn.client)  # for the dashboard's /daskgraph page
+        self._plan_numbers = itertools.count(1)
+
+    # -- properties -----------------------------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        """The graph this session runs."""
+        return self._graph
+
+    @property
+    def client(self) -> Client:
+        """The ``distributed.Client`` the session submits to."""
+        return self._conn.client
+
+    @property
+    def config(self) -> SessionConfig:
+        """The session's :class:`~daskgraph.config.SessionConfig`."""
+        return self._config
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    @property
+    def dashboard_link(self) -> str | None:
+        """The address of the ``/daskgraph`` page on the cluster's Dask dashboard, where this
+        session's plans and runs show (``None`` where the scheduler serves no dashboard)."""
+        link = self._conn.client.dashboard_link if self._reporter is not None else None
+        return f"{link.rsplit('/', 1)[0]}/daskgraph" if link else None
+
+    @property
+    def graph_def(self) -> GraphDef:
+        """The session's graph as TensorFlow's ``GraphDef`` fields (``graph.as_graph_def()``)."""
+        return self._graph.as_graph_def()
+
+    @property
+    def sess_str(self) -> str:
+        """The target the session was made with (``""`` for the embedded cluster)."""
+        return self._target
+
+    def list_devices(self) -> list[Device]:
+        """The devices of the cluster this session places ops on.
+
+        Raises :class:`~daskgraph.errors.UnreachableError` once the cluster's scheduler is gone.
+        """
+        if not self._closed:
+            self._conn.check()
+        return list(self._conn.devices)
+
+    # -- running --------------------------------------------------------------------------------
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: Mapping[Any, Any] | None = None,
+        options: RunOptions | None = None,
+        run_metadata: RunMetadata | None = None,
+    ) -> Any:
+        """Run the ops needed for ``fetches`` and return their values.
+
+        ``fetches`` may be a tensor, an operation, a Variable, a name, or a (nested) list,
+        tuple or dict of them; results come back in the same structure, as NumPy arrays (or
+        NumPy scalars for 0-d tensors), with ``None`` for operations. With
+        ``options=RunOptions(trace_level=RunOptions.FULL_TRACE)`` and a ``run_metadata``,
+        the metadata records, per partition, the device, the worker it actually ran on and
+        the timing of each op.
+        """
+        self._check_usable()
+        if not len(self._graph):
+            raise RuntimeError(
+                "The Session graph is empty. Add operations to the graph before calling run()."
+            )
+        _check_run_arguments(options, run_metadata)
+        items, rebuild = flatten_fetches(fetches, self._graph)
+        feeds, values = check_feeds(feed_dict, self._graph)
+        trace = bool(options is not None and options.trace_level and run_metadata is not None)
+        self._steps = number = next(self._step_numbers)
+        # one per call: a repeat applies no assign twice, although other threads ran since
+        timeout_ms = (options and options.timeout_in_ms) or self._config.operation_timeout_in_ms
+        deadline = sent_deadline(timeout_ms)
+        step = RunStep(self._id, number, self._under_way.start(number), deadline)
+        try:
+            if self._conn.changed:
+                self._follow_cluster()
+            with run_deadline(timeout_ms):
+                plan, results = self._run_attempts(items, feeds, step, values, trace)
+        except OpError as exc:
+            _attach_operation(exc, self._graph)
+            raise
+        finally:
+            self._under_way.end(number)
+        if trace:
+            run_metadata.step_stats = StepStats([results[i][-1] for i in sorted(results)])
+        by_item = []
+        for location in plan.fetches:
+            if location is None:
+                by_item.append(None)
+            else:
+                partition, index = location
+                by_item.append(as_result(results[partition][index]))
+        return rebuild(by_item)
+
+    def make_callable(
+        self, fetches: Any, feed_list: Any = None, accept_options: bool = False
+    ) -> Callable[..., Any]:
+        """A function that runs ``fetches``, taking the values of ``feed_list``'s tensors as
+        its positional arguments, in order (TF1's ``Session.make_callable``); with
+        ``accept_options`` it also takes ``options`` and ``run_metadata`` keywords.
+
+        >>> import daskgraph as dg
+        >>> with dg.Graph().as_default():
+        ...     x = dg.placeholder(dg.float32, [])
+        ...     with dg.Session() as sess:
+        ...         double = sess.make_callable(x * 2.0, [x])
+        ...         float(double(3.0)), float(double(5.0))
+        (6.0, 10.0)
+        """
+        feeds = list(feed_list or [])
+        run = self.run
+
+        def call(*args: Any, options: Any = None, run_metadata: Any = None) -> Any:
+            if len(args) != len(feeds):
+                raise TypeError(
+                    f"This callable takes {len(feeds)} positional argument(s), one value per "
+                    f"tensor of its feed_list; got {len(args)}"
+                )
+            if not accept_options and (options is not None or run_metadata is not None):
+                raise TypeError("options and run_metadata need make_callable(accept_options=True)")
+            feed_dict = dict(zip(feeds, args, strict=True)) if feeds else None
+            return run(fetches, feed_dict, options=options, run_metadata=run_metadata)
+
+        return call
+
+    def _check_usable(self) -> None:
+        """Raise if the session is closed, or its scheduler is gone (at once, every time)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        self._conn.check()
+
+    def placement(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> PlacementPlan:
+        """What running ``fetches`` (fed ``feed_dict``'s keys) would do, without running it:
+        a :class:`~daskgraph.diagnostics.inspection.PlacementPlan` with, per op, the device
+        requested,
+        the device assigned and the reason; per partition its device and ops; and the tensors
+        sent between devices. It prints as a table; ``.to_json()`` exports it. Only the keys
+        of ``feed_dict`` matter (which tensors are fed)."""
+        self._check_usable()
+        items, _ = flatten_fetches(fetches, self._graph)
+        feeds, _ = check_feeds(feed_dict, self._graph)
+        if self._conn.changed:
+            self._follow_cluster()
+        compiled = self._plan(items, feeds)
+        return describe(self._graph, self._current_placement(), compiled.plan)
+
+    def _run_attempts(
+        self, items: list, feeds: list[Tensor], step: RunStep, values: list[Any], trace: bool
+    ) -> tuple[Plan, dict]:
+        """Run once, and again after recovering from lost workers (``daskgraph.run-retries``
+        times at most): the plan that ran and its results by partition."""
+        retries = int(dask.config.get("daskgraph.run-retries"))
+        attempt = 0
+        while True:
+            compiled = self._plan(items, feeds)
+            plan = compiled.plan
+            self._refuse_gone_devices(plan)
+            try:
+                results = self._execute(compiled, step, values, trace) if plan.partitions else {}
+                return plan, results
+            except UnreachableError:  # the scheduler is gone: nothing to place or wait for
+                raise
+            except UnavailableError as exc:
+                if attempt == retries:
+                    raise
+                self._recover(exc)
+            except FailedPreconditionError as exc:
+                raise self._explain_lost(exc) from None
+            attempt += 1
+
+    def _plan(self, items: list[Tensor | Operation], feeds: list[Tensor]) -> CompiledRun:
+        placement = self._current_placement()
+        key = (
+            placement.graph_version,
+            id(placement),
+            *(item_key(i) for i in items),
+            "|",
+            *(t.name for t in feeds),
+        )
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = CompiledRun(lower(placement, items, feeds))
+            plan.number = next(self._plan_numbers)
+            if self._reporter is not None:
+                label = ", ".join(i.name for i in items)
+                self._reporter.planned(
+                    self._id, plan.number, self._graph, placement, plan.plan,
+                    list(self._conn.devices), label if len(label) <= 80 else label[:77] + "...",
+                )  # fmt: skip
+        return plan
+
+    def _current_placement(self, replace_devices: bool = False) -> Placement:
+        """The graph's placement, placed again when the graph changed, or when the cluster's
+        devices changed (``replace_devices``)."""
+        placement = self._placement
+        if replace_devices or placement is None or placement.graph_version != self._graph.version:
+            placement = place(
+                self._graph,
+                self._conn.devices,
+                allow_soft_placement=self._config.allow_soft_placement,
+                local_task=self._local_task,
+            )
+            self._placement = placement
+            self._plans.clear()
+            if self._config.log_device_placement:
+                self._log_placement(placement)
+        return placement
+
+    def _follow_cluster(self) -> None:
+        """Read the devices again after workers came or went. Plans stay valid while every
+        device is still served (perhaps by a restarted worker: tasks are restricted by worker
+        name). When devices appeared (or changed), the graph is placed again on the devices
+        there are now, so a run that failed for a missing device succeeds once it joins. A
+        device that is only missing is left to the run: its worker may be restarting, and
+        :meth:`_recover` waits for it before placing around it."""
+        before = self._conn.devices
+        devices = self._conn.discover()
+        self._note_restarts(before, devices)
+        if _serving(devices) - _serving(before):
+            self._conn.devices = devices
+            self._placement = None
+            self._plans.clear()
+            self._gone.clear()
+        elif _serving(devices) == _serving(before):
+            self._conn.devices = devices  # the same devices, perhaps at new addresses
+
+    def _note_restarts(self, before: list[Device], after: list[Device]) -> None:
+        """Devices whose worker is now at another address were restarted: the variables
+        placed there are lost, and a later read says so by name."""
+        address = {d.name: d.worker for d in after}
+        restarted = {d.name for d in before if address.get(d.name, d.worker) != d.worker}
+        placement = self._placement
+        if placement is None or not restarted:
+            return
+        for op in placement.ops:
+            if op.type == "VariableV2" and placement.device_of(op).name in restarted:
+                self._lost[op.name] = placement.device_of(op).name
+
+    def _recover(self, failure: UnavailableError) -> None:
+        """After devices' workers left during a run: wait a grace period for them to come back
+        (a nanny restarts a dead worker under the same device name, at a new address). When
+        every device is served again the same plans run again, unchanged; devices that are
+        gone for good raise :class:`InvalidArgumentError` naming them, unless soft placement
+        moves their ops (and every later run places again, as TensorFlow's would on the
+        devices there are). A stalled worker (frozen: no heartbeat for
+        ``daskgraph.worker-stall-timeout``) is not waited for: no nanny restarts it. Variables
+        of a restarted worker are lost, and a later read says so by name.
+        """
+        before = list(self._conn.devices)
+        dead = set(failure.fields.get("workers", ()))
+        stalled = set(failure.fields.get("stalled", ()))
+        # the addresses the failure saw die; else those the session knew for its devices (a
+        # session that already saw a restarted worker knows its new address, alive)
+        dead_addresses = set(failure.fields.get("addresses", ())) or {
+            d.worker for d in before if str(d.restriction) in dead
+        }
+        grace = float(dask.config.get("daskgraph.worker-restart-grace"))
+        # every device the session knew, not only those the run missed: another worker may
+        # have died since (its restart is then awaited too, not placed around)
+        awaited = [d.restriction for d in before if d.name not in stalled]
+        back = self._conn.watch.wait_for(awaited, grace, exclude=dead_addresses) and not stalled
+        self._fast.forget()
+        self._in_process.forget()
+        devices = self._conn.discover()
+        self._conn.devices = devices
+        self._note_restarts(before, devices)
+        missing = sorted(
+            {d.name for d in before} - {d.name for d in devices} | set(failure.missing)
+        )
+        if not self._placement_served(devices):
+            self._place_around(missing, grace, failure)
+        if back:  # what a nanny is there for: one line, no alarm
+            logger.info(
+                "devices %s left during a run; their workers restarted; running it again",
+                sorted(failure.missing),
+            )
+        elif stalled:
+            logger.warning(
+                "devices %s stopped answering during a run (no heartbeat for "
+                "daskgraph.worker-stall-timeout); placed again on the remaining devices; "
+                "running it again",
+                sorted(stalled),
+            )
+        else:
+            logger.warning(
+                "devices %s left during a run and did not come back within %s s; placed again "
+                "on the remaining devices; running it again",
+                sorted(failure.missing),
+                grace,
+            )
+
+    def _placement_served(self, devices: list[Device]) -> bool:
+        """Whether every device the current placement uses is among ``devices`` as it was
+        placed on (the same name, kind and task restriction)."""
+        placement = self._placement
+        return placement is not None and _serving(list(placement.devices)) <= _serving(devices)
+
+    def _place_around(self, missing: list[str], grace: float, failure: Exception) -> None:
+        """Place the graph again on the devices there are now, after ``missing`` left; without
+        soft placement, ops pinned to them raise InvalidArgumentError naming them (and so
+        does every later run: no stale placement is kept)."""
+        try:
+            self._current_placement(replace_devices=True)
+        except InvalidArgumentError as exc:
+            # runs that need only the devices that remain still run (a checkpoint of the
+            # parameters on the CPU can still be saved); the others are refused at once
+            self._gone.update(missing)
+            raise InvalidArgumentError(
+                f"{exc} (devices {missing} left the cluster during a run and did not "
+                f"come back within {grace} s)",
+                op=exc.op,
+                missing=missing,
+                **exc.fields,
+            ) from failure
+
+    def _refuse_gone_devices(self, plan: Plan) -> None:
+        """Raise InvalidArgumentError, at once, if ``plan`` needs a device that left the
+        cluster for good while soft placement could not move its ops elsewhere."""
+        gone = sorted({p.device for p in plan.partitions} & self._gone)
+        if gone:
+            ops = [
+                i.op_name
+                for p in plan.partitions
+                if p.device in gone
+                for i in p.program.instructions
+            ][:3]
+            raise InvalidArgumentError(
+                f"Cannot run ops {ops} (and the others of {', '.join(gone)}): their devices "
+                "left the cluster during an earlier run and did not come back, and without "
+                "soft placement they cannot go elsewhere. Open a new Session with "
+                "allow_soft_placement=True, or bring the devices back (the session places "
+                "the graph again when they rejoin).",
+                op=ops[0] if ops else None,
+                missing=gone,
+            )
+
+    def _explain_lost(self, exc: FailedPreconditionError) -> FailedPreconditionError:
+        name = exc.fields.get("variable")
+        if name not in self._lost and self._conn.changed:
+            self._follow_cluster()  # a worker restarted since the session last looked?
+        if name not in self._lost:
+            return exc
+        return FailedPreconditionError(
+            f"Variable {name!r} was lost: the worker of {self._lost[name]} died and was "
+            "restarted, so its value is gone. Run its initializer again (or restore it from a "
+            "checkpoint).",
+            op=name,
+            variable=name,
+            lost=True,
+        )
+
+    def _execute(
+        self, compiled: CompiledRun, step: RunStep, values: list[Any], trace: bool
+    ) -> dict:
+        self._runs = number = next(self._run_numbers)  # per attempt: a retry gets fresh keys
+        prefix = f"dg-{self._id}-{number}"
+        started, path = time.perf_counter(), "scheduler"
+        try:
+            results, path = self._dispatch(compiled, prefix, step, values, trace)
+        except BaseException:
+            self._report(compiled, path, started, prefix, failed=True)
+            raise
+        self._report(compiled, path, started, prefix)
+        return results
+
+    def _dispatch(
+        self, compiled: CompiledRun, prefix: str, step: RunStep, values: list[Any], trace: bool
+    ) -> tuple[dict, str]:
+        """Run ``compiled`` by the quickest way there is: its results, and the way taken
+        (``"in-process"``, ``"actor"`` or ``"scheduler"``)."""
+        tick = float(dask.config.get("daskgraph.liveness-check-interval"))
+        if dask.config.get("daskgraph.fast-path"):
+            blocking = compiled.blocking  # may wait for another run: not on the one actor thread
+            results = self._in_process.run(compiled.plan, step, values, trace, blocking)
+            if results is not None:
+                return results, "in-process"
+            if compiled.single_partition and not blocking:
+                results = self._fast.run(compiled, step, values, trace, tick)
+                if results is not None:
+                    return results, "actor"
+        client, watch = self._conn.client, self._conn.watch
+        results = submit_run(client, watch, compiled, prefix, step, values, trace, tick, self._fast)
+        return results, "scheduler"
+
+    def _report(
+        self, compiled: CompiledRun, path: str, started: float, prefix: str, failed: bool = False
+    ) -> None:
+        if self._reporter is not None:
+            seconds = time.perf_counter() - started
+            self._reporter.ran(
+                self._id, compiled.number, compiled.plan, path, seconds, prefix, failed
+            )
+
+    # -- logging --------------------------------------------------------------------------------
+    def _log_placement(self, placement: Placement) -> None:
+        lines = [format_device_mapping(list(placement.devices)), *format_placement_log(placement)]
+        text = "\n".join(lines)
+        for line in text.splitlines():
+            logger.info(line)
+        print(text, file=sys.stderr, flush=True)
+
+    # -- life cycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free this session's variables and programs on the workers, and let go of the
+        cluster (the embedded cluster keeps running for the process's next session)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._reporter is not None and not self._conn.watch.lost:
+            self._reporter.flush()  # this session's last runs, for the page
+        if self._reporter is not None:
+            self._reporter.forget(self._id)
+        self._plans.clear()  # releases the programs resident on the workers
+        self._fast.forget()
+        self._in_process.forget()
+        self._placement = None
+        self._conn.close()
+
+    @staticmethod
+    def reset(target: str, containers: list[str] | None = None, config: Any = None) -> None:
+        """Drop the variables that the sessions on the server ``target`` share (those of the
+        ``containers`` named, all by default), as TF1's ``Session.reset``; open sessions
+        there see them uninitialized."""
+        session = Session(target, config=config)
+        try:
+            names = (
+                None if containers is None else ["default" if c == "" else c for c in containers]
+            )
+            session.client.run(reset_worker_containers, names)
+            reset_worker_containers(names)  # the process's own (in-process runs)
+        finally:
+            session.close()
+
+    def as_default(self) -> AbstractContextManager[Session]:
+        """Make this session the default one in a ``with`` block (without closing it)."""
+        return default_session.as_default(self)
+
+    def __enter__(self) -> Session:
+        if self._tokens:
+            raise RuntimeError(
+                "Session context managers are not re-entrant. Use `Session.as_default()` if you "
+                "want to enter a session multiple times."
+            )
+        graph_scope = self._graph.as_default()  # as TF1: the session's graph is the default
+        graph_scope.__enter__()
+        self._tokens.append((default_session.push(self), graph_scope))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        token, graph_scope = self._tokens.pop()
+        default_session.pop(token)
+        graph_scope.__exit__(None, None, None)
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._conn.devices)} devices"
+        return f"<daskgraph.Session {self._id} {state}>"
+
+
+def _container_suffix(target: Any, config: SessionConfig) -> str:
+    """``"~default"`` for a session on a TensorFlow-style server target (a ``Server``'s, or a
+    ``grpc://`` task address): its variables live in the cluster's shared container, where the
+    other sessions on that cluster find them, as a TensorFlow server's sessions share theirs
+    (unless ``isolate_session_state``). ``""`` for any other session: its variables are its
+    own, as those of TensorFlow's local ``DirectSession``."""
+    if not isinstance(target, str) or not target.strip():
+        return ""
+    if getattr(config, "isolate_session_state", False):
+        return ""
+    try:
+        resolved = master.resolve_target(target)
+    except (InvalidArgumentError, TypeError, ValueError):
+        return ""  # the connection says what is wrong with it
+    server_target = resolved.local_task is not None or target.lower().startswith("grpc")
+    return "~default" if server_target else ""
+
+
+def _attach_operation(exc: OpError, graph: Graph) -> None:
+    """Let the error's ``op`` (a name) stand for the graph's operation too, and fill in its
+    ``node_def``, as TensorFlow's errors carry the operation."""
+    name = exc.op
+    if not isinstance(name, str) or isinstance(name, OpName):
+        return
+    try:
+        op = graph.get_operation_by_name(name)
+    except KeyError:
+        return
+    exc.op = OpName(name, op)
+    if exc.node_def is None:
+        exc.node_def = op.node_def
+
+
+class _RunsUnderWay:
+    """The numbers of a session's runs under way (several threads may run at once). The
+    oldest goes with each run (``RunStep.oldest``): workers forget what older runs applied,
+    which are done and will not be repeated.
+
+    >>> runs = _RunsUnderWay()
+    >>> runs.start(1), runs.start(2)
+    (1, 1)
+    >>> runs.end(1)
+    >>> runs.start(3)
+    2
+    """
+
+    def __init__(self) -> None:
+        self._numbers: set[int] = set()
+        self._lock = threading.Lock()
+
+    def start(self, number: int) -> int:
+        """Note run ``number`` as under way; returns the oldest run under way."""
+        with self._lock:
+            self._numbers.add(number)
+            return min(self._numbers)
+
+    def end(self, number: int) -> None:
+        """Run ``number`` returned or raised: it will not be repeated."""
+        with self._lock:
+            self._numbers.discard(number)
+
+
+def _check_run_arguments(options: Any, run_metadata: Any) -> None:
+    """Refuse ``options`` and ``run_metadata`` of the wrong types, naming the argument."""
+    for name, value, example in (
+        ("options", options, "RunOptions(trace_level=RunOptions.FULL_TRACE)"),
+        ("run_metadata", run_metadata, "RunMetadata()"),
+    ):
+        kind = RunOptions if name == "options" else RunMetadata
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(
+                f"Session.run: {name} must be None or a {kind.__name__}, e.g. {example}; got "
+                f"{quote(value)} of type {type(value).__name__}"
+            )
+
+
+def _serving(devices: list[Device]) -> set[tuple[str, str, Any]]:
+    """What placement depends on: each device, its kind, and what its tasks are restricted
+    to (a worker name survives a restart; an address does not)."""
+    return {(d.name, d.kind, d.restriction) for d in devices}

@@ -1,0 +1,121 @@
+"""The program format: what lowering writes and a worker executes, as plain data.
+
+A :class:`PartitionProgram` is one partition's ops in order, as :class:`Instruction` records
+over numbered *slots*; :mod:`daskgraph.runtime.planner.lowering` writes programs and
+:mod:`daskgraph.runtime.worker.execution` runs them. A :class:`RunStep` says which ``Session.run``
+call a
+program runs for. Nothing here imports the planner, so the worker side needs only this module.
+
+>>> ins = Instruction("two", "Const", print, {}, (), 0, False, ())
+>>> ins.free
+()
+>>> RunStep("session", 3).number
+3
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, NamedTuple
+
+__all__ = ["FEED", "Instruction", "PartitionProgram", "RunStep", "StagedFeed"]
+
+#: the executor reads this slot's value from the feeds instead of running an op
+FEED = -1
+
+
+class Instruction(NamedTuple):
+    """One op of a partition: ``slots[out] = kernel(xp, [store,] *slots[args], **attrs)``.
+
+    A named tuple, not a dataclass: programs hold thousands of them, and tuples pickle and
+    unpickle several times faster.
+    """
+
+    op_name: str
+    op_type: str
+    kernel: Any
+    attrs: dict
+    args: tuple[int, ...]
+    out: int
+    stateful: bool
+    deref: tuple[int, ...]  # positions in ``args`` holding variable refs to read
+    free: tuple[int, ...] = ()  # slots last read here (not outputs): dropped after it runs
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionProgram:
+    """What a partition task runs on its worker; plain data, pickled into the task.
+
+    ``inputs`` are ``(dependency position, output index, slot)``; ``feeds`` are
+    ``(feed position, slot)``; ``outputs`` are ``(slot, to_host)`` where ``to_host`` asks for
+    a host (NumPy) copy because the value goes back to the client.
+    """
+
+    device: str
+    device_type: str
+    backend: str
+    n_slots: int
+    inputs: tuple[tuple[int, int, int], ...]
+    feeds: tuple[tuple[int, int], ...]
+    instructions: tuple[Instruction, ...]
+    outputs: tuple[tuple[int, bool], ...]
+
+    def __reduce__(self) -> tuple[Any, tuple]:
+        """Pickle the instructions as columns (one tuple per field), not one named tuple
+        each: a named tuple pickles through a Python-level ``__getnewargs__`` and unpickles
+        through its Python-level ``__new__``, which at a million ops took seconds each way.
+
+        >>> import pickle
+        >>> ins = Instruction("two", "Const", print, {}, (), 0, False, ())
+        >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 1, (), (), (ins,), ())
+        >>> pickle.loads(pickle.dumps(prog)) == prog
+        True
+        """
+        columns = tuple(zip(*self.instructions, strict=True))
+        fields = (self.device, self.device_type, self.backend, self.n_slots, self.inputs)
+        return (_unpickle_program, (*fields, self.feeds, columns, self.outputs))
+
+
+def _unpickle_program(
+    device: str,
+    device_type: str,
+    backend: str,
+    n_slots: int,
+    inputs: tuple,
+    feeds: tuple,
+    columns: tuple[tuple, ...],
+    outputs: tuple,
+) -> PartitionProgram:
+    """A :class:`PartitionProgram` from :meth:`PartitionProgram.__reduce__`'s columns."""
+    instructions = tuple(map(tuple.__new__, repeat(Instruction), zip(*columns, strict=True)))
+    return PartitionProgram(
+        device, device_type, backend, n_slots, inputs, feeds, instructions, outputs
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunStep:
+    """Which run a partition belongs to: the session, and the number of its ``Session.run``
+    call. A run repeated after a worker loss keeps its number, so that a stateful op (an
+    assign) that already ran on a surviving worker is not applied a second time. ``oldest``
+    is the number of the session's oldest run still under way when this one started (runs
+    from several threads overlap; ``None``: this one): what older runs applied need not be
+    remembered. ``deadline``: the run's deadline (wall-clock time, timeout in ms; see
+    :func:`daskgraph.deadline.sent_deadline`), which kernels that block honour. (A dataclass,
+    not a tuple: inside a Dask task a tuple would be read as a task or a list of arguments.)"""
+
+    session: str
+    number: int
+    oldest: int | None = None
+    deadline: tuple[float, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StagedFeed:
+    """Stands, in a run's task, for a large feed value sent ahead to the worker that reads
+    it (kept in the session's state there under ``token``, until the partition takes it):
+    it is sent there by the session's executor actor, not scattered (scattered data cannot be
+    recomputed, and the scheduler reports its loss with a worker as an error)."""
+
+    token: str

@@ -1,0 +1,2 @@
+"""TensorBoard summaries: the summary ops, event-file writing and reading, ``tf.summary``'s
+names."""
