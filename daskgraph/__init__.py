@@ -12,30 +12,18 @@ that own the devices, and returns NumPy arrays::
     with dg.Session(config=dg.SessionConfig(log_device_placement=True)) as sess:
         print(sess.run(b))
 
-Data flows one way: device -> graph -> placement -> lowering -> execution, with the session
-tying them together. Read the modules in that order; none imports a later one
-(``tests/unit/test_layout.py`` checks it):
+Data flows one way through the subpackages, each a stage; read them in this order, none imports
+a later one (``pyproject.toml``'s import contracts and ``tests/unit/test_layout.py`` check it):
 
-* :mod:`~daskgraph.framework.device`: device names (:class:`DeviceSpec`);
-:mod:`~daskgraph.cluster.topology`:
-  a cluster's devices, read from its workers;
-* :mod:`~daskgraph.framework.nodes`, :mod:`~daskgraph.framework.scopes`,
-:mod:`~daskgraph.framework.graph` and
-  :mod:`daskgraph.ops`: building a graph (operations and tensors, device, colocation and
-  control scopes, the op constructors and their kernels);
-  :mod:`~daskgraph.framework.default_session` is the session ``tensor.eval()`` runs in;
-* :mod:`~daskgraph.runtime.planner.placement`: a device for every op;
-* :mod:`~daskgraph.runtime.program`: what a worker runs;
-:mod:`~daskgraph.runtime.planner.lowering`: the placed graph
-  cut into one program per device;
-* :mod:`~daskgraph.runtime.worker.execution` and :mod:`~daskgraph.runtime.worker.worker_state`: the
-worker side, running
-  programs (it never imports the planner);
-* :mod:`~daskgraph.runtime.client.session` ties them together:
-:mod:`~daskgraph.runtime.client.connection` (the cluster and
-  its devices), :mod:`~daskgraph.runtime.client.fetches` (fetches and feeds),
-  :mod:`~daskgraph.runtime.client.dispatch`
-  (submitting a run's tasks).
+* :mod:`daskgraph.framework`: graphs (device specs, operations and tensors, scopes, the op and
+  gradient registries); :mod:`daskgraph.cluster`: a cluster's devices, workers and processes;
+* :mod:`daskgraph.ops`, then :mod:`daskgraph.layers`, :mod:`daskgraph.metrics`,
+  :mod:`daskgraph.data`, :mod:`daskgraph.summary`: the op builders and what is built of them;
+* :mod:`daskgraph.runtime`: :mod:`~daskgraph.runtime.program` (what a worker runs), the
+  planner (placement, lowering), the worker side (it never imports the planner) and the client
+  (:class:`Session`); :mod:`daskgraph.diagnostics`: plans as data and pictures;
+* :mod:`daskgraph.training` (optimizers, checkpoints, monitored sessions) and
+  :mod:`daskgraph.compat` (``import daskgraph.compat.v1 as tf``).
 """
 
 from daskgraph import data, errors, layers

@@ -356,10 +356,10 @@ def dask_cuda_worker_options(
     >>> options = dask_cuda_worker_options(
     ...     w, name="/job:localhost/replica:0/task:0/device:GPU:0", host="127.0.0.1",
     ...     resources={"GPU": 1}, memory_limit=2**34, preload=["daskgraph.cluster.worker_preload"])
-    >>> options["env"], options["preload"], options["preload_argv"]
-    ({'CUDA_VISIBLE_DEVICES': '1,0'}, ['daskgraph.cluster.worker_preload', 'dask_cuda.initialize'],
-    \
-[[], ['--create-cuda-context']])
+    >>> options["env"], options["preload_argv"]
+    ({'CUDA_VISIBLE_DEVICES': '1,0'}, [[], ['--create-cuda-context']])
+    >>> options["preload"]
+    ['daskgraph.cluster.worker_preload', 'dask_cuda.initialize']
     """
     return {
         "name": name,

@@ -34,7 +34,7 @@ True
 
 import sys
 
-from daskgraph import errors, layers
+from daskgraph import errors, layers, summary
 from daskgraph.compat import (
     app,
     config,
@@ -495,7 +495,6 @@ from daskgraph.ops.variable_scope import (
 )
 from daskgraph.ops.variable_status import assert_variables_initialized, count_up_to
 from daskgraph.runtime.client.session import Session
-from daskgraph.summary import namespace as summary
 from daskgraph.training.moving_averages import moving_average_variables
 
 __all__ = [

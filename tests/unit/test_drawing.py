@@ -224,7 +224,9 @@ def test_bad_arguments_are_named(kwargs, error, match, tmp_path, monkeypatch) ->
 
 
 def test_not_a_plan_is_refused() -> None:
-    with pytest.raises(TypeError, match=r"must be a daskgraph\.diagnostics\.inspection\.PlacementPlan"):
+    with pytest.raises(
+        TypeError, match=r"must be a daskgraph\.diagnostics\.inspection\.PlacementPlan"
+    ):
         drawing.to_graphviz(["not", "a", "plan"])
     with pytest.raises(ValueError, match="not a placement plan's dict"):
         drawing.to_graphviz({"ops": [{"name": "x"}], "partitions": [], "transfers": []})

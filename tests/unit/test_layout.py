@@ -1,9 +1,13 @@
 """The package's layout follows the data flow: no module imports a later stage, no cycles.
 
-Data flows one way, ``device -> graph -> placement -> program -> lowering -> execution``, with
-the session tying the stages together. Every module of ``daskgraph`` is read with :mod:`ast`
-(nothing is imported) and every ``import`` in it is checked, wherever it is: at the top,
-inside a function (a "lazy" import is still an edge), or under ``if TYPE_CHECKING:``.
+The stages are the README's "How it works" table, one package each: foundation, ``framework``,
+``cluster``, ``ops``, the libraries (``layers``, ``metrics``, ``data``, ``summary``),
+``runtime.program``, ``runtime.planner``, ``runtime.worker``, ``diagnostics``,
+``runtime.client``, ``training``, ``compat`` and the API. Every module of ``daskgraph`` is read
+with :mod:`ast` (nothing is imported) and every ``import`` in it is checked, wherever it is: at
+the top, inside a function (a "lazy" import is still an edge), or under ``if TYPE_CHECKING:``.
+import-linter's contracts in ``pyproject.toml`` (``test_import_contracts.py``) state the same
+order at package level.
 
 What counts, and for which check:
 
@@ -18,7 +22,8 @@ An import of ``daskgraph.a.b`` also runs the packages ``daskgraph`` and ``daskgr
 implicit parent-package imports are not edges here (``daskgraph/__init__.py`` imports the
 whole public API, so every module would otherwise depend on every other).
 
-A new module must be given a stage in :data:`STAGES`; the tests say so when one is not.
+A new package or top-level module must be given a stage in :data:`STAGES`; the tests say so
+when one is not.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from test_summary import read_events
 
 import daskgraph as dg
 from daskgraph import errors
-from daskgraph.summary.namespace import FileWriterCache, scalar
+from daskgraph.summary import FileWriterCache, scalar
 from daskgraph.training.monitored_session import (
     ChiefSessionCreator,
     MonitoredSession,

@@ -133,4 +133,4 @@ def test_names_and_placement():
         assert (s.dtype, n.dtype, n.shape) == (tf.string, tf.float32, (2,))
         with pytest.raises(TypeError, match="expects a string tensor"):
             tf.strings.length(tf.constant([1]))
-    assert dg.ops.registry.lookup("StringJoin").device_types({dg.string}) == ("CPU",)
+    assert dg.framework.op_registry.lookup("StringJoin").device_types({dg.string}) == ("CPU",)

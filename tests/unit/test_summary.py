@@ -21,8 +21,8 @@ from tensorboardX.record_writer import masked_crc32c
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
+from daskgraph import summary
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.summary import namespace as summary
 
 VALUES = np.array([[-3.5, 0.0, 1e-13, 2.0], [2.0, 7.25, 100.0, -0.001]], np.float32)
 
