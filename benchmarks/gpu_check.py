@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.metadata
 import json
 import logging
 import os
@@ -252,9 +251,6 @@ def check_gpu_tests(run: Run) -> CheckResult:
             "addopts=",
             f"--junitxml={xml}",
         ]
-        names = {ep.name for ep in importlib.metadata.entry_points(group="pytest11")}
-        if "daskgraph" not in names:  # not installed (the accelerator machine): load it by hand
-            command += ["-p", "daskgraph.testing"]
         status, out = run_command(command, min(300.0, run.left() - 5))
         tests = junit_outcomes(xml) if xml.exists() else None
     result = gpu_tests_result(run.real, status, out, tests)

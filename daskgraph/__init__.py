@@ -24,71 +24,107 @@ a later one (``pyproject.toml``'s import contracts and ``tests/unit/test_layout.
   (:class:`Session`); :mod:`daskgraph.diagnostics`: plans as data and pictures;
 * :mod:`daskgraph.training` (optimizers, checkpoints, monitored sessions) and
   :mod:`daskgraph.compat` (``import daskgraph.compat.v1 as tf``).
+
+Importing the package is cheap: its names are loaded on first use (PEP 562), so that a worker
+process, which imports only what it runs (``daskgraph.runtime.worker``), never loads the
+planner, the session or training, and ``import daskgraph`` costs only the modules behind the
+names a program touches.
 """
 
-from daskgraph import data, errors, layers
-from daskgraph.cluster.server import ClusterSpec, Server
-from daskgraph.config import GPUOptions, SessionConfig
-from daskgraph.diagnostics.drawing import visualize
-from daskgraph.framework import dtypes
-from daskgraph.framework.device import DeviceSpec
-from daskgraph.framework.dtypes import (
-    DType,
-    as_dtype,
-    bool_,
-    float16,
-    float32,
-    float64,
-    int8,
-    int16,
-    int32,
-    int64,
-    string,
-    uint8,
-)
-from daskgraph.framework.gradient_registry import RegisterGradient, no_gradient, register_gradient
-from daskgraph.framework.graph import (
-    Graph,
-    GraphKeys,
-    Operation,
-    Tensor,
-    get_default_graph,
-    name_scope,
-    reset_default_graph,
-)
-from daskgraph.framework.scopes import colocate_with, control_dependencies, device
-from daskgraph.ops import *  # noqa: F403 - the op constructors are the public API
-from daskgraph.ops import __all__ as _ops_all
-from daskgraph.ops import initializers, losses
-from daskgraph.ops import nn_namespace as nn
-from daskgraph.ops import sparse_elementwise as _sparse_operators  # noqa: F401 (SparseTensor * /)
-from daskgraph.ops.gradients import gradients
-from daskgraph.ops.initializers import (
-    constant_initializer,
-    glorot_normal_initializer,
-    glorot_uniform_initializer,
-    ones_initializer,
-    random_normal_initializer,
-    random_uniform_initializer,
-    truncated_normal_initializer,
-    variance_scaling_initializer,
-    zeros_initializer,
-)
-from daskgraph.ops.sparse_tensor import SparseTensor, SparseTensorValue
-from daskgraph.ops.variable_scope import (
-    AUTO_REUSE,
-    VariableScope,
-    get_variable,
-    get_variable_scope,
-    variable_scope,
-)
-from daskgraph.runtime.client.session import RunMetadata, RunOptions, Session, get_default_session
-from daskgraph.training import namespace as train
-from daskgraph.training import optimizers, saver
+from __future__ import annotations
+
+import importlib as _importlib
+from typing import Any as _Any
+
+from daskgraph import errors as errors  # cheap, and what every error is
 
 __version__ = "0.1.0"
 
-__all__ = [
+#: public name -> (module, attribute in it; None for the module itself)
+_WHERE: dict[str, tuple[str, str | None]] = {
+    "data": ("daskgraph.data", None),
+    "layers": ("daskgraph.layers", None),
+    "dtypes": ("daskgraph.framework.dtypes", None),
+    "initializers": ("daskgraph.ops.initializers", None),
+    "losses": ("daskgraph.ops.losses", None),
+    "nn": ("daskgraph.ops.nn_namespace", None),
+    "train": ("daskgraph.training.namespace", None),
+    "optimizers": ("daskgraph.training.optimizers", None),
+    "saver": ("daskgraph.training.saver", None),
+    **{n: ("daskgraph.cluster.server", n) for n in ("ClusterSpec", "Server")},
+    **{n: ("daskgraph.config", n) for n in ("GPUOptions", "SessionConfig")},
+    "visualize": ("daskgraph.diagnostics.drawing", "visualize"),
+    "DeviceSpec": ("daskgraph.framework.device", "DeviceSpec"),
+    **{
+        n: ("daskgraph.framework.dtypes", n)
+        for n in (
+            "DType",
+            "as_dtype",
+            "bool_",
+            "float16",
+            "float32",
+            "float64",
+            "int8",
+            "int16",
+            "int32",
+            "int64",
+            "string",
+            "uint8",
+        )
+    },
+    **{
+        n: ("daskgraph.framework.gradient_registry", n)
+        for n in ("RegisterGradient", "no_gradient", "register_gradient")
+    },
+    **{
+        n: ("daskgraph.framework.graph", n)
+        for n in (
+            "Graph",
+            "GraphKeys",
+            "Operation",
+            "Tensor",
+            "get_default_graph",
+            "name_scope",
+            "reset_default_graph",
+        )
+    },
+    **{
+        n: ("daskgraph.framework.scopes", n)
+        for n in ("colocate_with", "control_dependencies", "device")
+    },
+    "gradients": ("daskgraph.ops.gradients", "gradients"),
+    **{
+        n: ("daskgraph.ops.initializers", n)
+        for n in (
+            "constant_initializer",
+            "glorot_normal_initializer",
+            "glorot_uniform_initializer",
+            "ones_initializer",
+            "random_normal_initializer",
+            "random_uniform_initializer",
+            "truncated_normal_initializer",
+            "variance_scaling_initializer",
+            "zeros_initializer",
+        )
+    },
+    **{n: ("daskgraph.ops.sparse_tensor", n) for n in ("SparseTensor", "SparseTensorValue")},
+    **{
+        n: ("daskgraph.ops.variable_scope", n)
+        for n in (
+            "AUTO_REUSE",
+            "VariableScope",
+            "get_variable",
+            "get_variable_scope",
+            "variable_scope",
+        )
+    },
+    **{
+        n: ("daskgraph.runtime.client.session", n)
+        for n in ("RunMetadata", "RunOptions", "Session", "get_default_session")
+    },
+}
+
+_NAMED = [
     "ClusterSpec",
     "DType",
     "DeviceSpec",
@@ -151,5 +187,30 @@ __all__ = [
     "variable_scope",
     "variance_scaling_initializer",
     "zeros_initializer",
-    *_ops_all,
 ]
+
+
+def _ops() -> _Any:
+    """The op constructors' package, with the sparse operators (``SparseTensor * x``)."""
+    _importlib.import_module("daskgraph.ops.sparse_elementwise")
+    return _importlib.import_module("daskgraph.ops")
+
+
+def __getattr__(name: str) -> _Any:
+    """Load a public name on first use (PEP 562), and keep it in the module."""
+    if name == "__all__":
+        value: _Any = [*_NAMED, *_ops().__all__]
+    elif name in _WHERE:
+        module, attribute = _WHERE[name]
+        loaded = _importlib.import_module(module)
+        value = loaded if attribute is None else getattr(loaded, attribute)
+    elif not name.startswith("__") and name in _ops().__all__:
+        value = getattr(_ops(), name)
+    else:
+        raise AttributeError(f"module 'daskgraph' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__getattr__("__all__")})

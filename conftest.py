@@ -1,0 +1,3 @@
+"""The project's own test configuration: daskgraph's pytest plugin (opt-in, as for any user)."""
+
+pytest_plugins = ["daskgraph.testing"]
