@@ -296,6 +296,18 @@ class FastPath:
             _raise_if_devices_left(self.watch, plan, [], exc, started={worker: address})
         logger.warning("fast path to %s unavailable (%r); using the scheduler", worker, exc)
 
+    def release(self, compiled: CompiledRun) -> None:
+        """Free ``compiled``'s program where an actor loaded it (a plan the session's cache
+        evicted); nothing is waited for, and a worker that is gone has nothing to free."""
+        compiled.forget_programs()
+        for executor in list(self._actors.values()):
+            if compiled.token in executor.loaded:
+                executor.loaded.discard(compiled.token)
+                try:
+                    executor.actor.forget(self.session_id, [compiled.token])
+                except Exception:  # the cluster is going away: nothing is left to free
+                    logger.debug("could not free a program on %s", executor.address)
+
     def forget(self, worker: Any = None) -> None:
         """Drop the actor of ``worker`` (all actors when None)."""
         for w in [worker] if worker is not None else list(self._actors):

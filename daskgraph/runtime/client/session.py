@@ -49,9 +49,17 @@ from daskgraph.framework.default_session import get_default_session
 from daskgraph.framework.graph import Graph, Operation, Tensor, get_default_graph
 from daskgraph.framework.nodes import GraphDef
 from daskgraph.runtime.client.connection import Connection
-from daskgraph.runtime.client.dispatch import CompiledRun, FastPath, submit_run
+from daskgraph.runtime.client.dispatch import CompiledRun, FastPath
+from daskgraph.runtime.client.executors import (
+    ActorExecutor,
+    ExecutorChain,
+    InProcessExecutor,
+    RunRequest,
+    SchedulerExecutor,
+)
 from daskgraph.runtime.client.fetches import as_result, check_feeds, flatten_fetches, item_key
 from daskgraph.runtime.client.inprocess import InProcessDevices
+from daskgraph.runtime.client.plan_cache import PlanCache
 from daskgraph.runtime.planner.lowering import Plan, lower
 from daskgraph.runtime.planner.placement import Placement, format_placement_log, place
 from daskgraph.runtime.program import RunStep
@@ -155,7 +163,9 @@ class Session:
         self._under_way = _RunsUnderWay()
         self._closed = True  # until connected
         self._placement: Placement | None = None
-        self._plans: dict[tuple, CompiledRun] = {}
+        self._plans: PlanCache[CompiledRun] = PlanCache(
+            int(dask.config.get("daskgraph.plan-cache-size")), self._release_plan
+        )
         self._tokens: list = []
         self._lost: dict[str, str] = {}  # variable -> device whose worker died with it
         self._gone: set[str] = set()  # devices lost for good that the placement still uses
@@ -165,6 +175,13 @@ class Session:
         self._closed = False
         self._fast = FastPath(self._conn.client, self._conn.watch, self._id)
         self._in_process = InProcessDevices(self._conn.client)
+        self._executors = ExecutorChain(
+            [
+                InProcessExecutor(self._in_process),
+                ActorExecutor(self._fast),
+                SchedulerExecutor(self._conn.client, self._conn.watch, self._fast),
+            ]
+        )
         self._reporter = reporter_for(self._conn.client)  # for the dashboard's /daskgraph page
         self._plan_numbers = itertools.count(1)
 
@@ -354,7 +371,8 @@ class Session:
         )
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = CompiledRun(lower(placement, items, feeds))
+            plan = CompiledRun(lower(placement, items, feeds))
+            self._plans.put(key, plan)
             plan.number = next(self._plan_numbers)
             if self._reporter is not None:
                 label = ", ".join(i.name for i in items)
@@ -527,35 +545,24 @@ class Session:
     def _execute(
         self, compiled: CompiledRun, step: RunStep, values: list[Any], trace: bool
     ) -> dict:
+        """Run ``compiled`` once by the quickest executor that takes it (in this process, an
+        actor, the scheduler), and report the run to the dashboard."""
         self._runs = number = next(self._run_numbers)  # per attempt: a retry gets fresh keys
         prefix = f"dg-{self._id}-{number}"
-        started, path = time.perf_counter(), "scheduler"
+        tick = float(dask.config.get("daskgraph.liveness-check-interval"))
+        request = RunRequest(compiled, prefix, step, values, trace, tick)
+        started, tried = time.perf_counter(), []
         try:
-            results, path = self._dispatch(compiled, prefix, step, values, trace)
+            results, path = self._executors.run(request, tried)
         except BaseException:
-            self._report(compiled, path, started, prefix, failed=True)
+            self._report(compiled, tried[-1] if tried else "", started, prefix, failed=True)
             raise
         self._report(compiled, path, started, prefix)
         return results
 
-    def _dispatch(
-        self, compiled: CompiledRun, prefix: str, step: RunStep, values: list[Any], trace: bool
-    ) -> tuple[dict, str]:
-        """Run ``compiled`` by the quickest way there is: its results, and the way taken
-        (``"in-process"``, ``"actor"`` or ``"scheduler"``)."""
-        tick = float(dask.config.get("daskgraph.liveness-check-interval"))
-        if dask.config.get("daskgraph.fast-path"):
-            blocking = compiled.blocking  # may wait for another run: not on the one actor thread
-            results = self._in_process.run(compiled.plan, step, values, trace, blocking)
-            if results is not None:
-                return results, "in-process"
-            if compiled.single_partition and not blocking:
-                results = self._fast.run(compiled, step, values, trace, tick)
-                if results is not None:
-                    return results, "actor"
-        client, watch = self._conn.client, self._conn.watch
-        results = submit_run(client, watch, compiled, prefix, step, values, trace, tick, self._fast)
-        return results, "scheduler"
+    def _release_plan(self, compiled: CompiledRun) -> None:
+        """Free what an evicted plan holds on the workers (see :mod:`.plan_cache`)."""
+        self._fast.release(compiled)
 
     def _report(
         self, compiled: CompiledRun, path: str, started: float, prefix: str, failed: bool = False
@@ -585,7 +592,7 @@ class Session:
             self._reporter.flush()  # this session's last runs, for the page
         if self._reporter is not None:
             self._reporter.forget(self._id)
-        self._plans.clear()  # releases the programs resident on the workers
+        self._plans.clear(release=False)  # the session's state on the workers goes below
         self._fast.forget()
         self._in_process.forget()
         self._placement = None
