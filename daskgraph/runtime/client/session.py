@@ -60,6 +60,7 @@ from daskgraph.runtime.client.executors import (
 from daskgraph.runtime.client.fetches import as_result, check_feeds, flatten_fetches, item_key
 from daskgraph.runtime.client.inprocess import InProcessDevices
 from daskgraph.runtime.client.plan_cache import PlanCache
+from daskgraph.runtime.client.recovery import Recovery
 from daskgraph.runtime.planner.lowering import Plan, lower
 from daskgraph.runtime.planner.placement import Placement, format_placement_log, place
 from daskgraph.runtime.program import RunStep
@@ -167,8 +168,6 @@ class Session:
             int(dask.config.get("daskgraph.plan-cache-size")), self._release_plan
         )
         self._tokens: list = []
-        self._lost: dict[str, str] = {}  # variable -> device whose worker died with it
-        self._gone: set[str] = set()  # devices lost for good that the placement still uses
         self._target = target if isinstance(target, str) else ""
         self._conn = Connection(target, self._config, self._id, security)
         self._local_task = self._conn.local_task  # preferred by the placer, as TF's master
@@ -182,6 +181,7 @@ class Session:
                 SchedulerExecutor(self._conn.client, self._conn.watch, self._fast),
             ]
         )
+        self._recovery = Recovery(self._conn, self)
         self._reporter = reporter_for(self._conn.client)  # for the dashboard's /daskgraph page
         self._plan_numbers = itertools.count(1)
 
@@ -265,7 +265,7 @@ class Session:
         step = RunStep(self._id, number, self._under_way.start(number), deadline)
         try:
             if self._conn.changed:
-                self._follow_cluster()
+                self._recovery.follow_cluster()
             with run_deadline(timeout_ms):
                 plan, results = self._run_attempts(items, feeds, step, values, trace)
         except OpError as exc:
@@ -332,7 +332,7 @@ class Session:
         items, _ = flatten_fetches(fetches, self._graph)
         feeds, _ = check_feeds(feed_dict, self._graph)
         if self._conn.changed:
-            self._follow_cluster()
+            self._recovery.follow_cluster()
         compiled = self._plan(items, feeds)
         return describe(self._graph, self._current_placement(), compiled.plan)
 
@@ -346,7 +346,7 @@ class Session:
         while True:
             compiled = self._plan(items, feeds)
             plan = compiled.plan
-            self._refuse_gone_devices(plan)
+            self._recovery.refuse_gone_devices(plan)
             try:
                 results = self._execute(compiled, step, values, trace) if plan.partitions else {}
                 return plan, results
@@ -355,9 +355,9 @@ class Session:
             except UnavailableError as exc:
                 if attempt == retries:
                     raise
-                self._recover(exc)
+                self._recovery.recover(exc)
             except FailedPreconditionError as exc:
-                raise self._explain_lost(exc) from None
+                raise self._recovery.explain_lost(exc) from None
             attempt += 1
 
     def _plan(self, items: list[Tensor | Operation], feeds: list[Tensor]) -> CompiledRun:
@@ -382,6 +382,21 @@ class Session:
                 )  # fmt: skip
         return plan
 
+    # -- what Recovery needs of the session (recovery.PlacementHolder) --------------------------
+    def placement_now(self) -> Placement | None:
+        return self._placement
+
+    def place_again(self) -> Placement:
+        return self._current_placement(replace_devices=True)
+
+    def forget_placement(self) -> None:
+        self._placement = None
+        self._plans.clear()
+
+    def forget_paths(self) -> None:
+        self._fast.forget()
+        self._in_process.forget()
+
     def _current_placement(self, replace_devices: bool = False) -> Placement:
         """The graph's placement, placed again when the graph changed, or when the cluster's
         devices changed (``replace_devices``)."""
@@ -398,149 +413,6 @@ class Session:
             if self._config.log_device_placement:
                 self._log_placement(placement)
         return placement
-
-    def _follow_cluster(self) -> None:
-        """Read the devices again after workers came or went. Plans stay valid while every
-        device is still served (perhaps by a restarted worker: tasks are restricted by worker
-        name). When devices appeared (or changed), the graph is placed again on the devices
-        there are now, so a run that failed for a missing device succeeds once it joins. A
-        device that is only missing is left to the run: its worker may be restarting, and
-        :meth:`_recover` waits for it before placing around it."""
-        before = self._conn.devices
-        devices = self._conn.discover()
-        self._note_restarts(before, devices)
-        if _serving(devices) - _serving(before):
-            self._conn.devices = devices
-            self._placement = None
-            self._plans.clear()
-            self._gone.clear()
-        elif _serving(devices) == _serving(before):
-            self._conn.devices = devices  # the same devices, perhaps at new addresses
-
-    def _note_restarts(self, before: list[Device], after: list[Device]) -> None:
-        """Devices whose worker is now at another address were restarted: the variables
-        placed there are lost, and a later read says so by name."""
-        address = {d.name: d.worker for d in after}
-        restarted = {d.name for d in before if address.get(d.name, d.worker) != d.worker}
-        placement = self._placement
-        if placement is None or not restarted:
-            return
-        for op in placement.ops:
-            if op.type == "VariableV2" and placement.device_of(op).name in restarted:
-                self._lost[op.name] = placement.device_of(op).name
-
-    def _recover(self, failure: UnavailableError) -> None:
-        """After devices' workers left during a run: wait a grace period for them to come back
-        (a nanny restarts a dead worker under the same device name, at a new address). When
-        every device is served again the same plans run again, unchanged; devices that are
-        gone for good raise :class:`InvalidArgumentError` naming them, unless soft placement
-        moves their ops (and every later run places again, as TensorFlow's would on the
-        devices there are). A stalled worker (frozen: no heartbeat for
-        ``daskgraph.worker-stall-timeout``) is not waited for: no nanny restarts it. Variables
-        of a restarted worker are lost, and a later read says so by name.
-        """
-        before = list(self._conn.devices)
-        dead = set(failure.fields.get("workers", ()))
-        stalled = set(failure.fields.get("stalled", ()))
-        # the addresses the failure saw die; else those the session knew for its devices (a
-        # session that already saw a restarted worker knows its new address, alive)
-        dead_addresses = set(failure.fields.get("addresses", ())) or {
-            d.worker for d in before if str(d.restriction) in dead
-        }
-        grace = float(dask.config.get("daskgraph.worker-restart-grace"))
-        # every device the session knew, not only those the run missed: another worker may
-        # have died since (its restart is then awaited too, not placed around)
-        awaited = [d.restriction for d in before if d.name not in stalled]
-        back = self._conn.watch.wait_for(awaited, grace, exclude=dead_addresses) and not stalled
-        self._fast.forget()
-        self._in_process.forget()
-        devices = self._conn.discover()
-        self._conn.devices = devices
-        self._note_restarts(before, devices)
-        missing = sorted(
-            {d.name for d in before} - {d.name for d in devices} | set(failure.missing)
-        )
-        if not self._placement_served(devices):
-            self._place_around(missing, grace, failure)
-        if back:  # what a nanny is there for: one line, no alarm
-            logger.info(
-                "devices %s left during a run; their workers restarted; running it again",
-                sorted(failure.missing),
-            )
-        elif stalled:
-            logger.warning(
-                "devices %s stopped answering during a run (no heartbeat for "
-                "daskgraph.worker-stall-timeout); placed again on the remaining devices; "
-                "running it again",
-                sorted(stalled),
-            )
-        else:
-            logger.warning(
-                "devices %s left during a run and did not come back within %s s; placed again "
-                "on the remaining devices; running it again",
-                sorted(failure.missing),
-                grace,
-            )
-
-    def _placement_served(self, devices: list[Device]) -> bool:
-        """Whether every device the current placement uses is among ``devices`` as it was
-        placed on (the same name, kind and task restriction)."""
-        placement = self._placement
-        return placement is not None and _serving(list(placement.devices)) <= _serving(devices)
-
-    def _place_around(self, missing: list[str], grace: float, failure: Exception) -> None:
-        """Place the graph again on the devices there are now, after ``missing`` left; without
-        soft placement, ops pinned to them raise InvalidArgumentError naming them (and so
-        does every later run: no stale placement is kept)."""
-        try:
-            self._current_placement(replace_devices=True)
-        except InvalidArgumentError as exc:
-            # runs that need only the devices that remain still run (a checkpoint of the
-            # parameters on the CPU can still be saved); the others are refused at once
-            self._gone.update(missing)
-            raise InvalidArgumentError(
-                f"{exc} (devices {missing} left the cluster during a run and did not "
-                f"come back within {grace} s)",
-                op=exc.op,
-                missing=missing,
-                **exc.fields,
-            ) from failure
-
-    def _refuse_gone_devices(self, plan: Plan) -> None:
-        """Raise InvalidArgumentError, at once, if ``plan`` needs a device that left the
-        cluster for good while soft placement could not move its ops elsewhere."""
-        gone = sorted({p.device for p in plan.partitions} & self._gone)
-        if gone:
-            ops = [
-                i.op_name
-                for p in plan.partitions
-                if p.device in gone
-                for i in p.program.instructions
-            ][:3]
-            raise InvalidArgumentError(
-                f"Cannot run ops {ops} (and the others of {', '.join(gone)}): their devices "
-                "left the cluster during an earlier run and did not come back, and without "
-                "soft placement they cannot go elsewhere. Open a new Session with "
-                "allow_soft_placement=True, or bring the devices back (the session places "
-                "the graph again when they rejoin).",
-                op=ops[0] if ops else None,
-                missing=gone,
-            )
-
-    def _explain_lost(self, exc: FailedPreconditionError) -> FailedPreconditionError:
-        name = exc.fields.get("variable")
-        if name not in self._lost and self._conn.changed:
-            self._follow_cluster()  # a worker restarted since the session last looked?
-        if name not in self._lost:
-            return exc
-        return FailedPreconditionError(
-            f"Variable {name!r} was lost: the worker of {self._lost[name]} died and was "
-            "restarted, so its value is gone. Run its initializer again (or restore it from a "
-            "checkpoint).",
-            op=name,
-            variable=name,
-            lost=True,
-        )
 
     def _execute(
         self, compiled: CompiledRun, step: RunStep, values: list[Any], trace: bool
@@ -713,9 +585,3 @@ def _check_run_arguments(options: Any, run_metadata: Any) -> None:
                 f"Session.run: {name} must be None or a {kind.__name__}, e.g. {example}; got "
                 f"{quote(value)} of type {type(value).__name__}"
             )
-
-
-def _serving(devices: list[Device]) -> set[tuple[str, str, Any]]:
-    """What placement depends on: each device, its kind, and what its tasks are restricted
-    to (a worker name survives a restart; an address does not)."""
-    return {(d.name, d.kind, d.restriction) for d in devices}
