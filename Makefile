@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-under-load lint bench reliability check-newest gpu-check clean
+.PHONY: demo test test-fast test-under-load lint bench reliability check-newest gpu-check clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)  ## A^n + B^n on the embedded cluster (virtual GPUs where there are none)
 	$(PY) examples/matpow.py
+
+# The inner loop's tier: unit tests and doctests, no cluster of processes (about a minute).
+test-fast: $(STAMP)  ## unit tests and doctests only
+	$(PY) -m pytest tests/unit daskgraph -q
 
 test: $(STAMP)  ## the whole suite: unit, integration and (skipped without a GPU) gpu tests
 	$(PY) -m pytest
