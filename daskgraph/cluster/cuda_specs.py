@@ -339,8 +339,32 @@ def dask_cuda_worker_options(
     :func:`dask_cuda_worker_spec` adds dask-cuda's plugins (objects) to them; a nanny started
     from JSON (``distributed.deploy.subprocess.SubprocessWorker``) builds the plugins in its
     own process instead, from :meth:`CudaWorker.to_fields` (see
-    :class:`daskgraph.cluster.nanny_setup.DeviceNanny`). The parameters are
-    :func:`dask_cuda_worker_spec`'s.
+    :class:`daskgraph.cluster.nanny_setup.DeviceNanny`).
+
+    Parameters
+    ----------
+    worker
+        One of :func:`cuda_worker_options`: its GPUs and their memory.
+    name
+        The worker's Dask name: the TensorFlow device name.
+    host
+        Interface the worker and its nanny listen on.
+    resources
+        The worker's Dask resources, e.g. ``{"GPU": 1}``.
+    memory_limit
+        Host memory of the worker (Dask's spill/pause/terminate thresholds).
+    security
+        A ``distributed.Security`` for a TLS cluster, passed to the nanny and by it to its worker.
+    nthreads
+        Threads of the worker (dask-cuda's default: 1).
+    dashboard_address
+        The worker's dashboard; ``host:0`` (a free port on ``host``) by default.
+    preload
+        Preloads to run before dask-cuda's, e.g. ``["daskgraph.cluster.worker_preload"]``.
+    env
+        More environment variables for the worker (``CUDA_VISIBLE_DEVICES`` is ``worker``'s).
+    silence_logs
+        Level of the nanny's and worker's ``distributed`` log handlers (``0``: leave them alone).
 
     Returns
     -------
@@ -398,33 +422,10 @@ def dask_cuda_worker_spec(
     ----------
     worker
         One of :func:`cuda_worker_options`.
-    nanny_class, cpu_affinity
-        See below.
     **options
-        :func:`dask_cuda_worker_options`'s keyword arguments:
-    name
-        The worker's Dask name: the TensorFlow device name.
-    host
-        Interface the worker and its nanny listen on.
-    resources
-        The worker's Dask resources, e.g. ``{"GPU": 1}``.
-    memory_limit
-        Host memory of the worker (Dask's spill/pause/terminate thresholds).
-    security
-        A ``distributed.Security``, for a cluster whose nodes talk TLS; passed to the nanny,
-        which passes it to its worker.
-    nthreads
-        Threads of the worker (dask-cuda's default: 1).
-    dashboard_address
-        The worker's dashboard; ``host:0`` (a free port on ``host``) by default.
-    preload
-        Preloads to run before dask-cuda's, e.g. ``["daskgraph.cluster.worker_preload"]``.
-    env
-        More environment variables for the worker process (its ``CUDA_VISIBLE_DEVICES`` is
-        ``worker``'s whatever ``env`` says).
-    silence_logs
-        The level of the nanny's and its worker's ``distributed`` log handlers (``0``: leave
-        them alone).
+        :func:`dask_cuda_worker_options`'s keyword arguments (``name``, ``host``,
+        ``resources``, ``memory_limit``, ``security``, ``nthreads``, ``dashboard_address``,
+        ``preload``, ``env``, ``silence_logs``), documented there.
     nanny_class
         The nanny class, ``distributed.Nanny`` by default (as ``LocalCUDACluster``); e.g.
         :class:`daskgraph.cluster.nanny_setup.DeviceNanny`.

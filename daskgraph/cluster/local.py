@@ -104,10 +104,8 @@ def worker_specs(
     gpus
         The physical GPUs to give workers to (see :func:`daskgraph.cluster.gpus.visible_gpus`). Each
         GPU worker is a process of its own whatever ``processes`` says and sees its GPU as
-        device 0 (``CUDA_VISIBLE_DEVICES`` rotated, as dask-cuda does). Where dask-cuda is
-        installed it is a dask-cuda worker (:func:`gpu_worker_spec`); otherwise it sets up its
-        memory itself when it starts (:mod:`daskgraph.cluster.gpu_worker`, a Dask preload), and the
-        first such spec of the process warns that the ``cuda12``/``cuda13`` extra is missing.
+        device 0 (``CUDA_VISIBLE_DEVICES`` rotated, as dask-cuda does); a dask-cuda worker
+        where dask-cuda is installed (:func:`_gpu_specs` says what otherwise).
     gpu_options
         TensorFlow's GPU options (:class:`~daskgraph.config.GPUOptions`), translated by
         :func:`daskgraph.cluster.cuda_specs.cuda_worker_options`: ``visible_device_list`` picks the
@@ -128,10 +126,8 @@ def worker_specs(
         Interface the workers listen on (loopback by default).
     memory_limit
         Host memory of each worker (Dask's spill/pause/terminate thresholds). By default the
-        machine's memory is shared out evenly among the workers with processes of their own,
-        so that the limits add up to at most the machine's memory (as dask-cuda's
-        ``LocalCUDACluster`` does), and a worker in this process has none: Dask would measure
-        the whole process, the client's own data included, and pause the worker for it.
+        machine's memory is shared out evenly among the workers with processes of their own
+        (:func:`_memory_limit` says why).
     security
         A ``distributed.Security`` for a TLS cluster, given to every worker (to a process
         worker as :func:`daskgraph.cluster.tls.security_fields`).
@@ -139,14 +135,13 @@ def worker_specs(
     if virtual_gpus < 0:
         raise ValueError(f"virtual_gpus must be >= 0; got {virtual_gpus}")
     threads = cpu_threads or os.cpu_count() or 1
-    gpu_workers = cuda_worker_options(gpus, gpu_options or GPUOptions())
+    gpu_options = gpu_options or GPUOptions()
+    gpu_workers = cuda_worker_options(gpus, gpu_options)
     cpu_process = processes and not cpu_in_process
     own_processes = int(cpu_process) + len(gpu_workers) + (virtual_gpus if processes else 0)
 
     def memory(own_process: bool) -> str | int:
-        if memory_limit is not None:
-            return memory_limit
-        return MEMORY_LIMIT // max(1, own_processes) if own_process else 0
+        return _memory_limit(memory_limit, own_process, own_processes)
 
     common = {"host": host, "security": security}
     cpu = _device_name(job, task, CPU, 0)
@@ -155,22 +150,57 @@ def worker_specs(
             cpu, threads, {CPU: 1}, cpu_process, memory_limit=memory(cpu_process), **common
         )
     }
-    use_dask_cuda = bool(gpu_workers) and _dask_cuda_or_warn()
-    for index, worker in enumerate(gpu_workers):
-        name = _device_name(job, task, GPU, index)
-        if use_dask_cuda:
-            specs[name] = gpu_worker_spec(name, worker, memory_limit=memory(True), **common)
-        else:
-            env = gpu_worker_env(worker, (gpu_options or GPUOptions()).allow_growth)
-            specs[name] = _worker_spec(
-                name, 1, {GPU: 1}, True, env=env, memory_limit=memory(True), **common
-            )
+    specs.update(_gpu_specs(gpu_workers, job, task, gpu_options.allow_growth, memory(True), common))
     for index in range(len(gpu_workers), len(gpu_workers) + virtual_gpus):
         name = _device_name(job, task, GPU, index)
         resources = {GPU: 1, VIRTUAL_GPU_RESOURCE: 1}
         specs[name] = _worker_spec(
             name, 1, resources, processes, memory_limit=memory(processes), **common
         )
+    return specs
+
+
+def _memory_limit(
+    memory_limit: str | int | None, own_process: bool, own_processes: int
+) -> str | int:
+    """A worker's host memory limit: ``memory_limit`` where given, else an even share of the
+    machine's memory for a worker with a process of its own (one of ``own_processes``).
+
+    The shares add up to at most the machine's memory (as dask-cuda's ``LocalCUDACluster``
+    does), and a worker in this process has none (``0``): Dask would measure the whole
+    process, the client's own data included, and pause the worker for it.
+    """
+    if memory_limit is not None:
+        return memory_limit
+    return MEMORY_LIMIT // max(1, own_processes) if own_process else 0
+
+
+def _gpu_specs(
+    gpu_workers: Sequence[CudaWorker],
+    job: str,
+    task: int,
+    allow_growth: bool,
+    memory_limit: str | int,
+    common: dict[str, Any],
+) -> dict[str, dict[str, Any]]:
+    """Worker specs of a task's physical (logical) GPUs, one process each, named by index.
+
+    Where dask-cuda is installed each is a dask-cuda worker (:func:`gpu_worker_spec`);
+    otherwise it sets up its memory itself when it starts (:mod:`daskgraph.cluster.gpu_worker`,
+    a Dask preload, configured by :func:`gpu_worker_env`), and the first such spec of the
+    process warns that the ``cuda12``/``cuda13`` extra is missing.
+    """
+    specs: dict[str, dict[str, Any]] = {}
+    use_dask_cuda = bool(gpu_workers) and _dask_cuda_or_warn()
+    for index, worker in enumerate(gpu_workers):
+        name = _device_name(job, task, GPU, index)
+        if use_dask_cuda:
+            specs[name] = gpu_worker_spec(name, worker, memory_limit=memory_limit, **common)
+        else:
+            env = gpu_worker_env(worker, allow_growth)
+            specs[name] = _worker_spec(
+                name, 1, {GPU: 1}, True, env=env, memory_limit=memory_limit, **common
+            )
     return specs
 
 

@@ -19,11 +19,13 @@ This module is that step and nothing else:
   does not run the scheduler answers Dask's ``identity`` call with the scheduler's address
   (:data:`TASK_TYPE`, :func:`task_identity`), and :func:`locate` follows it;
 * :func:`publish_cluster_spec` (every ``Server`` calls it when it starts) and
-  :func:`published_cluster_spec` hand the cluster's ``ClusterSpec`` over through the scheduler;
-* :func:`wait_for_tasks` waits until every task of that spec has a worker.
+  :func:`published_cluster_spec` hand the cluster's ``ClusterSpec`` over through the scheduler,
+  and :func:`wait_for_tasks` waits until every task of that spec has a worker: they live in
+  :mod:`daskgraph.cluster.task_wait`, and this module re-exports them.
 
-Settings (Dask config, durations such as ``"10s"``): ``daskgraph.connect-timeout``,
-``daskgraph.cluster.wait-timeout`` and ``daskgraph.cluster.wait-log-interval``.
+Settings (Dask config, durations such as ``"10s"``, read by :mod:`daskgraph.cluster.timeouts`
+and re-exported here): ``daskgraph.connect-timeout``, ``daskgraph.cluster.wait-timeout`` and
+``daskgraph.cluster.wait-log-interval``.
 
 >>> resolve_target("grpc://10.0.0.1:2222")
 Target(address='tcp://10.0.0.1:2222', local_task=None, given='grpc://10.0.0.1:2222')
@@ -35,12 +37,8 @@ import logging
 import re
 import socket
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
-
-import dask.config
-from dask.utils import parse_timedelta
 
 from daskgraph.cluster.greeting import (
     GREETING_SHARE,
@@ -52,9 +50,20 @@ from daskgraph.cluster.greeting import (
     requires_encryption,
     silent_server_error,
 )
-from daskgraph.cluster.liveness import MembershipView, release_watch, watch_for
+from daskgraph.cluster.task_wait import (
+    SPEC_KEY,
+    publish_cluster_spec,
+    published_cluster_spec,
+    task_name,
+    task_names,
+    wait_for_tasks,
+)
+from daskgraph.cluster.timeouts import (
+    cluster_wait_log_interval,
+    cluster_wait_timeout,
+    connect_timeout,
+)
 from daskgraph.errors import (
-    DeadlineExceededError,
     InvalidArgumentError,
     InvalidTargetError,
     UnreachableError,
@@ -63,7 +72,6 @@ from daskgraph.errors import (
 if TYPE_CHECKING:
     from distributed import Client
 
-    from daskgraph.cluster.cluster_spec import ClusterSpec
 
 __all__ = [
     "SPEC_KEY",
@@ -89,58 +97,12 @@ __all__ = [
 
 logger = logging.getLogger("daskgraph.cluster.master")
 
-#: Where the cluster's ClusterSpec lives in the scheduler's metadata.
-SPEC_KEY = ("daskgraph", "cluster-spec")
-
 _FORMS = (
     "'grpc://host:port' (as TensorFlow 1 programs write it), 'tcp://host:port', "
     "'tls://host:port' or 'host:port'"
 )
 _HOST_PORT = re.compile(r"(?P<host>[^:/\[\]\s]+|\[[^\]\s]+\]):(?P<port>\d{1,5})\Z")
 _LOOPBACK = {"localhost", "127.0.0.1", "[::1]", "::1"}
-
-
-# -- settings -------------------------------------------------------------------------------------
-def _seconds(key: str) -> float | None:
-    value = dask.config.get(key)
-    if value is None:
-        return None
-    try:
-        seconds = parse_timedelta(value, default="seconds")
-    except (TypeError, ValueError, KeyError) as exc:
-        raise ValueError(f"{key} must be a duration such as '10s' or null; got {value!r}") from exc
-    if seconds is None or seconds < 0:
-        raise ValueError(f"{key} must be a duration >= 0 such as '10s'; got {value!r}")
-    return float(seconds)
-
-
-def connect_timeout() -> float:
-    """``daskgraph.connect-timeout`` in seconds: how long reaching a scheduler may take.
-
-    >>> with dask.config.set({"daskgraph.connect-timeout": "2s"}):
-    ...     connect_timeout()
-    2.0
-    """
-    return _seconds("daskgraph.connect-timeout") or 10.0
-
-
-def cluster_wait_timeout() -> float | None:
-    """``daskgraph.cluster.wait-timeout`` in seconds; ``None`` (null or 0) waits without limit.
-
-    >>> with dask.config.set({"daskgraph.cluster.wait-timeout": "1 minute"}):
-    ...     cluster_wait_timeout()
-    60.0
-    """
-    return _seconds("daskgraph.cluster.wait-timeout") or None
-
-
-def cluster_wait_log_interval() -> float:
-    """``daskgraph.cluster.wait-log-interval`` in seconds (TensorFlow's is 10 s).
-
-    >>> cluster_wait_log_interval()
-    10.0
-    """
-    return _seconds("daskgraph.cluster.wait-log-interval") or 10.0
 
 
 # -- targets and the servers of this process ------------------------------------------------------
@@ -410,9 +372,9 @@ def locate(
         _require_scheduler(reply, scheduler)
     except (InvalidArgumentError, UnreachableError) as exc:
         raise type(exc)(
-            f"The address {address!r} is the server of {_task_name(*task)}, whose cluster's "
+            f"The address {address!r} is the server of {task_name(*task)}, whose cluster's "
             f"Dask scheduler is at {scheduler!r}. {exc.message}",
-            **{**exc.fields, "task": _task_name(*task)},
+            **{**exc.fields, "task": task_name(*task)},
         ) from None
     return scheduler, task
 
@@ -579,171 +541,4 @@ def _explain_failed_handshake(
         "certificates of another CA.",
         target=address,
         found="connection closed during the handshake",
-    )
-
-
-# -- the cluster spec, through the scheduler ------------------------------------------------------
-async def publish_cluster_spec(
-    spec: ClusterSpec, address: str, security: Any = None, scheduler: Any = None
-) -> None:
-    """Store ``spec`` in the scheduler's metadata (key :data:`SPEC_KEY`): directly on the
-    ``distributed.Scheduler`` object when this process runs it, else from a short-lived
-    asynchronous client of ``address`` (call it from the event loop it should run on)."""
-    from distributed import Client
-
-    value = spec.as_dict()
-    if scheduler is not None:
-        scheduler.set_metadata(keys=list(SPEC_KEY), value=value)
-        return
-    async with Client(
-        address,
-        security=security,
-        asynchronous=True,
-        set_as_default=False,
-        timeout=connect_timeout(),
-    ) as client:
-        await client.set_metadata(list(SPEC_KEY), value)
-
-
-def published_cluster_spec(client: Any) -> ClusterSpec | None:
-    """The ClusterSpec the cluster's servers published to the scheduler, or ``None``.
-
-    >>> class FakeClient:
-    ...     def get_metadata(self, keys, default=None):
-    ...         return {"local": ["localhost:2222", "localhost:2223"]}
-    >>> published_cluster_spec(FakeClient()).num_tasks("local")
-    2
-    """
-    from daskgraph.cluster.cluster_spec import ClusterSpec
-
-    value = client.get_metadata(list(SPEC_KEY), default=None)
-    if not value:
-        return None
-    try:
-        return ClusterSpec(value)
-    except (TypeError, ValueError) as exc:
-        logger.warning("ignoring the malformed ClusterSpec published to the scheduler: %s", exc)
-        return None
-
-
-# -- waiting for the tasks ------------------------------------------------------------------------
-def task_names(spec: ClusterSpec) -> list[str]:
-    """``/job:J/replica:0/task:T`` of every task of ``spec``, in the spec's order.
-
-    >>> from daskgraph.cluster.server import ClusterSpec
-    >>> task_names(ClusterSpec({"ps": ["a:1"], "worker": {2: "b:1"}}))
-    ['/job:ps/replica:0/task:0', '/job:worker/replica:0/task:2']
-    """
-    return [_task_name(job, task) for job, task in _tasks(spec)]
-
-
-def _tasks(spec: ClusterSpec) -> list[tuple[str, int]]:
-    return [(job, task) for job in spec.jobs for task in spec.task_indices(job)]
-
-
-def _task_name(job: str, task: int) -> str:
-    return f"/job:{job}/replica:0/task:{task}"
-
-
-def _missing(view: MembershipView, wanted: Sequence[str]) -> list[str]:
-    names = view.names()
-    return [t for t in wanted if not any(n.startswith(t + "/") for n in names)]
-
-
-def wait_for_tasks(
-    client: Any,
-    spec: ClusterSpec,
-    timeout: float | None,
-    log_interval: float,
-    *,
-    target: str | None = None,
-    what: str = "CreateSession",
-) -> None:
-    """Wait until every task of ``spec`` has a worker named ``/job:J/replica:0/task:T/...``.
-
-    While tasks are missing, logs for each, every ``log_interval`` seconds (logger
-    ``daskgraph.cluster.master``, WARNING), ``CreateSession still waiting for response from worker:
-    /job:J/replica:0/task:T`` as TensorFlow's master does. It waits on the client's
-    :class:`~daskgraph.cluster.liveness.ClusterWatch`, which looks again whenever the scheduler
-    announces a worker joining or leaving.
-
-    Parameters
-    ----------
-    client
-        A ``distributed.Client`` of the cluster's scheduler.
-    spec
-        The cluster's tasks.
-    timeout
-        Seconds to wait at most; ``None`` waits without limit (as TensorFlow by default).
-    log_interval
-        Seconds between two reports of the tasks still missing.
-    target
-        The scheduler's address, for the messages (default: the client's).
-    what
-        Who waits, for the error message.
-
-    Raises
-    ------
-    DeadlineExceededError
-        After ``timeout`` seconds, naming the missing tasks (field ``missing``) and their
-        addresses, and how to start them.
-
-    Examples
-    --------
-    >>> from daskgraph.cluster.server import ClusterSpec
-    >>> class FakeClient:  # a cluster with task 0's CPU worker only
-    ...     def scheduler_info(self, n_workers=-1):
-    ...         return {"workers": {"tcp://h:1": {"name": "/job:w/replica:0/task:0/device:CPU:0"}}}
-    ...     def subscribe_topic(self, topic, handler): pass
-    ...     def unsubscribe_topic(self, topic): pass
-    >>> wait_for_tasks(FakeClient(), ClusterSpec({"w": ["h:2222"]}), 1.0, 10.0)
-    >>> wait_for_tasks(FakeClient(), ClusterSpec({"w": ["h:2222", "h:2223"]}), 0.2, 10.0,
-    ...                target="tcp://h:2222")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    daskgraph.errors.DeadlineExceededError: CreateSession timed out after 0.2 s waiting for ...
-    """
-    tasks = _tasks(spec)
-    wanted = [_task_name(job, task) for job, task in tasks]
-
-    def report(view: MembershipView) -> None:
-        for name in _missing(view, wanted):
-            logger.warning("CreateSession still waiting for response from worker: %s", name)
-
-    watch = watch_for(client)
-    try:
-        if watch.wait_until(
-            lambda view: not _missing(view, wanted), timeout, every=log_interval, waiting=report
-        ):
-            return
-        missing = _missing(watch.view(), wanted)
-    finally:
-        release_watch(client)
-    gone = [task for task, name in zip(tasks, wanted, strict=True) if name in missing]
-    raise _deadline(spec, gone, timeout or 0.0, target or _client_address(client), what)
-
-
-def _client_address(client: Any) -> str:
-    return str(getattr(getattr(client, "scheduler", None), "address", "") or "?")
-
-
-def _deadline(
-    spec: ClusterSpec, missing: list[tuple[str, int]], timeout: float, target: str, what: str
-) -> DeadlineExceededError:
-    names = [_task_name(job, task) for job, task in missing]
-    listed = ", ".join(
-        f"{name} (at {spec.task_address(job, task)})"
-        for name, (job, task) in zip(names, missing, strict=True)
-    )
-    job, task = missing[0]
-    tasks = "task" if len(missing) == 1 else f"{len(missing)} tasks"
-    return DeadlineExceededError(
-        f"{what} timed out after {timeout:g} s waiting for {tasks} of the cluster at "
-        f"{target} to join: {listed}. Start the server of each (`daskgraph server "
-        f"--cluster-spec FILE --job-name {job} --task-index {task}`, or "
-        f"Server(cluster_spec, {job!r}, {task}) in its program), or wait longer "
-        "(daskgraph.cluster.wait-timeout).",
-        missing=names,
-        target=target,
-        timeout=timeout,
     )

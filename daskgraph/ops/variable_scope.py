@@ -261,20 +261,7 @@ def variable_scope(
     >>> a.op.name, b.op.name, c is a
     ('dense/w', 'dense_1/w', True)
     """
-    if name_or_scope is None and default_name is None:
-        raise TypeError("variable_scope: give name_or_scope or default_name")
-    if not isinstance(name_or_scope, (str, VariableScope, type(None))):
-        raise TypeError(
-            f"variable_scope: name_or_scope must be a string or a VariableScope; "
-            f"got {name_or_scope!r}"
-        )
-    for what, value in (
-        ("partitioner", partitioner),
-        ("custom_getter", custom_getter),
-        ("constraint", constraint),
-    ):
-        if value is not None:
-            raise ValueError(f"variable_scope: {what} is not supported by daskgraph")
+    _check_scope_arguments(name_or_scope, default_name, partitioner, custom_getter, constraint)
     reuse = _check_reuse(reuse)
     graph = get_default_graph()
     store = _store(graph)
@@ -296,6 +283,27 @@ def variable_scope(
         token = _current.set((graph, new))
         stack.callback(_current.reset, token)
         yield new
+
+
+def _check_scope_arguments(
+    name_or_scope: Any, default_name: Any, partitioner: Any, custom_getter: Any, constraint: Any
+) -> None:
+    """Raise for a :func:`variable_scope` without a name, with a name of another type, or
+    with an option daskgraph does not support (``TypeError``, ``ValueError``)."""
+    if name_or_scope is None and default_name is None:
+        raise TypeError("variable_scope: give name_or_scope or default_name")
+    if not isinstance(name_or_scope, (str, VariableScope, type(None))):
+        raise TypeError(
+            f"variable_scope: name_or_scope must be a string or a VariableScope; "
+            f"got {name_or_scope!r}"
+        )
+    for what, value in (
+        ("partitioner", partitioner),
+        ("custom_getter", custom_getter),
+        ("constraint", constraint),
+    ):
+        if value is not None:
+            raise ValueError(f"variable_scope: {what} is not supported by daskgraph")
 
 
 def _reenter(
@@ -408,20 +416,8 @@ def get_variable(
     full = f"{scope.name}/{name}" if scope.name and name else (name or scope.name)
     store = _store(get_default_graph())
     found = store.variables.get(full)
-    if found is not None:
-        if scope.reuse is False:
-            raise ValueError(
-                f"Variable {full} already exists, disallowed. Did you mean to set reuse=True "
-                f"or reuse=tf.AUTO_REUSE in VarScope? Originally defined at:\n\n"
-                f"{store.origins.get(full, '')}"
-            )
-        _check_shared(found, full, shape, dtype)
-        return found
-    if scope.reuse is True:
-        raise ValueError(
-            f"Variable {full} does not exist, or was not created with tf.get_variable(). "
-            "Did you mean to set reuse=tf.AUTO_REUSE in VarScope?"
-        )
+    if found is not None or scope.reuse is True:
+        return _reused(store, scope, full, found, shape, dtype)
     if initializer is None:
         initializer = scope.initializer
     if regularizer is None:
@@ -440,11 +436,44 @@ def get_variable(
     store.variables[full] = variable
     store.origins[full] = _where_defined()
     if regularizer is not None:
-        with get_default_graph().name_scope(f"{full}/Regularizer/"):
-            loss = regularizer(variable)
-        if loss is not None:
-            get_default_graph().add_to_collection(REGULARIZATION_LOSSES, loss)
+        _regularize(full, variable, regularizer)
     return variable
+
+
+def _reused(
+    store: _VariableStore,
+    scope: VariableScope,
+    full: str,
+    found: Variable | None,
+    shape: Any,
+    dtype: Any,
+) -> Variable:
+    """What :func:`get_variable` returns for ``full`` when it exists (``found``) or the scope
+    reuses (``scope.reuse is True``): the stored variable, or the error TensorFlow raises when
+    the scope does not reuse, the variable does not exist, or it differs from what was asked."""
+    if found is None:
+        raise ValueError(
+            f"Variable {full} does not exist, or was not created with tf.get_variable(). "
+            "Did you mean to set reuse=tf.AUTO_REUSE in VarScope?"
+        )
+    if scope.reuse is False:
+        raise ValueError(
+            f"Variable {full} already exists, disallowed. Did you mean to set reuse=True "
+            f"or reuse=tf.AUTO_REUSE in VarScope? Originally defined at:\n\n"
+            f"{store.origins.get(full, '')}"
+        )
+    _check_shared(found, full, shape, dtype)
+    return found
+
+
+def _regularize(full: str, variable: Variable, regularizer: Any) -> None:
+    """Add ``regularizer(variable)`` (made under ``<full>/Regularizer/``), unless it is None,
+    to the graph's ``REGULARIZATION_LOSSES``."""
+    graph = get_default_graph()
+    with graph.name_scope(f"{full}/Regularizer/"):
+        loss = regularizer(variable)
+    if loss is not None:
+        graph.add_to_collection(REGULARIZATION_LOSSES, loss)
 
 
 def _check_shared(found: Variable, full: str, shape: Any, dtype: Any) -> None:
