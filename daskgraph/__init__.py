@@ -36,6 +36,7 @@ from __future__ import annotations
 import importlib as _importlib
 from typing import Any as _Any
 
+from daskgraph import config as config  # registers the daskgraph.* Dask config keys
 from daskgraph import errors as errors  # cheap, and what every error is
 
 __version__ = "0.1.0"

@@ -57,7 +57,9 @@ class Executor(Protocol):
 
     name: str
 
-    def run(self, request: RunRequest) -> Outputs | None: ...
+    def run(self, request: RunRequest) -> Outputs | None:
+        """The run's outputs by partition, or None when this executor cannot take it."""
+        ...
 
 
 def _fast_path_on() -> bool:
@@ -73,6 +75,7 @@ class InProcessExecutor:
         self.devices = devices
 
     def run(self, request: RunRequest) -> Outputs | None:
+        """Run here, or None when the plan's worker is elsewhere or the run has a deadline."""
         if not _fast_path_on():
             return None
         compiled = request.compiled
@@ -91,6 +94,8 @@ class ActorExecutor:
         self.fast = fast
 
     def run(self, request: RunRequest) -> Outputs | None:
+        """Run through the actor, or None for a plan of several partitions (or one that may
+        block), or when the actor failed while its worker stayed."""
         compiled = request.compiled
         if not _fast_path_on() or not compiled.single_partition or compiled.blocking:
             return None
@@ -107,6 +112,7 @@ class SchedulerExecutor:
         self.client, self.watch, self.fast = client, watch, fast
 
     def run(self, request: RunRequest) -> Outputs | None:
+        """Run through the scheduler: it takes every plan."""
         r = request
         return submit_run(
             self.client, self.watch, r.compiled, r.prefix, r.step, r.values, r.trace, r.tick,

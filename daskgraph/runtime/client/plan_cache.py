@@ -70,5 +70,10 @@ class PlanCache(Generic[P]):
         for plan in plans if release else ():
             self._release(plan)
 
+    def values(self) -> list[P]:
+        """The plans kept, the least recently used first."""
+        with self._lock:
+            return list(self._plans.values())
+
     def __len__(self) -> int:
         return len(self._plans)

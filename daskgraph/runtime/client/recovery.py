@@ -180,6 +180,8 @@ class Recovery:
             )
 
     def explain_lost(self, exc: FailedPreconditionError) -> FailedPreconditionError:
+        """``exc`` (an uninitialized variable), or, when the variable's worker died with it,
+        an error that says the value was lost and how to get it back."""
         name = exc.fields.get("variable")
         if name not in self.lost and self._conn.changed:
             self.follow_cluster()  # a worker restarted since the session last looked?

@@ -384,16 +384,20 @@ class Session:
 
     # -- what Recovery needs of the session (recovery.PlacementHolder) --------------------------
     def placement_now(self) -> Placement | None:
+        """The current placement (None before the first run, or after it was forgotten)."""
         return self._placement
 
     def place_again(self) -> Placement:
+        """Place the graph on the devices there are now (raises InvalidArgumentError)."""
         return self._current_placement(replace_devices=True)
 
     def forget_placement(self) -> None:
+        """Drop the placement and its plans: the next run places the graph again."""
         self._placement = None
         self._plans.clear()
 
     def forget_paths(self) -> None:
+        """Look the workers' executors up again (they may be at new addresses)."""
         self._fast.forget()
         self._in_process.forget()
 
