@@ -21,8 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import dask.config
-
 from daskgraph.runtime.client.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.runtime.client.inprocess import InProcessDevices
 from daskgraph.runtime.program import RunStep
@@ -42,7 +40,8 @@ Outputs = dict[int, tuple]
 @dataclass(frozen=True)
 class RunRequest:
     """One attempt at a run: the compiled plan, the keys' prefix, the step, the feeds' values,
-    whether to trace, and the liveness tick (seconds) of its waits."""
+    whether to trace, the liveness tick (seconds) of its waits, and whether the fast paths
+    (in-process and actor) may take it (``daskgraph.fast-path``, read once per run)."""
 
     compiled: CompiledRun
     prefix: str
@@ -50,6 +49,7 @@ class RunRequest:
     values: Sequence[Any]
     trace: bool
     tick: float
+    fast_path: bool = True
 
 
 class Executor(Protocol):
@@ -62,10 +62,6 @@ class Executor(Protocol):
         ...
 
 
-def _fast_path_on() -> bool:
-    return bool(dask.config.get("daskgraph.fast-path"))
-
-
 class InProcessExecutor:
     """Runs plans whose partitions are all on one worker of this process, in this thread."""
 
@@ -76,7 +72,7 @@ class InProcessExecutor:
 
     def run(self, request: RunRequest) -> Outputs | None:
         """Run here, or None when the plan's worker is elsewhere or the run has a deadline."""
-        if not _fast_path_on():
+        if not request.fast_path:
             return None
         compiled = request.compiled
         return self.devices.run(
@@ -97,7 +93,7 @@ class ActorExecutor:
         """Run through the actor, or None for a plan of several partitions (or one that may
         block), or when the actor failed while its worker stayed."""
         compiled = request.compiled
-        if not _fast_path_on() or not compiled.single_partition or compiled.blocking:
+        if not request.fast_path or not compiled.single_partition or compiled.blocking:
             return None
         return self.fast.run(compiled, request.step, request.values, request.trace, request.tick)
 

@@ -426,7 +426,8 @@ class Session:
         self._runs = number = next(self._run_numbers)  # per attempt: a retry gets fresh keys
         prefix = f"dg-{self._id}-{number}"
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
-        request = RunRequest(compiled, prefix, step, values, trace, tick)
+        fast_path = bool(dask.config.get("daskgraph.fast-path"))
+        request = RunRequest(compiled, prefix, step, values, trace, tick, fast_path)
         started, tried = time.perf_counter(), []
         try:
             results, path = self._executors.run(request, tried)
