@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, NamedTuple
 
-__all__ = ["FEED", "Instruction", "PartitionProgram", "RunStep", "StagedFeed"]
+__all__ = [
+    "FEED",
+    "Instruction",
+    "PartitionProgram",
+    "RunStep",
+    "StagedFeed",
+    "StepPart",
+    "WorkerStep",
+]
 
 #: the executor reads this slot's value from the feeds instead of running an op
 FEED = -1
@@ -119,3 +127,35 @@ class StagedFeed:
     recomputed, and the scheduler reports its loss with a worker as an error)."""
 
     token: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepPart:
+    """One partition of a compiled step, as the worker that runs it sees it.
+
+    ``dependencies`` are the plan's indices of the partitions it reads (in the order its
+    program reads them); those on other workers arrive as messages, one per producer and
+    destination. ``sends`` are ``(destination worker, output indices)``: after it ran, the
+    partition sends just those outputs to that worker (no indices: only that it ran, for a
+    control dependency). ``to_client`` are the output indices the client fetches.
+    """
+
+    index: int
+    program: PartitionProgram
+    dependencies: tuple[int, ...]
+    feed_indices: tuple[int, ...]
+    sends: tuple[tuple[str, tuple[int, ...]], ...]
+    to_client: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStep:
+    """What one worker does in a compiled step (TensorFlow's registered partition graph):
+    its partitions in a topological order, and the producers on other workers whose outputs
+    it receives (``remote``). Written once per plan by
+    :func:`daskgraph.runtime.planner.step_split.worker_steps`, loaded once per worker, and run
+    by :mod:`daskgraph.runtime.worker.step_service` on each step's one message."""
+
+    worker: str
+    parts: tuple[StepPart, ...]
+    remote: tuple[int, ...]

@@ -45,7 +45,8 @@ from daskgraph.deadline import raise_if_past, wait_time
 from daskgraph.errors import DeadlineExceededError, UnavailableError
 from daskgraph.framework.op_registry import blocking_types
 from daskgraph.runtime.planner.lowering import Plan, build_task_graph, task_group
-from daskgraph.runtime.program import RunStep, StagedFeed
+from daskgraph.runtime.planner.step_split import worker_steps
+from daskgraph.runtime.program import RunStep, StagedFeed, WorkerStep
 from daskgraph.runtime.worker.execution import (
     MISSING_PROGRAM,
     PartitionExecutor,
@@ -56,7 +57,14 @@ from daskgraph.runtime.worker.execution import (
     unpack,
 )
 
-__all__ = ["CompiledRun", "FastPath", "in_span", "submit_run"]
+__all__ = [
+    "CompiledRun",
+    "FastPath",
+    "in_span",
+    "raise_if_devices_left",
+    "submit_run",
+    "workers_now",
+]
 
 logger = logging.getLogger("daskgraph.runtime.client.dispatch")
 
@@ -97,6 +105,12 @@ class CompiledRun:
         return any(
             ins.op_type in types for p in self.plan.partitions for ins in p.program.instructions
         )
+
+    @functools.cached_property
+    def worker_steps(self) -> dict[str, WorkerStep]:
+        """The plan split by worker for compiled steps
+        (:func:`~daskgraph.runtime.planner.step_split.worker_steps`)."""
+        return worker_steps(self.plan)
 
     @property
     def single_partition(self) -> bool:
@@ -175,7 +189,7 @@ class FastPath:
     def _executor(self, worker: Any, plan: Plan, tick: float) -> _Executor:
         """The actor on ``worker`` as it is now: made on first use, and made again when the
         worker was replaced since. Raises UnavailableError if the worker is gone."""
-        now = _workers_now(self.watch, plan)
+        now = workers_now(self.watch, plan)
         executor = self._actors.get(worker)
         if executor is not None and executor.address == now[worker]:
             return executor
@@ -293,7 +307,7 @@ class FastPath:
         if executor is not None:
             address = executor.address
             self.watch.wait_until(lambda view: view.addresses([worker])[worker] != address, tick)
-            _raise_if_devices_left(self.watch, plan, [], exc, started={worker: address})
+            raise_if_devices_left(self.watch, plan, [], exc, started={worker: address})
         logger.warning("fast path to %s unavailable (%r); using the scheduler", worker, exc)
 
     def release(self, compiled: CompiledRun) -> None:
@@ -328,7 +342,7 @@ def _actor_result_watching(
             return call.result(timeout=wait_time(tick))
         except TimeoutError:
             raise_if_past("an actor's run of the partition")
-            _raise_if_devices_left(watch, plan, [], started=started, max_age=tick)
+            raise_if_devices_left(watch, plan, [], started=started, max_age=tick)
 
 
 def submit_run(
@@ -359,7 +373,7 @@ def submit_run(
     except UnavailableError:
         raise
     except (FutureCancelledError, FuturesCancelledError, KeyError, OSError, ValueError) as exc:
-        _raise_if_devices_left(watch, compiled.plan, [], exc)
+        raise_if_devices_left(watch, compiled.plan, [], exc)
         if not isinstance(exc, (FutureCancelledError, FuturesCancelledError)):
             raise
         compiled.forget_programs()
@@ -378,7 +392,7 @@ def _submit_once(
     stager: FastPath | None,
 ) -> dict[int, tuple]:
     plan = compiled.plan
-    started = _workers_now(watch, plan)  # raises at once if a device's worker is missing
+    started = workers_now(watch, plan)  # raises at once if a device's worker is missing
     programs = compiled.program_futures(client)
     staged = _stage_large_feeds(stager, plan, key_prefix, feed_values, tick)
     try:
@@ -484,7 +498,7 @@ def _result_watching_workers(
             except DeadlineExceededError:
                 future.client.cancel(futures)
                 raise
-            _raise_if_devices_left(watch, plan, futures, started=started, max_age=tick)
+            raise_if_devices_left(watch, plan, futures, started=started, max_age=tick)
 
 
 def _gathering(future: Any) -> Any:
@@ -498,15 +512,15 @@ def _gathering(future: Any) -> Any:
     return asyncio.run_coroutine_threadsafe(gather, client.loop.asyncio_loop)
 
 
-def _workers_now(watch: ClusterWatch, plan: Plan) -> dict[Any, str | None]:
+def workers_now(watch: ClusterWatch, plan: Plan) -> dict[Any, str | None]:
     """The address of each worker of the plan as a run starts; a run must not be submitted
     while one is missing (the scheduler resolves a worker name when a task arrives: a task
     restricted to a name it does not know would wait for that name forever)."""
-    _raise_if_devices_left(watch, plan, [])
+    raise_if_devices_left(watch, plan, [])
     return watch.view().addresses({p.worker for p in plan.partitions})
 
 
-def _raise_if_devices_left(
+def raise_if_devices_left(
     watch: ClusterWatch,
     plan: Plan,
     futures: list[Future],
@@ -548,7 +562,7 @@ def _raise_if_devices_left(
 
 
 def _left_message(missing: list[str], stalled: list[str], cause: Exception | None) -> str:
-    """What :func:`_raise_if_devices_left` says.
+    """What :func:`raise_if_devices_left` says.
 
     >>> print(_left_message(["/device:GPU:0"], ["/device:GPU:0"], None))  # doctest: +ELLIPSIS
     The workers of devices /device:GPU:0 left the cluster during the run; ... stopped sending...

@@ -1,11 +1,14 @@
 """The ways a compiled run reaches its workers, behind one interface, tried quickest first.
 
-A session holds an :class:`ExecutorChain` of three :class:`Executor` s:
+A session holds an :class:`ExecutorChain` of four :class:`Executor` s:
 
 * :class:`InProcessExecutor`: every partition on a worker of this process (the embedded CPU
   worker) runs by a plain call in the caller's thread (:mod:`~daskgraph.runtime.client.inprocess`);
 * :class:`ActorExecutor`: a one-partition plan goes to the executor actor of its worker, without
   the scheduler (:class:`~daskgraph.runtime.client.dispatch.FastPath`);
+* :class:`CompiledStepExecutor`: a plan of several partitions as one message per worker,
+  tensors sent worker to worker, without the scheduler
+  (:mod:`~daskgraph.runtime.client.compiled_steps`; ``daskgraph.compiled-steps``);
 * :class:`SchedulerExecutor`: anything, as a Dask graph through the scheduler
   (:func:`~daskgraph.runtime.client.dispatch.submit_run`).
 
@@ -21,12 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from daskgraph.runtime.client.compiled_steps import CompiledSteps
 from daskgraph.runtime.client.dispatch import CompiledRun, FastPath, submit_run
 from daskgraph.runtime.client.inprocess import InProcessDevices
 from daskgraph.runtime.program import RunStep
 
 __all__ = [
     "ActorExecutor",
+    "CompiledStepExecutor",
     "Executor",
     "ExecutorChain",
     "InProcessExecutor",
@@ -40,8 +45,9 @@ Outputs = dict[int, tuple]
 @dataclass(frozen=True)
 class RunRequest:
     """One attempt at a run: the compiled plan, the keys' prefix, the step, the feeds' values,
-    whether to trace, the liveness tick (seconds) of its waits, and whether the fast paths
-    (in-process and actor) may take it (``daskgraph.fast-path``, read once per run)."""
+    whether to trace, the liveness tick (seconds) of its waits, whether the fast paths
+    (in-process and actor) may take it (``daskgraph.fast-path``) and whether compiled steps
+    may (``daskgraph.compiled-steps``), both read once per run."""
 
     compiled: CompiledRun
     prefix: str
@@ -50,6 +56,7 @@ class RunRequest:
     trace: bool
     tick: float
     fast_path: bool = True
+    compiled_steps: bool = True
 
 
 class Executor(Protocol):
@@ -96,6 +103,25 @@ class ActorExecutor:
         if not request.fast_path or not compiled.single_partition or compiled.blocking:
             return None
         return self.fast.run(compiled, request.step, request.values, request.trace, request.tick)
+
+
+class CompiledStepExecutor:
+    """Runs plans of several partitions as compiled steps: one message per worker, straight
+    from the client, the workers sending each other the tensors. A plan that may block (a
+    dequeue waiting for another run) keeps the scheduler's path."""
+
+    name = "compiled"
+
+    def __init__(self, steps: CompiledSteps) -> None:
+        self.steps = steps
+
+    def run(self, request: RunRequest) -> Outputs | None:
+        """Run as a compiled step, or None (switched off, a blocking plan, or a worker that
+        cannot take it: the scheduler runs it)."""
+        r = request
+        if not r.compiled_steps or r.compiled.blocking:
+            return None
+        return self.steps.run(r.compiled, r.prefix, r.step, r.values, r.trace, r.tick)
 
 
 class SchedulerExecutor:

@@ -48,10 +48,12 @@ from daskgraph.framework import default_session
 from daskgraph.framework.default_session import get_default_session
 from daskgraph.framework.graph import Graph, Operation, Tensor, get_default_graph
 from daskgraph.framework.nodes import GraphDef
+from daskgraph.runtime.client.compiled_steps import CompiledSteps
 from daskgraph.runtime.client.connection import Connection
 from daskgraph.runtime.client.dispatch import CompiledRun, FastPath
 from daskgraph.runtime.client.executors import (
     ActorExecutor,
+    CompiledStepExecutor,
     ExecutorChain,
     InProcessExecutor,
     RunRequest,
@@ -174,10 +176,12 @@ class Session:
         self._closed = False
         self._fast = FastPath(self._conn.client, self._conn.watch, self._id)
         self._in_process = InProcessDevices(self._conn.client)
+        self._compiled_steps = CompiledSteps(self._conn.client, self._conn.watch, self._id)
         self._executors = ExecutorChain(
             [
                 InProcessExecutor(self._in_process),
                 ActorExecutor(self._fast),
+                CompiledStepExecutor(self._compiled_steps),
                 SchedulerExecutor(self._conn.client, self._conn.watch, self._fast),
             ]
         )
@@ -400,6 +404,7 @@ class Session:
         """Look the workers' executors up again (they may be at new addresses)."""
         self._fast.forget()
         self._in_process.forget()
+        self._compiled_steps.forget()
 
     def _current_placement(self, replace_devices: bool = False) -> Placement:
         """The graph's placement, placed again when the graph changed, or when the cluster's
@@ -427,7 +432,8 @@ class Session:
         prefix = f"dg-{self._id}-{number}"
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
         fast_path = bool(dask.config.get("daskgraph.fast-path"))
-        request = RunRequest(compiled, prefix, step, values, trace, tick, fast_path)
+        compiled_steps = fast_path and bool(dask.config.get("daskgraph.compiled-steps"))
+        request = RunRequest(compiled, prefix, step, values, trace, tick, fast_path, compiled_steps)
         started, tried = time.perf_counter(), []
         try:
             results, path = self._executors.run(request, tried)
@@ -440,6 +446,7 @@ class Session:
     def _release_plan(self, compiled: CompiledRun) -> None:
         """Free what an evicted plan holds on the workers (see :mod:`.plan_cache`)."""
         self._fast.release(compiled)
+        self._compiled_steps.release(compiled)
 
     def _report(
         self, compiled: CompiledRun, path: str, started: float, prefix: str, failed: bool = False
@@ -472,6 +479,7 @@ class Session:
         self._plans.clear(release=False)  # the session's state on the workers goes below
         self._fast.forget()
         self._in_process.forget()
+        self._compiled_steps.forget()
         self._placement = None
         self._conn.close()
 

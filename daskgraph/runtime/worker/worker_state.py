@@ -213,6 +213,9 @@ class SessionState:
         #: fast-path programs by token
         # (:class:`daskgraph.runtime.worker.execution.PartitionExecutor`)
         self.programs: dict[str, Any] = {}
+        #: compiled steps' plans by token: (WorkerStep, peers' addresses by worker name)
+        #: (:mod:`daskgraph.runtime.worker.step_service`)
+        self.steps: dict[str, Any] = {}
         #: large feed values sent ahead for the runs' partitions, by token (see
         #: :class:`daskgraph.runtime.program.StagedFeed`); a partition takes its own
         self.staged: dict[str, Any] = {}
@@ -400,9 +403,17 @@ class SessionPlugin(WorkerPlugin):
 
     def setup(self, worker: Any) -> None:
         """Create the session's state on ``worker`` (a ``WorkerPlugin`` hook)."""
+        from daskgraph.runtime.worker.step_service import StepService  # (it imports this)
+
         quiet_session_plugins()
         state_of(worker).session(self.session_id)
+        StepService.install(worker)  # the handlers of compiled steps
 
     def teardown(self, worker: Any) -> None:
         """Free everything of the session on ``worker`` (a ``WorkerPlugin`` hook)."""
+        from daskgraph.runtime.worker.step_service import EXTENSION as STEPS
+
         state_of(worker).close_session(self.session_id)
+        service = worker.extensions.get(STEPS)
+        if service is not None:
+            service.close_session(self.session_id)

@@ -1,0 +1,226 @@
+"""Compiled steps on a Dask worker: the handlers a step's messages reach, without the scheduler.
+
+:meth:`StepService.install` adds four handlers to a worker's comm server (as Dask's P2P
+shuffle does through its worker plugin; the session's
+:class:`~daskgraph.runtime.worker.worker_state.SessionPlugin` installs them on every worker):
+
+``daskgraph_step``
+    the client's one message for a step: the run's key, the plan's token, the
+    :class:`~daskgraph.runtime.program.RunStep`, this worker's feeds and, the first time (or
+    after the peers moved), the :class:`~daskgraph.runtime.program.WorkerStep`, the peers'
+    addresses and which of them live in the client's process. Runs a :class:`~daskgraph.runtime.worker.step_run.StepRun` and replies with the
+    fetched outputs once every partition here has run and sent what it must.
+``daskgraph_step_recv``
+    a peer's tensors for a partition here (TensorFlow's ``Recv``); one that arrives before the
+    client's message waits for it.
+``daskgraph_step_abort``
+    the client gave the run up (a worker left, a deadline passed): stop waiting, drop what
+    arrived for it, and ignore what still comes.
+``daskgraph_step_forget``
+    plans the session no longer keeps.
+
+Tensors between workers go through the worker's own connection pool (``Worker.rpc``), that
+is, Dask's comm: TLS and every protocol Dask supports apply, and CuPy arrays travel by Dask's
+CUDA serializers (:mod:`~daskgraph.runtime.worker.wire`). Between workers of one process
+(the embedded CPU worker and the client, threaded workers) nothing is serialised: the value is
+handed over by reference. Loaded plans live in the session's state on the worker, freed with
+the session; what a run leaves is dropped when it ends (a bounded record of ended runs
+keeps late messages from piling up), so nothing grows with the number of steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import dask.config
+from dask.utils import parse_timedelta
+
+from daskgraph.runtime.program import StepPart
+from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun
+from daskgraph.runtime.worker.wire import pack, unpack
+from daskgraph.runtime.worker.worker_state import state_of
+
+__all__ = ["ENDED_RUNS", "EXTENSION", "StepService", "local_service"]
+
+logger = logging.getLogger("daskgraph.runtime.worker.step_service")
+
+#: the key of the service in ``worker.extensions``
+EXTENSION = "daskgraph-steps"
+#: ended runs remembered, so that a message arriving after its run ended is dropped
+ENDED_RUNS = 4096
+
+#: the services of this process by worker address (for handing values over by reference)
+_LOCAL: weakref.WeakValueDictionary[str, StepService] = weakref.WeakValueDictionary()
+
+
+def local_service(address: str) -> StepService | None:
+    """The service of the worker at ``address`` if that worker lives in this process."""
+    return _LOCAL.get(address)
+
+
+class StepService(StepHost):
+    """Compiled steps on one worker (see the module)."""
+
+    def __init__(self, worker: Any) -> None:
+        self.worker = worker
+        self.state = state_of(worker)
+        self.address = worker.address
+        self.loop = worker.loop.asyncio_loop
+        self.runs: dict[tuple, StepRun] = {}
+        self.early: dict[tuple, dict[int, Any]] = {}
+        self.ended: OrderedDict[tuple, None] = OrderedDict()
+        self.durations: dict[tuple[str, int], float] = {}
+        limit = dask.config.get("daskgraph.compiled-inline-limit")
+        self.inline_limit = float(parse_timedelta(limit, default="s") or 0.0)
+
+    @classmethod
+    def install(cls, worker: Any) -> StepService:
+        """The worker's service, made and its handlers added on first use."""
+        service = worker.extensions.get(EXTENSION)
+        if service is None:
+            service = worker.extensions.setdefault(EXTENSION, cls(worker))
+            worker.handlers.update(
+                daskgraph_step=service.step_message,
+                daskgraph_step_recv=service.recv,
+                daskgraph_step_abort=service.abort,
+                daskgraph_step_forget=service.forget,
+            )
+        if worker.address:
+            service.address = worker.address
+            _LOCAL[worker.address] = service
+        return service
+
+    # -- handlers -----------------------------------------------------------------------------
+    async def step_message(self, **message: Any) -> dict[str, Any]:
+        """``daskgraph_step`` from another process: :meth:`step`, its reply packed."""
+        reply = await self.step(**message)
+        if reply.get("outputs"):
+            reply["outputs"] = pack(reply["outputs"])
+        if reply.get("failure") is not None:
+            reply["failure"] = pack(reply["failure"])
+        if reply.get("timing"):
+            reply["timing"] = pack(reply["timing"])
+        if reply.get("forward"):
+            reply["forward"] = pack(reply["forward"])
+        return reply
+
+    async def step(
+        self,
+        session: str,
+        run: str,
+        token: str,
+        step: Any,
+        feeds: Any,
+        trace: bool,
+        load: Any = None,
+    ) -> dict[str, Any]:
+        """Run this worker's part of one step; the reply (see
+        :meth:`~daskgraph.runtime.worker.step_run.StepRun.run`), or ``status`` ``missing``
+        (the plan is not loaded here: send it) or ``aborted``."""
+        key = (session, run)
+        programs = self.state.session(session).steps
+        if load is not None:
+            programs[token] = unpack(load)
+        loaded = programs.get(token)
+        if loaded is None:
+            self._end(key)
+            return {"status": "missing"}
+        if key in self.ended:
+            return {"status": "aborted"}
+        plan, peers, near = loaded
+        run_here = StepRun(
+            self, key, token, plan, peers, unpack(step), unpack(feeds), trace,
+            self.early.pop(key, {}), near,
+        )  # fmt: skip
+        self.runs[key] = run_here
+        try:
+            return await run_here.run()
+        except asyncio.CancelledError:
+            return {"status": "aborted"}
+        except PeerLost as exc:
+            return {"status": "peer-lost", "peer": exc.address, "error": str(exc)}
+        finally:
+            self.runs.pop(key, None)
+            self._end(key)
+
+    def recv(self, session: str, run: str, producer: int, value: Any) -> str:
+        """``daskgraph_step_recv``: a peer's outputs of partition ``producer``."""
+        self.deliver((session, run), producer, unpack(value))
+        return "OK"
+
+    def abort(self, session: str, run: str) -> str:
+        """``daskgraph_step_abort``: the client gave run ``run`` up."""
+        key = (session, run)
+        self._end(key)
+        found = self.runs.get(key)
+        if found is not None:
+            found.cancel()
+        return "OK"
+
+    def forget(self, session: str, tokens: list[str]) -> str:
+        """``daskgraph_step_forget``: drop loaded plans of ``session``."""
+        programs = self.state.session(session).steps
+        for token in tokens:
+            programs.pop(token, None)
+        dropped = set(tokens)
+        for known in [k for k in self.durations if k[0] in dropped]:
+            del self.durations[known]
+        return "OK"
+
+    def close_session(self, session: str) -> None:
+        """Drop what arrived for ``session``'s runs (the session closed)."""
+        for key in [k for k in self.early if k[0] == session]:
+            del self.early[key]
+
+    # -- what a StepRun needs (StepHost) ------------------------------------------------------
+    def deliver(self, key: tuple, producer: int, value: Any) -> None:
+        """Hand a producer's outputs to its run here (or keep them until the run starts)."""
+        found = self.runs.get(key)
+        if found is not None:
+            found.deliver(producer, value)
+        elif key not in self.ended:
+            self.early.setdefault(key, {})[producer] = value
+
+    async def send(self, address: str, key: tuple, producer: int, value: Any) -> None:
+        """Deliver to the worker at ``address``: by reference in this process, else through
+        this worker's connection pool (Dask's comm)."""
+        local = _LOCAL.get(address)
+        if local is not None:
+            if local.loop is asyncio.get_running_loop():
+                local.deliver(key, producer, value)
+            else:
+                local.loop.call_soon_threadsafe(local.deliver, key, producer, value)
+            return
+        session, run = key
+        try:
+            await self.worker.rpc(address).daskgraph_step_recv(
+                session=session, run=run, producer=producer, value=pack(value), reply=False
+            )
+        except (OSError, ConnectionError) as exc:  # CommClosedError is an OSError
+            raise PeerLost(address, exc) from exc
+
+    async def in_thread(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` on the worker's threads (its executor, as its tasks)."""
+        return await asyncio.get_running_loop().run_in_executor(self.worker.executor, fn)
+
+    def inline(self, token: str, part: StepPart) -> bool:
+        """Whether ``part``'s previous run took less than the inline limit (a first run goes
+        to a thread: its length is not known yet)."""
+        last = self.durations.get((token, part.index))
+        return last is not None and last < self.inline_limit
+
+    def ran(self, token: str, part: StepPart, seconds: float) -> None:
+        """Remember ``part``'s latest run time."""
+        self.durations[(token, part.index)] = seconds
+
+    def _end(self, key: tuple) -> None:
+        """Mark run ``key`` ended: drop what arrived for it, and ignore what still comes."""
+        self.early.pop(key, None)
+        self.ended[key] = None
+        while len(self.ended) > ENDED_RUNS:
+            self.ended.popitem(last=False)

@@ -1,0 +1,70 @@
+"""How tensors travel in compiled steps' messages: small ones pickled, large ones as frames.
+
+A Dask message's values must be wrapped for Dask's serializers. Wrapping each array with
+``to_serialize`` sends it as frames of its own without a copy (and CuPy arrays through Dask's
+CUDA serializers), but costs a few hundred microseconds of headers and frames per message on
+a small machine; a message whose tensors are small (:data:`PACK_BYTES` in all, as the fast
+path's :func:`~daskgraph.runtime.worker.execution.pack_small`) goes as one pickled ``bytes``
+instead. A value that is already one (the sender's and the receiver's process are the same)
+is never wrapped at all: :func:`pack` is only called for messages that leave the process.
+
+>>> import numpy as np
+>>> unpack(pack({1: np.float32(2.0)}))
+{1: np.float32(2.0)}
+>>> big = {0: np.zeros(PACK_BYTES)}
+>>> type(pack(big)).__name__
+'Serialize'
+>>> unpack(pack(big))[0].shape == big[0].shape  # (the wrapper is undone by Dask on arrival)
+True
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from distributed.protocol import Serialize, to_serialize
+
+from daskgraph.runtime.worker.execution import PACK_BYTES
+
+__all__ = ["PACK_BYTES", "by_index", "pack", "unpack"]
+
+
+def pack(value: Any) -> Any:
+    """``value`` (a dict or tuple of tensors, or one) ready for a Dask message: pickled into
+    ``bytes`` when its arrays add up to at most :data:`PACK_BYTES` and none is on a GPU, else
+    wrapped for Dask's serializers (arrays as frames of their own, CuPy arrays by Dask's
+    CUDA serializers)."""
+    items = value.values() if isinstance(value, dict) else value
+    items = items if isinstance(items, (tuple, list, type({}.values()))) else (items,)
+    total = 0
+    for item in items:
+        if type(item).__module__.startswith("cupy"):
+            return to_serialize(value)
+        total += getattr(item, "nbytes", 0)
+    if total > PACK_BYTES:
+        return to_serialize(value)
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpack(value: Any) -> Any:
+    """The value :func:`pack` packed, as it arrived (Dask has already undone ``to_serialize``
+    by then; a ``Serialize`` wrapper is undone here for callers in the same process)."""
+    if isinstance(value, bytes):
+        return pickle.loads(value)
+    if isinstance(value, Serialize):
+        return value.data
+    return value
+
+
+def by_index(values: dict[int, Any]) -> tuple:
+    """A producer's outputs received by index, as the tuple its readers index into (only the
+    indices received are filled).
+
+    >>> by_index({2: "c", 0: "a"})
+    ('a', None, 'c')
+    """
+    filled: list[Any] = [None] * (max(values, default=-1) + 1)
+    for index, value in values.items():
+        filled[index] = value
+    return tuple(filled)
