@@ -8,8 +8,9 @@ shuffle does through its worker plugin; the session's
     the client's one message for a step: the run's key, the plan's token, the
     :class:`~daskgraph.runtime.program.RunStep`, this worker's feeds and, the first time (or
     after the peers moved), the :class:`~daskgraph.runtime.program.WorkerStep`, the peers'
-    addresses and which of them live in the client's process. Runs a :class:`~daskgraph.runtime.worker.step_run.StepRun` and replies with the
-    fetched outputs once every partition here has run and sent what it must.
+    addresses and which of them live in the client's process. Runs a
+    :class:`~daskgraph.runtime.worker.step_run.StepRun` and replies with the fetched outputs
+    once every partition here has run and sent what it must.
 ``daskgraph_step_recv``
     a peer's tensors for a partition here (TensorFlow's ``Recv``); one that arrives before the
     client's message waits for it.
