@@ -17,10 +17,12 @@ The events are plain msgpack-able dicts, one of two kinds:
     <daskgraph.diagnostics.inspection.PlacementPlan.to_dict>`; ``None`` when it has more ops than
     ``daskgraph.dashboard.max-ops``, then only the partitions' devices and op counts).
 ``{"kind": "runs", "session", "plan", "keys", "runs", "failed", "seconds": {device: s},
-"paths": {path: n}, "at"}``
+"steps": {device: {"steps", "compute", "waiting", "sending"}}, "paths": {path: n}, "at"}``
     The runs of a plan since the last such event: how many, how many failed, the time spent
     per device on runs that skipped the scheduler (the scheduler's runs are timed from their
-    tasks), by which path they went, and the task keys that name the partitions.
+    tasks), where compiled steps' time went per device (as their workers measured it: running
+    ops, waiting for inputs, sending outputs), by which path they went, and the task keys that
+    name the partitions.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class DeviceTotals:
     runs: int = 0
     seconds: float = 0.0
     bytes_in: int = 0
+    steps: int = 0  # compiled steps (runs without the scheduler) with a partition here
+    waiting: float = 0.0  # of those: time waiting for inputs, and sending outputs
+    sending: float = 0.0
 
 
 def _is_run_key(key: Any) -> bool:
@@ -166,6 +171,11 @@ class PlacementBoard(SchedulerPlugin):
         runs = int(msg["runs"])
         for device, seconds in msg.get("seconds", {}).items():
             self.devices.setdefault(device, DeviceTotals(device)).seconds += float(seconds)
+        for device, spent in msg.get("steps", {}).items():
+            totals = self.devices.setdefault(device, DeviceTotals(device))
+            totals.steps += int(spent["steps"])
+            totals.waiting += float(spent["waiting"])
+            totals.sending += float(spent["sending"])
         if plan is not None:
             plan["runs"] += runs
             plan["failed"] += int(msg.get("failed", 0))
@@ -227,6 +237,9 @@ class PlacementBoard(SchedulerPlugin):
                 "runs": d.runs,
                 "seconds": d.seconds + self.task_seconds.get(task_group(d.name), 0.0),
                 "bytes_in": d.bytes_in,
+                "compiled_steps": d.steps,
+                "waiting": d.waiting,
+                "sending": d.sending,
             }
             for d in known
         ]

@@ -215,6 +215,8 @@ _DEVICE_COLUMNS = (
     ("device", "device"), ("kind", "kind"), ("marks", "virtual / logical"),
     ("worker", "worker"), ("ops", "ops"), ("partitions", "partitions"), ("runs", "runs"),
     ("seconds", "time (s)"), ("bytes_in", "bytes in from other devices"),
+    ("compiled_steps", "compiled steps"), ("waiting", "waiting for inputs (s)"),
+    ("sending", "sending (s)"),
 )  # fmt: skip
 _OP_COLUMNS = (
     ("name", "op"), ("type", "type"), ("requested", "requested"), ("assigned", "assigned"),
@@ -244,9 +246,11 @@ def _device_rows(devices: list[dict[str, Any]]) -> dict[str, list[Any]]:
     rows = _columns(_DEVICE_COLUMNS)
     for d in devices:
         rows["device"].append(short_device(d["name"]))
-        rows["seconds"].append(round(d["seconds"], 4))
+        for key in ("seconds", "waiting", "sending"):
+            rows[key].append(round(d.get(key, 0.0), 4))
         for key in ("kind", "marks", "worker", "ops", "partitions", "runs", "bytes_in"):
             rows[key].append(d[key])
+        rows["compiled_steps"].append(d.get("compiled_steps", 0))
     return rows
 
 

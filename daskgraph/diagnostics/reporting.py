@@ -42,8 +42,10 @@ class _Tally:
     plan: Plan
     runs: int = 0
     failed: int = 0
-    seconds: float = 0.0  # time of the runs that skipped the scheduler
+    seconds: float = 0.0  # time of the runs that skipped the scheduler, untimed per device
     paths: dict[str, int] = field(default_factory=dict)
+    #: compiled steps' time per device: [steps, compute, waiting, sending] (seconds)
+    steps: dict[str, list[float]] = field(default_factory=dict)
     last_prefix: str = ""
 
 
@@ -76,13 +78,14 @@ class Reporter:
         self._plans.append(_NewPlan(session, number, graph, placement, plan, devices, label))
 
     def ran(self, session: str, number: int, plan: Plan, path: str, seconds: float,
-            prefix: str, failed: bool = False) -> None:  # fmt: skip
+            prefix: str, failed: bool = False,
+            timing: dict[str, tuple[float, float, float]] | None = None) -> None:  # fmt: skip
         """Note a run of plan ``number`` that went by ``path`` (``"in-process"``,
         ``"actor"`` or ``"scheduler"``) and took ``seconds``.
 
         On every run's path, so it only appends to a deque (thread-safe, no lock); the
         publishing thread adds the runs up."""
-        self._ran.append((session, number, plan, path, seconds, prefix, failed))
+        self._ran.append((session, number, plan, path, seconds, prefix, failed, timing))
         started = self._started.get(session)
         if started is None or number not in started:  # a plan's first run: publish it now
             self._started.setdefault(session, set()).add(number)
@@ -102,7 +105,7 @@ class Reporter:
         tallies: dict[tuple[str, int], _Tally] = {}
         ran = self._ran
         for _ in range(len(ran)):
-            session, number, plan, path, seconds, prefix, failed = ran.popleft()
+            session, number, plan, path, seconds, prefix, failed, timing = ran.popleft()
             tally = tallies.get((session, number))
             if tally is None:
                 tally = tallies[session, number] = _Tally(plan)
@@ -110,7 +113,9 @@ class Reporter:
             tally.failed += failed
             tally.paths[path] = tally.paths.get(path, 0) + 1
             tally.last_prefix = prefix
-            if path != "scheduler":  # the board times the scheduler's runs from their tasks
+            if timing:  # a compiled step: timed per device by its workers
+                _add_step(tally.steps, timing)
+            elif path != "scheduler":  # the board times the scheduler's runs from their tasks
                 tally.seconds += seconds
         return tallies
 
@@ -178,12 +183,40 @@ def runs_event(session: str, number: int, tally: _Tally) -> dict[str, Any]:
         "keys": keys,
         "runs": tally.runs,
         "failed": tally.failed,
-        "seconds": {
-            p.device: tally.seconds / len(tally.plan.partitions) for p in tally.plan.partitions
+        "seconds": _seconds(tally),
+        "steps": {
+            device: {"steps": int(n), "compute": c, "waiting": w, "sending": s}
+            for device, (n, c, w, s) in tally.steps.items()
         },
         "paths": dict(tally.paths),
         "at": time.time(),
     }
+
+
+def _add_step(steps: dict[str, list[float]], timing: dict[str, tuple[float, ...]]) -> None:
+    """Add one compiled step's (compute, waiting, sending) seconds per device.
+
+    >>> steps = {}
+    >>> _add_step(steps, {"gpu": (0.5, 0.25, 0.0)}); _add_step(steps, {"gpu": (0.5, 0.0, 0.0)})
+    >>> steps
+    {'gpu': [2, 1.0, 0.25, 0.0]}
+    """
+    for device, (compute, waiting, sending) in timing.items():
+        totals = steps.setdefault(device, [0, 0.0, 0.0, 0.0])
+        totals[0] += 1
+        totals[1] += compute
+        totals[2] += waiting
+        totals[3] += sending
+
+
+def _seconds(tally: _Tally) -> dict[str, float]:
+    """Time per device of the runs that skipped the scheduler: compiled steps' compute time
+    as their workers measured it; other runs' time shared among the plan's partitions."""
+    partitions = tally.plan.partitions
+    seconds = {p.device: tally.seconds / len(partitions) for p in partitions}
+    for device, (_, compute, _, _) in tally.steps.items():
+        seconds[device] = seconds.get(device, 0.0) + compute
+    return seconds
 
 
 def _interval() -> float:

@@ -63,6 +63,18 @@ class StepReport:
 
     timing: dict[int, tuple[str, StepTiming]]
 
+    def by_device(self) -> dict[str, tuple[float, float, float]]:
+        """(compute, waiting, sending) seconds per device, over its partitions.
+
+        >>> StepReport({0: ("gpu", StepTiming(0.5, 1.0, 0.0))}).by_device()
+        {'gpu': (1.0, 0.5, 0.0)}
+        """
+        out: dict[str, tuple[float, float, float]] = {}
+        for device, t in self.timing.values():
+            c, w, s = out.get(device, (0.0, 0.0, 0.0))
+            out[device] = (c + t.compute, w + t.waiting, s + t.sending)
+        return out
+
 
 @dataclass
 class _Target:

@@ -48,7 +48,7 @@ from daskgraph.framework import default_session
 from daskgraph.framework.default_session import get_default_session
 from daskgraph.framework.graph import Graph, Operation, Tensor, get_default_graph
 from daskgraph.framework.nodes import GraphDef
-from daskgraph.runtime.client.compiled_steps import CompiledSteps
+from daskgraph.runtime.client.compiled_steps import CompiledSteps, StepReport
 from daskgraph.runtime.client.connection import Connection
 from daskgraph.runtime.client.dispatch import CompiledRun, FastPath
 from daskgraph.runtime.client.executors import (
@@ -176,7 +176,10 @@ class Session:
         self._closed = False
         self._fast = FastPath(self._conn.client, self._conn.watch, self._id)
         self._in_process = InProcessDevices(self._conn.client)
-        self._compiled_steps = CompiledSteps(self._conn.client, self._conn.watch, self._id)
+        self._step_reports = threading.local()  # a compiled step's timing, for its report
+        self._compiled_steps = CompiledSteps(
+            self._conn.client, self._conn.watch, self._id, self._stepped
+        )
         self._executors = ExecutorChain(
             [
                 InProcessExecutor(self._in_process),
@@ -443,6 +446,10 @@ class Session:
         self._report(compiled, path, started, prefix)
         return results
 
+    def _stepped(self, compiled: CompiledRun, report: StepReport) -> None:
+        """Keep a compiled step's timing for :meth:`_report` (same thread, same run)."""
+        self._step_reports.last = report
+
     def _release_plan(self, compiled: CompiledRun) -> None:
         """Free what an evicted plan holds on the workers (see :mod:`.plan_cache`)."""
         self._fast.release(compiled)
@@ -451,10 +458,13 @@ class Session:
     def _report(
         self, compiled: CompiledRun, path: str, started: float, prefix: str, failed: bool = False
     ) -> None:
+        report = getattr(self._step_reports, "last", None)
+        self._step_reports.last = None
         if self._reporter is not None:
             seconds = time.perf_counter() - started
+            timing = report.by_device() if report is not None and path == "compiled" else None
             self._reporter.ran(
-                self._id, compiled.number, compiled.plan, path, seconds, prefix, failed
+                self._id, compiled.number, compiled.plan, path, seconds, prefix, failed, timing
             )
 
     # -- logging --------------------------------------------------------------------------------

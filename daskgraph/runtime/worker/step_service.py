@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -76,6 +76,9 @@ class StepService(StepHost):
         self.early: dict[tuple, dict[int, Any]] = {}
         self.ended: OrderedDict[tuple, None] = OrderedDict()
         self.durations: dict[tuple[str, int], float] = {}
+        #: what this worker did: ``steps`` run, tensors ``sent`` to and ``received`` from
+        #: peers (messages), and ``received`` by sender address (``"from <address>"``)
+        self.counts: Counter[str] = Counter()
         limit = dask.config.get("daskgraph.compiled-inline-limit")
         self.inline_limit = float(parse_timedelta(limit, default="s") or 0.0)
 
@@ -139,6 +142,7 @@ class StepService(StepHost):
             self.early.pop(key, {}), near,
         )  # fmt: skip
         self.runs[key] = run_here
+        self.counts["steps"] += 1
         try:
             return await run_here.run()
         except asyncio.CancelledError:
@@ -149,8 +153,11 @@ class StepService(StepHost):
             self.runs.pop(key, None)
             self._end(key)
 
-    def recv(self, session: str, run: str, producer: int, value: Any) -> str:
-        """``daskgraph_step_recv``: a peer's outputs of partition ``producer``."""
+    def recv(self, session: str, run: str, producer: int, value: Any, sender: str = "") -> str:
+        """``daskgraph_step_recv``: the outputs of partition ``producer``, from the worker at
+        ``sender``."""
+        self.counts["received"] += 1
+        self.counts[f"from {sender}"] += 1
         self.deliver((session, run), producer, unpack(value))
         return "OK"
 
@@ -190,8 +197,11 @@ class StepService(StepHost):
     async def send(self, address: str, key: tuple, producer: int, value: Any) -> None:
         """Deliver to the worker at ``address``: by reference in this process, else through
         this worker's connection pool (Dask's comm)."""
+        self.counts["sent"] += 1
         local = _LOCAL.get(address)
         if local is not None:
+            local.counts["received"] += 1
+            local.counts[f"from {self.address}"] += 1
             if local.loop is asyncio.get_running_loop():
                 local.deliver(key, producer, value)
             else:
@@ -200,7 +210,12 @@ class StepService(StepHost):
         session, run = key
         try:
             await self.worker.rpc(address).daskgraph_step_recv(
-                session=session, run=run, producer=producer, value=pack(value), reply=False
+                session=session,
+                run=run,
+                producer=producer,
+                value=pack(value),
+                sender=self.address,
+                reply=False,
             )
         except (OSError, ConnectionError) as exc:  # CommClosedError is an OSError
             raise PeerLost(address, exc) from exc
