@@ -14,6 +14,11 @@ Cases, in the order they run (each in its own module):
   default embedded cluster), and 4 towers sync and async on an embedded cluster with 4 virtual
   GPUs; there too, whether 2 towers on 2 virtual GPUs run at the same time within one run
   (``--training-steps``, ``--tower-steps``, ``--training-batch``, ``--tower-size``);
+* ``multi-device`` -- repeated multi-device steps (two matmuls on 2 virtual GPUs and their sum
+  on the CPU, a chain over three devices, sync training with 1, 2 and 4 towers) on the
+  embedded cluster with 4 virtual GPUs, compiled steps and the scheduler's path, against
+  TensorFlow's logical devices; one traced step each, hop by hop (``--multi-calls``,
+  ``--multi-warmup``);
 * ``sessions`` -- ``Session()`` creation and worker memory over session cycles, each repeat in
   a fresh process (the process's own shared embedded cluster, one virtual GPU);
 * ``memory`` -- client, scheduler and worker memory over long runs of a two-device graph (a
@@ -50,6 +55,7 @@ from benchmarks import (
     first_run,
     latency,
     memory,
+    multi_device,
     report,
     scale,
     sessions,
@@ -72,6 +78,7 @@ CASES = (
     "latency",
     "feeds",
     "training",
+    "multi-device",
     "sessions",
     "memory",
     "first-run",
@@ -84,7 +91,7 @@ CPU_CASES = {
     "latency": latency.run,
 }
 #: the cases with TensorFlow rows (its peer process starts when one of them runs)
-TF_CASES = frozenset({*CPU_CASES, "training", "sessions"})
+TF_CASES = frozenset({*CPU_CASES, "training", "multi-device", "sessions"})
 BUSY = 0.1  # warn when other processes use more than this fraction of the CPUs at the start
 RESULT_KEYS = {
     "scale": "scale",
@@ -94,6 +101,7 @@ RESULT_KEYS = {
     "latency": "latency",
     "feeds": "feeds",
     "training": "training",  # and "towers": the case's tower-concurrency section
+    "multi-device": "multi_device",
     "sessions": "sessions",
     "memory": "memory",
     "first-run": "first_run",
@@ -110,6 +118,10 @@ def _sizes(text: str) -> list[int]:
 def _per_call_args(parser: argparse.ArgumentParser) -> None:
     """The calls a repeat (and warm-up) of the cases that time loops of calls."""
     parser.add_argument("--fine-calls", type=int, default=30, help="fine: calls per repeat")
+    parser.add_argument("--multi-calls", type=int, default=20, help="multi-device: steps a repeat")
+    parser.add_argument(
+        "--multi-warmup", type=int, default=20, help="multi-device: untimed steps per way"
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -176,8 +188,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--repeats and --big-repeats must be >= 1")
     if args.power < 2:
         parser.error("--power must be >= 2")
-    if min(args.trivial_calls, args.fine_calls) < 1:
-        parser.error("--trivial-calls and --fine-calls must be >= 1")
+    if min(args.trivial_calls, args.fine_calls, args.multi_calls, args.multi_warmup) < 1:
+        parser.error("--trivial-calls, --fine-calls, --multi-calls, --multi-warmup must be >= 1")
     if args.first_run_ops < 100:
         parser.error("--first-run-ops must be >= 100")
     if args.training_steps < 1 or args.tower_steps < 1 or args.tower_size < 1:
@@ -264,6 +276,11 @@ def _run_cases(
     if "training" in cases:
         _progress("training", started)
         done.update(training.run(args, peers))
+        gc.collect()
+
+    if "multi-device" in cases:
+        _progress("multi-device", started)
+        done["multi_device"] = multi_device.run(args, peers)
         gc.collect()
 
     if "sessions" in cases:
