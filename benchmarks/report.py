@@ -11,6 +11,10 @@
 Re-render the plot and the page from the last results without running anything::
 
     .venv/bin/python -m benchmarks.report [benchmarks/results/latest.json]
+
+Results of a partial run (``--only``) are merged into the page as it stands, each case they
+hold replacing its old section and target rows (:mod:`benchmarks.merge`); a full run renders
+the whole page.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import string
 import sys
 from typing import Any
 
-from benchmarks import hops
+from benchmarks import hops, merge
 from benchmarks.common import fmt_bytes, fmt_time
 from benchmarks.findings import FINDINGS
 
@@ -495,9 +499,15 @@ def _holdbacks(results: dict[str, Any]) -> str:
     return "\n".join(parts).rstrip()
 
 
-def write_markdown(results: dict[str, Any], path: pathlib.Path, plotted: bool) -> None:
-    """Fill the template with ``results``."""
-    text = string.Template(TEMPLATE.read_text()).substitute(markdown_fields(results, plotted))
+def write_markdown(
+    results: dict[str, Any], path: pathlib.Path, plotted: bool, partial: bool = False
+) -> None:
+    """Fill the template with ``results``; ``partial`` (a run of some cases): merge them into
+    the page as it stands (:mod:`benchmarks.merge`), keeping the other cases' numbers."""
+    fields = markdown_fields(results, plotted)
+    if partial and path.exists():
+        fields = merge.merged_fields(path.read_text(), fields, results)
+    text = string.Template(TEMPLATE.read_text()).substitute(fields)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
 
@@ -540,15 +550,18 @@ def markdown_fields(results: dict[str, Any], plotted: bool) -> dict[str, str]:
     }
 
 
-def render_docs(results: dict[str, Any], docs: pathlib.Path = DOCS) -> list[pathlib.Path]:
-    """Render ``docs/scale.png`` (when the scale case ran) and ``docs/benchmarks.md``."""
+def render_docs(
+    results: dict[str, Any], docs: pathlib.Path = DOCS, partial: bool = False
+) -> list[pathlib.Path]:
+    """Render ``docs/scale.png`` (when the scale case ran) and ``docs/benchmarks.md`` (from
+    a partial run: its cases merged into the page, see :func:`write_markdown`)."""
     written = []
     plotted = False
     if "scale" in results["cases"]:
         plotted = plot_scale(results["cases"]["scale"], docs / "scale.png")
         if plotted:
             written.append(docs / "scale.png")
-    write_markdown(results, docs / "benchmarks.md", plotted)
+    write_markdown(results, docs / "benchmarks.md", plotted, partial)
     written.append(docs / "benchmarks.md")
     return written
 
@@ -558,7 +571,8 @@ def main(argv: list[str] | None = None) -> int:
     path = pathlib.Path(argv[0]) if argv else DEFAULT_JSON
     results = json.loads(path.read_text())
     print_report(results)
-    for written in render_docs(results):
+    partial = bool(results["suite"].get("args", {}).get("only"))  # a run of some cases
+    for written in render_docs(results, partial=partial):
         print(f"wrote {written.relative_to(ROOT)}")
     return 0
 

@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     report.write_json(results, args.json)
     print(f"wrote {_show(args.json)}")
     if not args.no_docs:
-        for written in report.render_docs(results, args.docs):
+        for written in report.render_docs(results, args.docs, partial=bool(args.only)):
             print(f"wrote {_show(written)}")
     return 0
 
