@@ -84,7 +84,7 @@ def provenance(results: dict[str, Any]) -> str:
         parts.append(f"other processes used {busy:.0%} of the CPUs before it")
     if load:
         parts.append(f"load average {load[0]:.2f} after it")
-    return f"_Measured in a run of its own: {', '.join(parts)}._"
+    return f"_Measured in a later run than the page's: {', '.join(parts)}._"
 
 
 def _between(text: str, start: str, end: str) -> str:

@@ -30,8 +30,8 @@ Every way gets ``--multi-warmup`` untimed steps, then each repeat times ``--mult
 back-to-back steps (the median per step is kept), the ways of all rows taking turns repeat by
 repeat. Checked: row A and the chain against NumPy (rtol 1e-4); for the training rows, the
 losses of the first steps from the same weights agree between the three ways (rtol 1e-4, as
-the training case). After the repeats, one traced step per way and row says where its time
-goes, hop by hop (:mod:`benchmarks.hops`).
+the training case). After the repeats, a traced step per way and row (the median of
+:data:`TRACES`, by wall time) says where its time goes, hop by hop (:mod:`benchmarks.hops`).
 
 Targets: row A's compiled step <= 1 ms; row C's compiled step / TensorFlow's <= 3x.
 """
@@ -84,6 +84,7 @@ WAYS = {  # short: the columns of the case's table
 }
 ROW_A_GOAL_MS = 1.0
 ROW_C_GOAL = 3.0
+TRACES = 3  # traced steps per way and row after the repeats; the median one is shown
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
 
 
@@ -331,14 +332,20 @@ def _check_result(row: str, ways: list[Way], data: dict[str, Any]) -> None:
 
 
 def _traces(models: dict, handle: int | None, peers: Peers) -> dict[str, Any]:
-    """One traced step of every way, summarized (:func:`benchmarks.hops.summarize`)."""
+    """Per way, the summary (:func:`benchmarks.hops.summarize`) of the median of ``TRACES``
+    traced steps (by wall time): one step, not blown up by one preemption of a busy machine."""
     out: dict[str, Any] = {}
     for key, compiled in (("compiled", True), ("scheduler", False)):
         with compiled_steps(compiled):
-            out[key] = hops.summarize(models[key].trace())
+            out[key] = _median_trace([hops.summarize(models[key].trace()) for _ in range(TRACES)])
     if handle is not None:
-        out["tensorflow"] = hops.summarize(peers.tensorflow.call(handle, "trace"), gpu_offset=1)
+        traces = [peers.tensorflow.call(handle, "trace") for _ in range(TRACES)]
+        out["tensorflow"] = _median_trace([hops.summarize(t, gpu_offset=1) for t in traces])
     return out
+
+
+def _median_trace(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    return sorted(summaries, key=lambda s: s["wall_us"])[len(summaries) // 2]
 
 
 # -- the record -----------------------------------------------------------------------------------

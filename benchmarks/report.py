@@ -206,7 +206,8 @@ def multi_hops_md(case: dict[str, Any]) -> str:
         "#### Where the time of a step goes, hop by hop",
         "",
         "One traced step per way and row (`RunOptions(trace_level=FULL_TRACE)`, its "
-        "`RunMetadata.step_stats`), after the timed repeats: the time from the call to the "
+        "`RunMetadata.step_stats`; the median of 3 by wall time), after the timed repeats: "
+        "the time from the call to the "
         "first op, each device's compute (its ops' time, when its first op started and its "
         "last ended, from the call), the time between the first op and the last when no "
         "device computed (tensors in flight between devices, tasks waiting to be scheduled), "
