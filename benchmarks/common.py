@@ -2,9 +2,12 @@
 
 A case measures several *ways* of doing one computation (daskgraph and its peers). Each way
 gets an untimed warm-up, then ``repeats`` timed repeats, the ways taking turns repeat by repeat
-(so that a noisy machine hurts them alike), and before every timed call the cluster is left
-to *settle* (no tasks left on the scheduler or the workers, garbage collected) so that one
-way's aftermath is not billed to the next one.
+(so that a noisy machine hurts them alike). A way is timed as its users would run it: a repeat
+is a loop of back-to-back calls (:func:`per_call`: the median per call), with nothing between
+the calls that a user's loop would not have (no garbage collection, no waiting); peers run in
+processes of their own (:mod:`benchmarks.peer`). Where one way leaves work behind on a shared
+cluster (a plain Dask graph's thousands of keys to release), the case lets the cluster
+*settle* after that way (:func:`settle`), so that its aftermath is not billed to the next one.
 
 Results are plain dictionaries (they go to JSON as they are): a way is recorded by
 :func:`way_record`, a target by :func:`target_record`.
@@ -112,10 +115,27 @@ def _call(way: Way, repeat: int, fn: Callable[[], Any] | None, settle) -> tuple[
     return seconds, value
 
 
-def settle(client, timeout: float = 30.0) -> None:
+def per_call(fn: Callable[[], Any], calls: int) -> Callable[[], Timed]:
+    """A way that makes ``calls`` back-to-back calls and reports the median per call (and the
+    last result): a user's loop, nothing between the calls."""
+
+    def run() -> Timed:
+        times = []
+        result = None
+        for _ in range(calls):
+            start = time.perf_counter()
+            result = fn()
+            times.append(time.perf_counter() - start)
+        return Timed(statistics.median(times), result)
+
+    return run
+
+
+def settle(client, timeout: float = 30.0, collect: bool = True) -> None:
     """Wait until the scheduler and workers hold no tasks but the ones this client keeps on
-    purpose (a session's programs resident on their workers), then collect garbage here and on
-    the workers: releasing thousands of keys after one way is not timed in the next one."""
+    purpose (a session's programs resident on their workers), then (``collect``) collect
+    garbage here and on the workers: releasing thousands of keys after one way is not timed
+    in the next one."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         held = set(client.futures)
@@ -128,8 +148,9 @@ def settle(client, timeout: float = 30.0) -> None:
         if not on_scheduler and not any(on_workers.values()):
             break
         time.sleep(0.01)
-    client.run(gc.collect)
-    gc.collect()
+    if collect:
+        client.run(gc.collect)
+        gc.collect()
 
 
 # -- records --------------------------------------------------------------------------------------
@@ -218,10 +239,13 @@ def load_tensorflow() -> tuple[Any, str]:
     return tf, ""
 
 
-def tf_session(tf: Any, graph: Any, threads: int) -> Any:
-    """A ``tf.compat.v1.Session`` with ``threads`` intra- and inter-op threads."""
+def tf_session(tf: Any, graph: Any, threads: int, cpus: int = 1) -> Any:
+    """A ``tf.compat.v1.Session`` with ``threads`` intra- and inter-op threads and ``cpus``
+    logical CPU devices (``/cpu:0`` .. ``/cpu:{cpus - 1}``, TensorFlow's ``device_count``)."""
     config = tf.compat.v1.ConfigProto(
-        intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads
+        intra_op_parallelism_threads=threads,
+        inter_op_parallelism_threads=threads,
+        device_count={"CPU": cpus},
     )
     return tf.compat.v1.Session(graph=graph, config=config)
 
@@ -300,7 +324,8 @@ def _loaded_libraries(fragment: str) -> list[str]:
 
 
 # -- the machine ----------------------------------------------------------------------------------
-def machine_info(tf: Any) -> dict[str, Any]:
+def machine_info(tf_version: str) -> dict[str, Any]:
+    """The machine and the versions of everything measured (TensorFlow's as its peer says)."""
     import dask
     import distributed
 
@@ -329,7 +354,7 @@ def machine_info(tf: Any) -> dict[str, Any]:
         "dask": dask.__version__,
         "distributed": distributed.__version__,
         "numpy": np.__version__,
-        "tensorflow": tf.__version__ if tf is not None else TF_MISSING,
+        "tensorflow": tf_version,
         "matplotlib": mpl,
         "numpy_blas_threads": blas_threads(),
     }

@@ -6,8 +6,9 @@ so that the powers stay finite), fed through placeholders; A^n and B^n are compu
 
 * ``dg.Session.run`` on the embedded cluster a plain ``dg.Session()`` gets (one CPU worker
   with all cores as Dask threads, in this process by default), as daskgraph ships it;
-* NumPy in this process (``a @ a @ ...``; OpenBLAS with all cores);
-* TensorFlow 1 graph mode, intra- and inter-op threads = CPU count.
+* NumPy (``a @ a @ ...``; OpenBLAS with all cores), in a process of its own
+  (:mod:`benchmarks.peer`);
+* TensorFlow 1 graph mode, intra- and inter-op threads = CPU count, in a process of its own.
 
 Dask's nanny starts workers with ``OPENBLAS_NUM_THREADS=1``; daskgraph's executor gives BLAS
 the CPU worker's threads (``threadpoolctl``), and the case records the worker's BLAS threads.
@@ -28,11 +29,11 @@ from benchmarks.common import (
     blas_threads,
     ratio,
     run_interleaved,
-    settle,
     target_record,
     tf_session,
     way_record,
 )
+from benchmarks.peer import Peers, SessionModel, numpy_model, peer_way
 
 
 def inputs(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -81,7 +82,29 @@ def build_tensorflow(tf: Any, size: int, n: int):
     return graph, a, b, total
 
 
-def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, Any]:
+def tf_model(tf: Any, size: int, n: int, a_value: np.ndarray, b_value: np.ndarray) -> Any:
+    """TensorFlow's session of the case (a peer's model), fed ``a_value`` and ``b_value``."""
+    graph, a, b, total = build_tensorflow(tf, size, n)
+    session = tf_session(tf, graph, os.cpu_count() or 1)
+    return SessionModel(tf.compat.v1, session, total, {a: a_value, b: b_value})
+
+
+def numpy_peer(np_: Any, n: int, a_value: np.ndarray, b_value: np.ndarray) -> Any:
+    return numpy_model(lambda: numpy_way(a_value, b_value, n))
+
+
+def _peer_ways(numpy_way: Way, tf_way: Way, peers: Peers, size: int, n: int, values: dict) -> None:
+    """The peers' ways: one call a repeat, in their processes."""
+    handle = peers.numpy.build("benchmarks.compute_bound:numpy_peer", n=n, **values)
+    peer_way(numpy_way, peers.numpy, handle, 1, 1)
+    if peers.tensorflow is not None:
+        handle = peers.tensorflow.build(
+            "benchmarks.compute_bound:tf_model", size=size, n=n, **values
+        )
+        peer_way(tf_way, peers.tensorflow, handle, 1, 1)
+
+
+def run(client, cpu_worker: str, peers: Peers, args) -> dict[str, Any]:
     import daskgraph as dg
 
     size, n = args.matrix_size, args.power
@@ -91,22 +114,18 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
     feeds = {a: a_value, b: b_value}
     worker_threads = client.scheduler_info(n_workers=-1)["workers"][cpu_worker]["nthreads"]
 
-    tf_sess = None
     with dg.Session(client, graph=graph) as sess:
         ways = [
             Way("daskgraph", "daskgraph Session.run", lambda: sess.run(total, feeds)),
-            Way("numpy", "NumPy a @ a @ ... (in-process)", lambda: numpy_way(a_value, b_value, n)),
-            Way("tensorflow", "TensorFlow 1 Session.run (graph mode)", unavailable=tf_missing),
+            Way("numpy", "NumPy a @ a @ ... (a process of its own)"),
+            Way(
+                "tensorflow",
+                "TensorFlow 1 Session.run (a process of its own)",
+                unavailable=peers.tf_missing,
+            ),
         ]
-        if tf is not None:
-            tf_graph, tf_a, tf_b, tf_total = build_tensorflow(tf, size, n)
-            tf_sess = tf_session(tf, tf_graph, threads)
-            ways[2].fn = lambda: tf_sess.run(tf_total, {tf_a: a_value, tf_b: b_value})
-        try:
-            run_interleaved(ways, args.repeats, lambda: settle(client))
-        finally:
-            if tf_sess is not None:
-                tf_sess.close()
+        _peer_ways(ways[1], ways[2], peers, size, n, {"a_value": a_value, "b_value": b_value})
+        run_interleaved(ways, args.repeats, None)
         # after daskgraph's runs: its executor set the worker's BLAS threads on the first one
         worker_blas = client.run(blas_threads, workers=[cpu_worker])[cpu_worker]
 

@@ -176,11 +176,53 @@ TensorFlow fuses: `SparseSoftmaxCrossEntropyWithLogits` (label check, log-softma
 `take_along_axis`) 188 us, `ReluGrad` (`where` with a `zeros_like`) 153 us, `ApplyAdam` on w1
 (nine temporaries) 127 us, a third of the quiet step's kernel time.
 
+*Timed as users run it (issue 24's harness: TensorFlow in a process of its own, no settling
+between steps).* TensorFlow's step is 0.56-0.83 ms there, not the 3.1-3.2 ms measured beside
+the cluster's threads in the benchmark's process. daskgraph's one-device step: in a run where
+other processes used 53% of the CPUs before it, 0.70-1.9 ms (median 0.90 ms, 1.25x
+TensorFlow's); in one where they used 100%, 1.06 ms in the round where the cores were free
+and 4.5-17 ms in the others (18x). With one BLAS thread: 0.66-0.87 ms in both runs (0.95x
+and 1.07x). The 1.2x target needs the one-thread policy for small products above.
+
 The tower ways are not in the target: a sync step of 4 towers (traced, load 4.5) is 8
 partitions with about 5 ms of kernels in 110-280 ms; the towers' partitions (16 ops, 1 ms
 each) start at +84, +114, +130 and +157 ms, one after the other, and the update at +212 ms:
 the time goes to Dask task hand-offs and transfers among 6 processes (the scheduler in the
 client's) on 2 cores, not to compute.""",
+    "multi.row_a": """\
+**Every step is a Dask graph through the scheduler: about 20 ms of hops around 0.2 ms of
+compute.** Measured before compiled steps were in the tree, so `daskgraph.compiled-steps: true`
+and `false` both took the scheduler's path (20.5-20.8 ms a step each, two runs on a busy
+2-core machine; TensorFlow's logical devices 0.17-0.21 ms). Traced (the hop tables above,
+two runs), a step spends 5-16 ms from the call to the first op (the client builds the step's
+Dask graph and sends it to the scheduler, which hands the partitions' tasks to the two GPU
+workers), 0.07 ms in each matmul's partition, 7-17 ms between them and the `add_n` on
+`/cpu:0` (each GPU task reported done to the scheduler, which then sends the CPU task, whose
+worker fetches both 16 KiB products from the GPU workers), and 4-10 ms from the last op back
+to the call's return (the CPU task reported, the client told, the result gathered). Compute
+is 0.2 ms, 1% of the step; TensorFlow's whole traced step takes 0.5 ms.
+
+*The way to 1 ms:* no scheduler in a repeated step: one message from the client to each
+worker that holds a partition, tensors sent worker to worker as soon as they are made, the
+result sent to the client by the worker that makes it (issue 24's compiled steps). With three
+partitions of 0.1 ms each, that leaves about three worker-to-worker messages and one reply.""",
+    "multi.row_c_vs_tensorflow": """\
+**The same hops as row A, more of them, and four tower processes on two cores.** A sync step
+of 4 towers is 6 partitions: the batch split on `/cpu:0` (49 ops, 0.1 ms), one per tower (16
+ops, 0.4-0.66 ms of kernels each on a worker process of one thread), and the averaging and
+Adam update on `/cpu:0` (21 ops, 0.3-3 ms). Traced, 2.5-5 ms of the step is kernels (16 ms
+when the machine's other processes preempt a tower); the rest, 40-100 ms, is the scheduler's
+hand-offs: 8-19 ms to the first op, 28-63 ms between devices, 8-26 ms back. The 1, 2 and 4
+tower steps (26-29, 37-40 and 54-69 ms, two runs) grow by 6-15 ms a tower: a task's round
+trip through the scheduler, not its compute. TensorFlow runs the same graph on 5 logical
+devices in one process in 0.9-1.2 ms a step, so within 3x means about 3 ms.
+
+*The way there:* compiled steps (see row A) remove the scheduler's round trips; then what is
+left is the towers' compute (4 x 0.45 ms on 2 cores: at best 0.9 ms side by side), the
+tensors moved between processes (to each tower its 16 KiB shard and the 4 parameters, 38 KiB
+of gradients back) and the update. The chain row shows a planner detail that costs hops
+too: its `/gpu:0` and `/gpu:1` each run as two partitions (the variable's read apart from
+the ops fed by the previous device), 5 partitions for 3 devices.""",
     "towers.concurrency": """\
 **Two cores shared with the client, the scheduler and other jobs; a two-device run's fixed
 cost.** The towers do run at the same time: a traced run of two towers (`RunOptions(

@@ -2,22 +2,25 @@
 
 ``chains`` chains of ``length`` elementwise ops (alternately adding and multiplying small
 per-chain constants) on a 16x16 float32 array fed through one placeholder, joined by
-``add_n``: 40 x 100 = 4,001 op tasks. Four ways, on the embedded cluster a plain
-``dg.Session()`` gets (:func:`~benchmarks.common.default_cluster`; its CPU worker lives in this
-process by default):
+``add_n``: 40 x 100 = 4,001 op tasks. Four ways:
 
-* ``dg.Session.run`` -- one partition: one Dask task that runs every op in a lean loop;
+* ``dg.Session.run`` on the embedded cluster a plain ``dg.Session()`` gets
+  (:func:`~benchmarks.common.default_cluster`; its CPU worker lives in this process by
+  default) -- one partition, its ops run in a lean loop;
 * TensorFlow 1 (``tf.compat.v1`` graph mode, a ``Session`` with the same ops, intra- and
-  inter-op threads = CPU count, graph optimizations at their defaults);
-* a plain NumPy loop in this process (the floor: no framework at all);
+  inter-op threads = CPU count, graph optimizations at their defaults), in a process of its
+  own (:mod:`benchmarks.peer`);
+* a plain NumPy loop (the floor: no framework at all), in a process of its own;
 * one Dask task per op, all restricted to the CPU worker (``client.get(dsk, key,
   workers=[cpu], allow_other_workers=False)``) -- what daskgraph would cost without
   partitioning. It runs ``--per-op-chains`` chains (4: a Dask task costs 10-30 ms on a
   2-core machine, 40 s a repeat for the whole graph), and its target compares times per op.
   Its warm-up runs a single chain (same code paths).
 
-The three in-process ways are warmed up by :data:`WARMUP_CALLS` untimed calls each (the
-steady state of a loop of runs: see :mod:`daskgraph.runtime.worker.codegen`).
+The first three ways are warmed up by :data:`WARMUP_CALLS` untimed calls each (the steady
+state of a loop of runs: see :mod:`daskgraph.runtime.worker.codegen`), then each repeat times
+``--fine-calls`` back-to-back calls and keeps the median per call. The per-op peer's repeat is
+one call; the cluster settles after it (its 401 keys released), not billed to the next way.
 
 Every result is checked against NumPy's. Targets: one-task-per-op / daskgraph >= 20x;
 daskgraph / TensorFlow <= 1.5x.
@@ -32,6 +35,7 @@ import numpy as np
 
 from benchmarks.common import (
     Way,
+    per_call,
     ratio,
     run_interleaved,
     settle,
@@ -39,6 +43,7 @@ from benchmarks.common import (
     tf_session,
     way_record,
 )
+from benchmarks.peer import Peers, SessionModel, numpy_model, peer_way
 
 SIZE = 16
 TF_GOAL = 1.5
@@ -133,25 +138,42 @@ def numpy_loop(x_value: np.ndarray, n_chains: int, length: int) -> np.ndarray:
     return _add_n(*ends)
 
 
-#: untimed calls of each in-process way before its timed repeats: a program run in a loop
-#: reaches its steady state (TensorFlow optimizes its graph on its first calls; daskgraph
+#: untimed calls of each way but the per-op peer before its timed repeats: a program run in a
+#: loop reaches its steady state (TensorFlow optimizes its graph on its first calls; daskgraph
 #: generates a program as one function once its runs have cost what generating it does)
 WARMUP_CALLS = 100
 
 
-def _repeated(fn, calls: int):
-    def warm() -> Any:
-        for _ in range(calls - 1):
-            fn()
-        return fn()
+# -- the peers' models (built in the peer processes) ----------------------------------------------
+def tf_model(tf: Any, chains: int, length: int, x_value: np.ndarray) -> SessionModel:
+    """TensorFlow's session of the graph, fed ``x_value``."""
+    graph, x, total = build_tensorflow(tf, chains, length)
+    session = tf_session(tf, graph, os.cpu_count() or 1)
+    return SessionModel(tf.compat.v1, session, total, {x: x_value})
 
-    return warm
+
+def numpy_peer(np_: Any, chains: int, length: int, x_value: np.ndarray) -> Any:
+    """The NumPy loop, as a peer's model."""
+    return numpy_model(lambda: numpy_loop(x_value, chains, length))
 
 
-def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, Any]:
+def _peer_ways(peers: Peers, chains: int, length: int, x_value, calls: int) -> list[Way]:
+    params = {"chains": chains, "length": length, "x_value": x_value}
+    tf_way = Way("tensorflow", "TensorFlow 1 Session.run (a process of its own)")
+    tf_way.unavailable = peers.tf_missing
+    if peers.tensorflow is not None:
+        handle = peers.tensorflow.build("benchmarks.fine_grained:tf_model", **params)
+        peer_way(tf_way, peers.tensorflow, handle, calls, WARMUP_CALLS)
+    numpy_way = Way("numpy", "NumPy loop (a process of its own)")
+    handle = peers.numpy.build("benchmarks.fine_grained:numpy_peer", **params)
+    peer_way(numpy_way, peers.numpy, handle, calls, WARMUP_CALLS)
+    return [tf_way, numpy_way]
+
+
+def run(client, cpu_worker: str, peers: Peers, args) -> dict[str, Any]:
     import daskgraph as dg
 
-    chains, length = args.chains, args.length
+    chains, length, calls = args.chains, args.length, args.fine_calls
     graph, x, total = build_daskgraph(chains, length)
     x_value = np.random.default_rng(0).standard_normal((SIZE, SIZE)).astype(np.float32)
     n_ops = dask_graph_per_op(graph, x_value)[2]
@@ -164,35 +186,28 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
     def per_op(graph_dict: dict, key: str) -> np.ndarray:
         return client.get(graph_dict, key, workers=[cpu_worker], allow_other_workers=False)
 
-    threads = os.cpu_count() or 1
-    tf_sess = None
     with dg.Session(graph=graph) as sess:  # on the default embedded cluster: client's
         ways = [
-            Way("daskgraph", "daskgraph Session.run", lambda: sess.run(total, {x: x_value})),
-            Way("tensorflow", "TensorFlow 1 Session.run (graph mode)", unavailable=tf_missing),
-            Way("numpy", "NumPy loop (in-process)", lambda: numpy_loop(x_value, chains, length)),
+            Way(
+                "daskgraph",
+                "daskgraph Session.run",
+                per_call(lambda: sess.run(total, {x: x_value}), calls),
+                warmup=per_call(lambda: sess.run(total, {x: x_value}), WARMUP_CALLS),
+            ),
+            *_peer_ways(peers, chains, length, x_value, calls),
             Way(
                 "dask_per_op",
                 f"one Dask task per op (client.get; {peer_chains} chains, {peer_ops} tasks)",
                 lambda: per_op(dsk, out_key),
                 warmup=lambda: per_op(warm_dsk, warm_key),
+                after=lambda repeat: settle(client, collect=False),
             ),
         ]
-        if tf is not None:
-            tf_graph, tf_x, tf_total = build_tensorflow(tf, chains, length)
-            tf_sess = tf_session(tf, tf_graph, threads)
-            ways[1].fn = lambda: tf_sess.run(tf_total, {tf_x: x_value})
-        for way in ways[:3]:  # the steady state of a loop of runs
-            way.warmup = _repeated(way.fn, WARMUP_CALLS) if way.fn is not None else None
-        try:
-            run_interleaved(ways, args.repeats, lambda: settle(client))
-        finally:
-            if tf_sess is not None:
-                tf_sess.close()
+        run_interleaved(ways, args.repeats, None)
         plans = list(getattr(sess, "_plans", {}).values())  # introspection, for the report only
         partitions = len(plans[0].plan.partitions) if plans else None
 
-    expected = ways[2].result
+    expected = numpy_loop(x_value, chains, length)
     for way in ways[:3]:
         if way.result is not None:
             np.testing.assert_allclose(way.result, expected, rtol=1e-5, atol=1e-5)
@@ -204,7 +219,8 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
     return {
         "title": "fine-grained",
         "summary": f"{chains} chains x {length} elementwise ops on {SIZE}x{SIZE} float32 "
-        f"from a placeholder, joined by add_n ({n_ops} op tasks)",
+        f"from a placeholder, joined by add_n ({n_ops} op tasks); median per call of {calls} "
+        f"calls a repeat after {WARMUP_CALLS} untimed ones",
         "params": {
             "chains": chains,
             "length": length,
@@ -213,7 +229,9 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
             "per_op_peer_tasks": peer_ops,
             "graph_ops": len(graph),
             "daskgraph_partitions": partitions,
-            "tf_threads": threads,
+            "tf_threads": os.cpu_count() or 1,
+            "calls_per_repeat": calls,
+            "warmup_calls": WARMUP_CALLS,
         },
         "baseline": "daskgraph",
         "ways": list(by.values()),
@@ -231,7 +249,7 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
                 ratio(dg_s, by["tensorflow"]["median_s"]),
                 "<=",
                 TF_GOAL,
-                note=tf_missing,
+                note=peers.tf_missing,
             ),
         ],
     }

@@ -2,15 +2,17 @@
 
 Both run on the embedded cluster a plain ``dg.Session()`` gets (:func:`~benchmarks.common.
 default_cluster`: by default its CPU worker lives in this process, so a one-device CPU graph
-runs by a plain call, no message sent). Each repeat makes ``calls`` calls of every way and
-keeps the median per call.
+runs by a plain call, no message sent). Each repeat makes ``calls`` back-to-back calls of
+every way and keeps the median per call; every way is warmed up by one repeat's calls, untimed.
+TensorFlow and NumPy run in processes of their own (:mod:`benchmarks.peer`), as their users
+run them: not beside the cluster's threads.
 
 *trivial* -- what a TensorFlow user's tight loop of small steps pays per step: ``y = x * 2 +
 1`` on 4 float32 fed through a placeholder. Ways:
 
 * ``dg.Session.run`` (placement and lowering are cached after the warm-up);
-* TensorFlow 1's ``Session.run`` of the same graph (in-process C++ executor);
-* the NumPy expression in this process (the floor: no framework at all).
+* TensorFlow 1's ``Session.run`` of the same graph (its C++ executor, in a process of its own);
+* the NumPy expression (the floor: no framework at all; a process of its own).
 
 Target: daskgraph / TensorFlow <= 2x.
 
@@ -20,7 +22,10 @@ Dask on the same cluster and worker. Ways:
 * ``dg.Session.run``;
 * ``client.compute(dask.delayed(np.add)(x, c)).result()`` -- the equivalent delayed call;
 * ``client.submit(np.add, x, c).result()``;
-* TensorFlow 1's ``Session.run`` (in-process, for reference).
+* TensorFlow 1's ``Session.run`` (a process of its own, for reference).
+
+The Dask ways leave their tasks to be released: the cluster settles after each of their
+repeats (no tasks held), so that the next way does not pay for it.
 
 Target: Session.run / client.compute <= 1.2x.
 """
@@ -28,16 +33,14 @@ Target: Session.run / client.compute <= 1.2x.
 from __future__ import annotations
 
 import os
-import statistics
-import time
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from benchmarks.common import (
-    Timed,
     Way,
+    per_call,
     ratio,
     run_interleaved,
     settle,
@@ -45,28 +48,45 @@ from benchmarks.common import (
     tf_session,
     way_record,
 )
+from benchmarks.peer import Peers, SessionModel, numpy_model, peer_way
 
 SIZE = 16
 TRIVIAL_SIZE = 4
 TRIVIAL_GOAL = 2.0
+TF_LABEL = "TensorFlow 1 Session.run (a process of its own)"
 
 
-def per_call(fn: Callable[[], Any], calls: int) -> Callable[[], Timed]:
-    """A way that makes ``calls`` calls and reports the median per call."""
+# -- the peers' models (built in the peer processes) ----------------------------------------------
+def tf_model(tf: Any, op: str, x_value: np.ndarray) -> SessionModel:
+    """TensorFlow's session of ``y = x * 2 + 1`` (``op="trivial"``) or ``y = x + 1.5``
+    (``op="latency"``), fed ``x_value``."""
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, x_value.shape, name="x")
+        if op == "trivial":
+            y = tf.add(tf.multiply(x, np.float32(2.0)), np.float32(1.0), name="y")
+        else:
+            y = tf.add(x, tf.constant(np.float32(1.5)), name="y")
+    return SessionModel(v1, tf_session(tf, graph, os.cpu_count() or 1), y, {x: x_value})
 
-    def run() -> Timed:
-        times = []
-        result = None
-        for _ in range(calls):
-            start = time.perf_counter()
-            result = fn()
-            times.append(time.perf_counter() - start)
-        return Timed(statistics.median(times), result)
 
-    return run
+def numpy_trivial(np_: Any, x_value: np.ndarray) -> Any:
+    """The NumPy expression of the trivial graph."""
+    return numpy_model(lambda: x_value * 2 + 1)
 
 
-def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, Any]:
+def _tf_way(peers: Peers, op: str, x_value: np.ndarray, calls: int) -> Way:
+    way = Way("tensorflow", TF_LABEL, unavailable=peers.tf_missing)
+    peer = peers.tensorflow
+    if peer is not None:
+        handle = peer.build("benchmarks.latency:tf_model", op=op, x_value=x_value)
+        peer_way(way, peer, handle, calls, calls)
+    return way
+
+
+# -- the cases ------------------------------------------------------------------------------------
+def run(client, cpu_worker: str, peers: Peers, args) -> dict[str, Any]:
     import dask
 
     import daskgraph as dg
@@ -92,6 +112,7 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
             allow_other_workers=False,
         ).result()
 
+    settled = partial(_settled, client)
     with dg.Session(graph=graph) as sess:  # on the default embedded cluster: client's
         ways = [
             Way(
@@ -99,21 +120,21 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
                 "daskgraph Session.run",
                 per_call(lambda: sess.run(y, {x: x_value}), calls),
             ),
-            Way("client_compute", "client.compute(delayed(np.add)(...))", per_call(compute, calls)),
-            Way("client_submit", "client.submit(np.add, ...)", per_call(submit, calls)),
-            Way("tensorflow", "TensorFlow 1 Session.run (in-process)", unavailable=tf_missing),
+            Way(
+                "client_compute",
+                "client.compute(delayed(np.add)(...))",
+                per_call(compute, calls),
+                after=settled,
+            ),
+            Way(
+                "client_submit",
+                "client.submit(np.add, ...)",
+                per_call(submit, calls),
+                after=settled,
+            ),
+            _tf_way(peers, "latency", x_value, calls),
         ]
-        _run_with_tf(
-            client,
-            ways,
-            ways[3],
-            tf,
-            (SIZE, SIZE),
-            lambda t, x: t.add(x, t.constant(np.float32(1.5)), name="y"),
-            x_value,
-            calls,
-            args.repeats,
-        )
+        run_interleaved(ways, args.repeats, None)
 
     for way in ways:
         if way.result is not None:
@@ -141,27 +162,11 @@ def run(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, An
     }
 
 
-def _run_with_tf(
-    client, ways: list, tf_way: Way, tf: Any, shape: tuple, build, x_value, calls: int, repeats: int
-) -> None:
-    """Run ``ways`` interleaved, ``tf_way`` being TensorFlow's ``Session.run`` of
-    ``build(tf, placeholder)`` fed ``x_value`` (where TensorFlow is installed)."""
-    tf_sess = None
-    if tf is not None:
-        tf_graph = tf.Graph()
-        with tf_graph.as_default():
-            tf_x = tf.compat.v1.placeholder(tf.float32, shape, name="x")
-            tf_y = build(tf, tf_x)
-        tf_sess = tf_session(tf, tf_graph, os.cpu_count() or 1)
-        tf_way.fn = per_call(lambda: tf_sess.run(tf_y, {tf_x: x_value}), calls)
-    try:
-        run_interleaved(ways, repeats, lambda: settle(client))
-    finally:
-        if tf_sess is not None:
-            tf_sess.close()
+def _settled(client, repeat: int) -> None:
+    settle(client, collect=False)
 
 
-def run_trivial(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict[str, Any]:
+def run_trivial(client, cpu_worker: str, peers: Peers, args) -> dict[str, Any]:
     """Case *trivial*: ``y = x * 2 + 1`` on 4 float32, daskgraph against TensorFlow 1."""
     import daskgraph as dg
 
@@ -172,26 +177,24 @@ def run_trivial(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict
     x_value = np.arange(TRIVIAL_SIZE, dtype=np.float32)
     calls = args.trivial_calls
     with dg.Session(graph=graph) as sess:
+        numpy_way = Way("numpy", "NumPy x * 2 + 1 (a process of its own)")
+        peer_way(
+            numpy_way,
+            peers.numpy,
+            peers.numpy.build("benchmarks.latency:numpy_trivial", x_value=x_value),
+            calls,
+            calls,
+        )
         ways = [
             Way(
                 "daskgraph",
                 "daskgraph Session.run",
                 per_call(lambda: sess.run(y, {x: x_value}), calls),
             ),
-            Way("tensorflow", "TensorFlow 1 Session.run (in-process)", unavailable=tf_missing),
-            Way("numpy", "NumPy x * 2 + 1 (in-process)", per_call(lambda: x_value * 2 + 1, calls)),
+            _tf_way(peers, "trivial", x_value, calls),
+            numpy_way,
         ]
-        _run_with_tf(
-            client,
-            ways,
-            ways[1],
-            tf,
-            (TRIVIAL_SIZE,),
-            lambda t, x: t.add(t.multiply(x, np.float32(2.0)), np.float32(1.0), name="y"),
-            x_value,
-            calls,
-            args.repeats,
-        )
+        run_interleaved(ways, args.repeats, None)
 
     for way in ways:
         if way.result is not None:
@@ -210,7 +213,7 @@ def run_trivial(client, cpu_worker: str, tf: Any, tf_missing: str, args) -> dict
                 ratio(by["daskgraph"]["median_s"], by["tensorflow"]["median_s"]),
                 "<=",
                 TRIVIAL_GOAL,
-                note=tf_missing,
+                note=peers.tf_missing,
             )
         ],
     }

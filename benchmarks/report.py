@@ -11,6 +11,10 @@
 Re-render the plot and the page from the last results without running anything::
 
     .venv/bin/python -m benchmarks.report [benchmarks/results/latest.json]
+
+Results of a partial run (``--only``) are merged into the page as it stands, each case they
+hold replacing its old section and target rows (:mod:`benchmarks.merge`); a full run renders
+the whole page.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import string
 import sys
 from typing import Any
 
+from benchmarks import hops, merge
 from benchmarks.common import fmt_bytes, fmt_time
 from benchmarks.findings import FINDINGS
 
@@ -38,6 +43,7 @@ CASE_ORDER = (
     "feeds",
     "training",
     "towers",
+    "multi_device",
     "sessions",
     "memory",
 )
@@ -166,6 +172,53 @@ SCALE_HEADER = [
 ]
 WAY_HEADER = ["way", "median", "min", "max/min", "time / daskgraph's", "per op"]
 TARGET_HEADER = ["case", "target", "measured", "goal", "status"]
+
+
+def multi_header(case: dict[str, Any]) -> list[str]:
+    labels = case["way_labels"]
+    ways = case["ways_order"]
+    ratios = [f"{labels[k]} / TF" for k in ways if k != "tensorflow"]
+    return ["row", *(labels[k] for k in ways), *ratios, "max/min"]
+
+
+def multi_rows(case: dict[str, Any]) -> list[list[str]]:
+    """[row, median per way, each daskgraph way / TensorFlow's, largest spread] of the
+    multi-device case."""
+    rows = []
+    for row in case["steps"]:
+        ways = [row["ways"][k] for k in case["ways_order"]]
+        cells = [fmt_time(w["median_s"]) if w["status"] == "ok" else w["status"] for w in ways]
+        ratios = [
+            f"{v:.2f}x" if (v := row["vs_tensorflow"].get(k)) is not None else "n/a"
+            for k in case["ways_order"]
+            if k != "tensorflow"
+        ]
+        spreads = [s for w in ways if (s := spread(w)) is not None]
+        rows.append([row["label"], *cells, *ratios, f"{max(spreads):.2f}x" if spreads else ""])
+    return rows
+
+
+def multi_hops_md(case: dict[str, Any]) -> str:
+    """One table per row: where the time of a traced step goes, hop by hop, per way."""
+    ways = case["ways_order"]
+    header = ["part of the step", *(case["way_labels"][k] for k in ways)]
+    parts = [
+        "#### Where the time of a step goes, hop by hop",
+        "",
+        "One traced step per way and row (`RunOptions(trace_level=FULL_TRACE)`, its "
+        "`RunMetadata.step_stats`; the median of 3 by wall time), after the timed repeats: "
+        "the time from the call to the "
+        "first op, each device's compute (its ops' time, when its first op started and its "
+        "last ended, from the call), the time between the first op and the last when no "
+        "device computed (tensors in flight between devices, tasks waiting to be scheduled), "
+        "and from the last op to the call's return. A traced step is slower than an untraced "
+        "one (daskgraph's traced partitions take the interpreted loop); TensorFlow's "
+        "`/cpu:{i + 1}` is shown as `/gpu:{i}`.",
+    ]
+    for row in case["steps"]:
+        parts += ["", f"*{row['label']}*", ""]
+        parts.append(_md_table(header, hops.hop_rows(row["trace"], ways)))
+    return "\n".join(parts)
 
 
 def _med(values: list[float]) -> float:
@@ -300,6 +353,8 @@ def print_report(results: dict[str, Any], out=None) -> None:
             say(_text_table(SCALE_HEADER, scale_rows(case)))
             for note in case.get("notes", []):
                 say(f"  note: {note}")
+        elif key == "multi_device":
+            say(_text_table(multi_header(case), multi_rows(case)))
         else:
             say(_text_table(WAY_HEADER, way_rows(case)))
             if any(w.get("diagnostic") for w in case["ways"]):
@@ -399,6 +454,9 @@ def _case_section(key: str, case: dict[str, Any], plotted: bool) -> str:
             if plotted
             else "_(plot not rendered: matplotlib is not installed)_"
         )
+    elif key == "multi_device":
+        parts.append(_md_table(multi_header(case), multi_rows(case)))
+        parts += ["", multi_hops_md(case)]
     else:
         parts.append(_md_table(WAY_HEADER, way_rows(case)))
         if any(w.get("diagnostic") for w in case["ways"]):
@@ -442,7 +500,21 @@ def _holdbacks(results: dict[str, Any]) -> str:
     return "\n".join(parts).rstrip()
 
 
-def write_markdown(results: dict[str, Any], path: pathlib.Path, plotted: bool) -> None:
+def write_markdown(
+    results: dict[str, Any], path: pathlib.Path, plotted: bool, partial: bool = False
+) -> None:
+    """Fill the template with ``results``; ``partial`` (a run of some cases): merge them into
+    the page as it stands (:mod:`benchmarks.merge`), keeping the other cases' numbers."""
+    fields = markdown_fields(results, plotted)
+    if partial and path.exists():
+        fields = merge.merged_fields(path.read_text(), fields, results)
+    text = string.Template(TEMPLATE.read_text()).substitute(fields)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def markdown_fields(results: dict[str, Any], plotted: bool) -> dict[str, str]:
+    """The template's fields for ``results``."""
     m = results["machine"]
     suite = results["suite"]
     machine_rows = [
@@ -462,7 +534,7 @@ def write_markdown(results: dict[str, Any], path: pathlib.Path, plotted: bool) -
         if any(t["met"] is None for t in met)
         else ""
     )
-    fields = {
+    return {
         "generated": suite["finished"],
         "command": suite["command"],
         "repeats": str(suite["repeats"]),
@@ -477,20 +549,20 @@ def write_markdown(results: dict[str, Any], path: pathlib.Path, plotted: bool) -
         ),
         "holdbacks": _holdbacks(results),
     }
-    text = string.Template(TEMPLATE.read_text()).substitute(fields)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
-def render_docs(results: dict[str, Any], docs: pathlib.Path = DOCS) -> list[pathlib.Path]:
-    """Render ``docs/scale.png`` (when the scale case ran) and ``docs/benchmarks.md``."""
+def render_docs(
+    results: dict[str, Any], docs: pathlib.Path = DOCS, partial: bool = False
+) -> list[pathlib.Path]:
+    """Render ``docs/scale.png`` (when the scale case ran) and ``docs/benchmarks.md`` (from
+    a partial run: its cases merged into the page, see :func:`write_markdown`)."""
     written = []
     plotted = False
     if "scale" in results["cases"]:
         plotted = plot_scale(results["cases"]["scale"], docs / "scale.png")
         if plotted:
             written.append(docs / "scale.png")
-    write_markdown(results, docs / "benchmarks.md", plotted)
+    write_markdown(results, docs / "benchmarks.md", plotted, partial)
     written.append(docs / "benchmarks.md")
     return written
 
@@ -500,7 +572,8 @@ def main(argv: list[str] | None = None) -> int:
     path = pathlib.Path(argv[0]) if argv else DEFAULT_JSON
     results = json.loads(path.read_text())
     print_report(results)
-    for written in render_docs(results):
+    partial = bool(results["suite"].get("args", {}).get("only"))  # a run of some cases
+    for written in render_docs(results, partial=partial):
         print(f"wrote {written.relative_to(ROOT)}")
     return 0
 

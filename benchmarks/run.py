@@ -14,6 +14,11 @@ Cases, in the order they run (each in its own module):
   default embedded cluster), and 4 towers sync and async on an embedded cluster with 4 virtual
   GPUs; there too, whether 2 towers on 2 virtual GPUs run at the same time within one run
   (``--training-steps``, ``--tower-steps``, ``--training-batch``, ``--tower-size``);
+* ``multi-device`` -- repeated multi-device steps (two matmuls on 2 virtual GPUs and their sum
+  on the CPU, a chain over three devices, sync training with 1, 2 and 4 towers) on the
+  embedded cluster with 4 virtual GPUs, compiled steps and the scheduler's path, against
+  TensorFlow's logical devices; one traced step each, hop by hop (``--multi-calls``,
+  ``--multi-warmup``);
 * ``sessions`` -- ``Session()`` creation and worker memory over session cycles, each repeat in
   a fresh process (the process's own shared embedded cluster, one virtual GPU);
 * ``memory`` -- client, scheduler and worker memory over long runs of a two-device graph (a
@@ -21,8 +26,9 @@ Cases, in the order they run (each in its own module):
 * ``first-run`` -- a million-op graph built, a ``Session()`` opened and run once, in a fresh
   process (``--first-run-ops``).
 
-TensorFlow is an optional peer (the ``bench`` extra): without it, its rows and targets say
-"n/a (tensorflow not installed)" and the rest runs. Results go to
+TensorFlow and NumPy are timed in processes of their own (:mod:`benchmarks.peer`), started once
+and kept for the run. TensorFlow is an optional peer (the ``bench`` extra): without it, its rows
+and targets say "n/a (tensorflow not installed)" and the rest runs. Results go to
 ``benchmarks/results/latest.json``; ``docs/benchmarks.md`` and ``docs/scale.png`` are rendered
 from them (:mod:`benchmarks.report`).
 """
@@ -49,6 +55,7 @@ from benchmarks import (
     first_run,
     latency,
     memory,
+    multi_device,
     report,
     scale,
     sessions,
@@ -58,10 +65,10 @@ from benchmarks.common import (
     background_busy,
     cpu_worker,
     default_cluster,
-    load_tensorflow,
     machine_info,
     start_cluster,
 )
+from benchmarks.peer import Peers
 
 CASES = (
     "scale",
@@ -71,17 +78,20 @@ CASES = (
     "latency",
     "feeds",
     "training",
+    "multi-device",
     "sessions",
     "memory",
     "first-run",
 )
-#: the cases on the default embedded cluster, each a function (client, worker, tf, why, args)
+#: the cases on the default embedded cluster, each a function (client, worker, peers, args)
 CPU_CASES = {
     "fine": fine_grained.run,
     "compute": compute_bound.run,
     "trivial": latency.run_trivial,
     "latency": latency.run,
 }
+#: the cases with TensorFlow rows (its peer process starts when one of them runs)
+TF_CASES = frozenset({*CPU_CASES, "training", "multi-device", "sessions"})
 BUSY = 0.1  # warn when other processes use more than this fraction of the CPUs at the start
 RESULT_KEYS = {
     "scale": "scale",
@@ -91,6 +101,7 @@ RESULT_KEYS = {
     "latency": "latency",
     "feeds": "feeds",
     "training": "training",  # and "towers": the case's tower-concurrency section
+    "multi-device": "multi_device",
     "sessions": "sessions",
     "memory": "memory",
     "first-run": "first_run",
@@ -102,6 +113,15 @@ def _sizes(text: str) -> list[int]:
     if not sizes or sizes[0] < 100:
         raise argparse.ArgumentTypeError("sizes must be integers >= 100, comma-separated")
     return sizes
+
+
+def _per_call_args(parser: argparse.ArgumentParser) -> None:
+    """The calls a repeat (and warm-up) of the cases that time loops of calls."""
+    parser.add_argument("--fine-calls", type=int, default=30, help="fine: calls per repeat")
+    parser.add_argument("--multi-calls", type=int, default=20, help="multi-device: steps a repeat")
+    parser.add_argument(
+        "--multi-warmup", type=int, default=20, help="multi-device: untimed steps per way"
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -122,6 +142,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--power", type=int, default=10, help="compute: n in A^n + B^n")
     parser.add_argument("--calls", type=int, default=30, help="latency: calls per repeat")
     parser.add_argument("--trivial-calls", type=int, default=200, help="trivial: calls per repeat")
+    _per_call_args(parser)
     parser.add_argument(
         "--scale-sizes",
         type=_sizes,
@@ -167,8 +188,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--repeats and --big-repeats must be >= 1")
     if args.power < 2:
         parser.error("--power must be >= 2")
-    if args.trivial_calls < 1:
-        parser.error("--trivial-calls must be >= 1")
+    if min(args.trivial_calls, args.fine_calls, args.multi_calls, args.multi_warmup) < 1:
+        parser.error("--trivial-calls, --fine-calls, --multi-calls, --multi-warmup must be >= 1")
     if args.first_run_ops < 100:
         parser.error("--first-run-ops must be >= 100")
     if args.training_steps < 1 or args.tower_steps < 1 or args.tower_size < 1:
@@ -188,11 +209,26 @@ def main(argv: list[str] | None = None) -> int:
     # the workers unpickle this package's task functions by value: no import path needed there
     cloudpickle.register_pickle_by_value(benchmarks)
     started = time.perf_counter()
-    tf, tf_missing = (None, "")
-    if set(cases) & {*CPU_CASES, "training", "sessions"}:
-        tf, tf_missing = load_tensorflow()
-        if tf_missing:
-            print(f"note: TensorFlow rows: {tf_missing}", file=sys.stderr)
+    # the peers' processes start before any cluster, and serve every case of the run
+    peers = Peers(tensorflow=bool(set(cases) & TF_CASES))
+    try:
+        results = _run_cases(cases, args, argv, peers, started)
+    finally:
+        peers.close()
+    report.print_report(results)
+    report.write_json(results, args.json)
+    print(f"wrote {_show(args.json)}")
+    if not args.no_docs:
+        for written in report.render_docs(results, args.docs, partial=bool(args.only)):
+            print(f"wrote {_show(written)}")
+    return 0
+
+
+def _run_cases(
+    cases: list[str], args: argparse.Namespace, argv, peers: Peers, started: float
+) -> dict[str, Any]:
+    if set(cases) & TF_CASES and peers.tf_missing:
+        print(f"note: TensorFlow rows: {peers.tf_missing}", file=sys.stderr)
     results: dict[str, Any] = {
         "suite": {
             "command": _command(argv),
@@ -202,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
                 k: str(v) if isinstance(v, pathlib.Path) else v for k, v in vars(args).items()
             },
         },
-        "machine": machine_info(tf),
+        "machine": machine_info(peers.tf_version),
         "cases": {},
     }
     busy = background_busy()
@@ -225,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             worker = cpu_worker(devices)
             for case in cpu_cases:
                 _progress(case, started)
-                done[RESULT_KEYS[case]] = CPU_CASES[case](client, worker, tf, tf_missing, args)
+                done[RESULT_KEYS[case]] = CPU_CASES[case](client, worker, peers, args)
                 gc.collect()
 
     if "feeds" in cases:
@@ -239,12 +275,17 @@ def main(argv: list[str] | None = None) -> int:
 
     if "training" in cases:
         _progress("training", started)
-        done.update(training.run(args, tf, tf_missing))
+        done.update(training.run(args, peers))
+        gc.collect()
+
+    if "multi-device" in cases:
+        _progress("multi-device", started)
+        done["multi_device"] = multi_device.run(args, peers)
         gc.collect()
 
     if "sessions" in cases:
         _progress("sessions", started)
-        done["sessions"] = sessions.run(args, tf_missing)
+        done["sessions"] = sessions.run(args, peers.tf_missing)
 
     if "memory" in cases:
         _progress("memory", started)
@@ -259,13 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     results["suite"]["finished"] = (
         datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     )
-    report.print_report(results)
-    report.write_json(results, args.json)
-    print(f"wrote {_show(args.json)}")
-    if not args.no_docs:
-        for written in report.render_docs(results, args.docs):
-            print(f"wrote {_show(written)}")
-    return 0
+    return results
 
 
 def _command(argv: list[str] | None) -> str:

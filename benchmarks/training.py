@@ -6,12 +6,14 @@ The model: scikit-learn's bundled digits (1,797 8x8 images, no download), pixels
 Adam (learning rate 0.01), a global step; the same Glorot-uniform initial weights (NumPy, seed
 0) given to both frameworks as constant initializers, the same fixed sequence of shuffled
 batches of ``--training-batch`` (256) examples. One *step* is one ``Session.run`` of the train
-op with a fed batch. Ways, each timed per step over a repeat of many steps:
+op with a fed batch. Ways, each timed per step (the median step of a repeat of back-to-back
+steps, every way warmed up by one repeat's steps, nothing between the steps that a training
+loop would not have):
 
 * ``dg.Session()`` on the embedded cluster a plain session gets (the CPU worker in this
   process: the one-device in-process path), ``--training-steps`` steps a repeat;
 * TensorFlow 1 graph mode (``tf.compat.v1``, intra- and inter-op threads = CPU count), the same
-  steps;
+  steps, in a process of its own (:mod:`benchmarks.peer`: not beside the cluster's threads);
 * what-if: the one-device way with this process's BLAS limited to one thread
   (``threadpoolctl``; by default OpenBLAS uses every core, also for these small matmuls);
 * ``dg.train.replicate`` with 4 towers on 4 virtual GPUs (an embedded cluster of its own, every
@@ -20,6 +22,9 @@ op with a fed batch. Ways, each timed per step over a repeat of many steps:
 * the same 4 towers **async** (``Replicas.run_async``: one thread per tower, each applying its
   own updates from its 64-example shard), ``--tower-steps`` tower steps a repeat in all (a
   quarter each), timed per tower step (4 tower steps see one batch's examples).
+
+The tower ways run on a cluster of worker processes shared with the concurrency ways below: it
+settles (no tasks held) before each of their repeats.
 
 Checked before timing (the case fails loudly otherwise): the losses of the first
 ``CHECK_STEPS`` steps from the same weights agree between daskgraph (one device, and the sync
@@ -34,8 +39,8 @@ on ``/gpu:0``, two towers on ``/gpu:0`` and ``/gpu:1`` fetched in one run, and, 
 reference, two towers on ``/gpu:0`` alone (run one after the other). On a 2-core machine two
 is the fair number of towers.
 
-Targets: daskgraph one-device step time / TensorFlow's <= 1.5; time of 2 towers on 2 virtual
-GPUs / time of 1 tower <= 1.5.
+Targets: daskgraph one-device step time / TensorFlow's <= 1.2 (issue 24); time of 2 towers on 2
+virtual GPUs / time of 1 tower <= 1.5.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from benchmarks.common import (
     Timed,
     Way,
     default_cluster,
-    median,
+    per_call,
     ratio,
     run_interleaved,
     settle,
@@ -61,6 +66,7 @@ from benchmarks.common import (
     tf_session,
     way_record,
 )
+from benchmarks.peer import Peers, SessionModel, peer_way
 
 HIDDEN = 128
 CLASSES = 10
@@ -70,12 +76,12 @@ TOWERS = 4
 CHECK_STEPS = 10
 RTOL = 1e-4
 BATCHES = 8  # distinct batches cycled through (the digits hold 7 batches of 256)
-GOAL = 1.5
+GOAL = 1.2  # issue 24: the one-device training step within 1.2x of TensorFlow's
 CONCURRENCY_TOWERS = 2
 CONCURRENCY_MATMULS = 8
 CONCURRENCY_CALLS = 3  # runs per repeat of a concurrency way (median kept)
 CONCURRENCY_GOAL = 1.5
-IN_PROCESS = frozenset({"daskgraph", "daskgraph_blas1", "tensorflow"})  # the other ways: towers
+IN_PROCESS = frozenset({"daskgraph", "daskgraph_blas1", "tensorflow"})  # the others: towers
 
 
 # -- data and weights -----------------------------------------------------------------------------
@@ -206,18 +212,20 @@ def tower_graph(size: int, devices: list[str], seed: int = 1) -> tuple[Any, list
     return graph, outs, init
 
 
-# -- ways -----------------------------------------------------------------------------------------
-def steps_way(run: Callable, trainer: Trainer, batches: list, steps: int) -> Callable[[], Timed]:
-    """A way that runs ``steps`` training steps (``run(train_op, feeds)``) and reports the
-    time per step."""
+# -- ways ---------------------------------------------------------------------------------------
+def session_model(v1: Any, sess: Any, trainer: Trainer, batches: list) -> SessionModel:
+    """A model whose step is one training step (the batches cycled through), its check the
+    loss."""
+    feeds = [trainer.feeds(b) for b in batches]
+    return SessionModel(v1, sess, trainer.train_op, feeds, check=trainer.loss)
 
-    def train() -> Timed:
-        start = time.perf_counter()
-        for i in range(steps):
-            run(trainer.train_op, trainer.feeds(batches[i % len(batches)]))
-        return Timed((time.perf_counter() - start) / steps, steps)
 
-    return train
+def tf_model(tf: Any, weights: dict, batch: int) -> SessionModel:
+    """TensorFlow's one-device trainer, initialized (built in the TensorFlow peer)."""
+    graph, trainer = tensorflow_trainer(tf, weights, batch)
+    sess = tf_session(tf, graph, os.cpu_count() or 1)
+    sess.run(trainer.init)
+    return session_model(tf.compat.v1, sess, trainer, digits_batches(batch))
 
 
 def async_way(sess: Any, trainer: Trainer, batches: list, steps: int) -> Callable[[], Timed]:
@@ -250,28 +258,11 @@ def one_blas_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
-def per_run(fn: Callable[[], Any], calls: int) -> Callable[[], Timed]:
-    """A way that makes ``calls`` calls and reports the median per call."""
-
-    def run() -> Timed:
-        times, result = [], None
-        for _ in range(calls):
-            start = time.perf_counter()
-            result = fn()
-            times.append(time.perf_counter() - start)
-        return Timed(median(times), result)
-
-    return run
-
-
-def check_losses(steppers: dict[str, Callable[[tuple], Any]], batches: list) -> dict[str, list]:
-    """The losses of ``CHECK_STEPS`` steps of every stepper from its initial weights (each
-    ``stepper(batch)`` runs one step and returns its loss); raises AssertionError unless they
-    agree with the first stepper's to ``RTOL``."""
-    losses: dict[str, list] = {key: [] for key in steppers}
-    for step in range(CHECK_STEPS):
-        for key, stepper in steppers.items():
-            losses[key].append(float(stepper(batches[step % len(batches)])))
+def check_losses(checks: dict[str, Callable[[int], list]]) -> dict[str, list]:
+    """The losses of ``CHECK_STEPS`` steps of every way from its initial weights
+    (``checks[key](count)`` runs ``count`` steps and returns their losses); raises
+    AssertionError unless they agree with the first way's to ``RTOL``."""
+    losses = {key: list(check(CHECK_STEPS)) for key, check in checks.items()}
     reference, *others = losses
     for key in others:
         np.testing.assert_allclose(
@@ -282,10 +273,6 @@ def check_losses(steppers: dict[str, Callable[[tuple], Any]], batches: list) -> 
             "steps from the same weights",
         )
     return losses
-
-
-def _stepper(run: Callable, trainer: Trainer) -> Callable[[tuple], Any]:
-    return lambda batch: run([trainer.train_op, trainer.loss], trainer.feeds(batch))[1]
 
 
 # -- the case -------------------------------------------------------------------------------------
@@ -301,41 +288,44 @@ def _tower_cluster() -> Iterator[Any]:
         cluster.close()
 
 
-def run(args: Any, tf: Any, tf_missing: str) -> dict[str, dict[str, Any]]:
+def run(args: Any, peers: Peers) -> dict[str, dict[str, Any]]:
     """Both result sections of the case: ``training`` and ``towers``."""
     import daskgraph as dg
+    import daskgraph.compat.v1 as v1
 
     batch = args.training_batch
     batches = digits_batches(batch)
     weights = initial_weights()
     devices = [f"/gpu:{i}" for i in range(TOWERS)]
     with contextlib.ExitStack() as stack:
-        _, local, _ = stack.enter_context(default_cluster())
+        stack.enter_context(default_cluster())
         remote = stack.enter_context(_tower_cluster())
-        sessions, trainers = {}, {}
-        if tf is not None:
-            graph, trainers["tensorflow"] = tensorflow_trainer(tf, weights, batch)
-            sessions["tensorflow"] = stack.enter_context(tf_session(tf, graph, os.cpu_count() or 1))
+        models, trainers, checks = {}, {}, {}
         for key, client, on, mode in (
             ("daskgraph", None, None, "sync"),
             ("towers_sync", remote, devices, "sync"),
             ("towers_async", remote, devices, "async"),
         ):
             graph, trainers[key] = daskgraph_trainer(weights, batch, on, mode)
-            sessions[key] = stack.enter_context(dg.Session(client, graph=graph))
-        for key, sess in sessions.items():
+            sess = stack.enter_context(dg.Session(client, graph=graph))
             sess.run(trainers[key].init)
-        checked = ("tensorflow", "daskgraph", "towers_sync")
-        losses = check_losses(
-            {k: _stepper(sessions[k].run, trainers[k]) for k in checked if k in sessions}, batches
-        )
-        ways = _training_ways(sessions, trainers, batches, args, tf_missing)
+            models[key] = session_model(v1, sess, trainers[key], batches)
+        tf_handle = None
+        if peers.tensorflow is not None:
+            tf_handle = peers.tensorflow.build(
+                "benchmarks.training:tf_model", weights=weights, batch=batch
+            )
+            checks["tensorflow"] = lambda n: peers.tensorflow.call(tf_handle, "check_values", n)
+        checks.update({k: models[k].check_values for k in ("daskgraph", "towers_sync")})
+        losses = check_losses(checks)
+        ways = _training_ways(models, trainers["towers_async"], batches, args, peers, tf_handle)
         graph, outs, init = tower_graph(args.tower_size, ["/gpu:0", "/gpu:1", "/gpu:0"])
         tower_sess = stack.enter_context(dg.Session(remote, graph=graph))
         tower_sess.run(init)
         tower_ways = _concurrency_ways(tower_sess, outs)
-        for way in ways + tower_ways:  # each way settles the cluster it runs on (gc is slow here)
-            way.before = _settling(local if way.key in IN_PROCESS else remote)
+        for way in ways + tower_ways:  # the process cluster's ways settle it (not its gc)
+            if way.key not in IN_PROCESS:
+                way.before = _settling(remote)
         run_interleaved(ways + tower_ways, args.repeats, None)
     async_losses = ways[-1].result
     if not async_losses or not np.all(np.isfinite(async_losses)):
@@ -343,42 +333,47 @@ def run(args: Any, tf: Any, tf_missing: str) -> dict[str, dict[str, Any]]:
     for way in tower_ways[1:]:
         np.testing.assert_allclose(np.ravel(way.result), tower_ways[0].result[0], rtol=1e-5)
     return {
-        "training": _training_record(ways, losses, async_losses, args, tf_missing),
+        "training": _training_record(ways, losses, async_losses, args, peers.tf_missing),
         "towers": _towers_record(tower_ways, args),
     }
 
 
 def _settling(client: Any) -> Callable[[int], None]:
-    return lambda repeat: settle(client)
+    return lambda repeat: settle(client, collect=False)
 
 
-def _training_ways(sessions: dict, trainers: dict, batches: list, args: Any, tf_missing: str):
+def _training_ways(
+    models: dict, async_trainer: Trainer, batches: list, args: Any, peers: Peers, tf_handle
+) -> list[Way]:
     steps, tower_steps = args.training_steps, args.tower_steps
     per_tower = max(1, tower_steps // TOWERS)  # async: about tower_steps tower steps in all
-
-    def stepping(key: str, count: int) -> Callable[[], Timed]:
-        return steps_way(sessions[key].run, trainers[key], batches, count)
-
-    tf_way = Way("tensorflow", "TensorFlow 1 Session.run (graph mode)", unavailable=tf_missing)
-    if "tensorflow" in sessions:
-        tf_way.fn = stepping("tensorflow", steps)
+    tf_way = Way(
+        "tensorflow",
+        "TensorFlow 1 Session.run (graph mode, a process of its own)",
+        unavailable=peers.tf_missing,
+    )
+    peer_way(tf_way, peers.tensorflow, tf_handle, steps, steps)
     return [
-        Way("daskgraph", "daskgraph, 1 device (in-process)", stepping("daskgraph", steps)),
+        Way(
+            "daskgraph",
+            "daskgraph, 1 device (in-process)",
+            per_call(models["daskgraph"].step, steps),
+        ),
         tf_way,
         Way(
             "daskgraph_blas1",
             "daskgraph, 1 device, one BLAS thread",
-            one_blas_thread(stepping("daskgraph", steps)),
+            one_blas_thread(per_call(models["daskgraph"].step, steps)),
         ),
         Way(
             "towers_sync",
             f"daskgraph, {TOWERS} towers sync on {TOWERS} virtual GPUs",
-            stepping("towers_sync", tower_steps),
+            per_call(models["towers_sync"].step, tower_steps),
         ),
         Way(
             "towers_async",
             f"daskgraph, {TOWERS} towers async, per tower step",
-            async_way(sessions["towers_async"], trainers["towers_async"], batches, per_tower),
+            async_way(models["towers_async"].session, async_trainer, batches, per_tower),
         ),
     ]
 
@@ -386,7 +381,7 @@ def _training_ways(sessions: dict, trainers: dict, batches: list, args: Any, tf_
 def _concurrency_ways(sess: Any, outs: list) -> list[Way]:
     def fetching(*which: int) -> Callable[[], Timed]:
         fetches = [outs[i] for i in which]
-        return per_run(lambda: sess.run(fetches), CONCURRENCY_CALLS)
+        return per_call(lambda: sess.run(fetches), CONCURRENCY_CALLS)
 
     serial = Way(
         "two_towers_one_gpu", "2 towers on 1 virtual GPU (one after the other)", fetching(0, 2)
