@@ -193,6 +193,27 @@ def blocking_types() -> frozenset[str]:
     return frozenset(_BLOCKING)
 
 
+_UNPREDICTABLE: set[str] = set()
+
+
+def mark_unpredictable(op_type: str) -> None:
+    """Declare that how long a kernel of ``op_type`` runs depends on what it computes, not on
+    the shapes of its inputs and outputs (Python code, a loop): a compiled step never runs a
+    partition with such an op on its worker's event loop, however short its last run was
+    (see :mod:`daskgraph.runtime.worker.step_run`).
+
+    >>> mark_unpredictable("While")
+    >>> "While" in unpredictable_types()
+    True
+    """
+    _UNPREDICTABLE.add(op_type)
+
+
+def unpredictable_types() -> frozenset[str]:
+    """The op types declared by :func:`mark_unpredictable`."""
+    return frozenset(_UNPREDICTABLE)
+
+
 def lookup(op_type: str) -> OpDef:
     """The :class:`OpDef` of ``op_type``; :class:`~daskgraph.errors.NotFoundError` if none."""
     try:

@@ -34,7 +34,7 @@ from daskgraph.framework import dtypes, nest
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Operation, Shape, Tensor, get_default_graph
 from daskgraph.framework.graph import _name_scope as graph_name_scope
-from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, mark_unpredictable, register
 from daskgraph.ops.array import as_shape, convert_to_tensor
 from daskgraph.ops.bundle import refuse_gradients, unbundle
 from daskgraph.ops.subgraph import Compiled, Subgraph, Tracer
@@ -146,6 +146,7 @@ def _stateless_loop_kernel(xp, *inputs, plan):
 
 _LOOP_DTYPES = {"cpu": CPU_ALL | {dtypes.variant}, "gpu": GPU_NUMERIC | {dtypes.variant}}
 register("While", _loop_kernel, stateful=True, **_LOOP_DTYPES)
+mark_unpredictable("While")  # as many iterations as its condition says
 register("StatelessWhile", _stateless_loop_kernel, **_LOOP_DTYPES)
 for _type in ("While", "StatelessWhile"):
     no_gradient(_type)  # (the variant output takes none; BundleGet's gradient refuses)

@@ -46,7 +46,7 @@ from daskgraph.errors import (
 from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Operation, Tensor, get_default_graph
-from daskgraph.framework.op_registry import CPU_ALL, register
+from daskgraph.framework.op_registry import CPU_ALL, mark_unpredictable, register
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.bundle import unbundle
 
@@ -153,6 +153,8 @@ def python_error(exc: Exception, name: str) -> Exception:
 _CPU_ONLY = {"cpu": CPU_ALL | {dtypes.variant}, "gpu": None}  # TensorFlow: no GPU kernel
 register("PyFunc", _py_func_kernel, stateful=True, **_CPU_ONLY)
 register("PyFuncStateless", _py_func_stateless_kernel, **_CPU_ONLY)
+mark_unpredictable("PyFunc")  # Python code: any length, whatever the shapes
+mark_unpredictable("PyFuncStateless")
 no_gradient("PyFunc")  # as in TensorFlow
 no_gradient("PyFuncStateless")
 

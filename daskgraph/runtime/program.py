@@ -138,6 +138,7 @@ class StepPart:
     destination. ``sends`` are ``(destination worker, output indices)``: after it ran, the
     partition sends just those outputs to that worker (no indices: only that it ran, for a
     control dependency). ``to_client`` are the output indices the client fetches.
+    ``predictable``: its ops' shapes are static and none runs for a data-dependent time.
     """
 
     index: int
@@ -146,6 +147,7 @@ class StepPart:
     feed_indices: tuple[int, ...]
     sends: tuple[tuple[str, tuple[int, ...]], ...]
     to_client: tuple[int, ...]
+    predictable: bool = False  # may run on the event loop when its last run was short
 
 
 @dataclass(frozen=True, slots=True)

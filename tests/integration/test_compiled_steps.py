@@ -188,23 +188,24 @@ def test_steps_from_many_threads_never_mix_and_assign_once_each(cluster):
 
 
 def test_a_deadline_aborts_the_step_everywhere_and_the_session_goes_on(cluster):
-    big = np.eye(300, dtype=np.float32) * 0.5
+    big = np.eye(600, dtype=np.float32)
     with dg.Graph().as_default(), dg.Session(cluster) as session:
-        a = dg.placeholder(dg.float32, [300, 300], name="a")
+        a = dg.placeholder(dg.float32, [600, 600], name="a")
         with dg.device("/gpu:0"):
             y = a
-            for _ in range(400):  # seconds of work on one thread
+            for _ in range(300):  # seconds of work on one thread
                 y = dg.matmul(y, a)
         with dg.device("/gpu:1"):
             quick = a * 2.0
         with dg.device("/cpu:0"):
             out = dg.reduce_sum(y) + dg.reduce_sum(quick)
             fast = dg.reduce_sum(quick)
-        with pytest.raises(dg.errors.DeadlineExceededError):
-            session.run(out, {a: big}, options=RunOptions(timeout_in_ms=300))
+        late = within(30, lambda: session.run(out, {a: big}, options=RunOptions(timeout_in_ms=300)))
+        assert isinstance(late.get("error"), dg.errors.DeadlineExceededError), late
+        assert late["elapsed"] < 5  # not the seconds GPU:0 still spends on it
         box = within(60, lambda: session.run(fast, {a: big}))
         assert "error" not in box, box
-        assert box["value"] == pytest.approx(300.0)
+        assert box["value"] == pytest.approx(1200.0)
 
 
 def test_nothing_is_left_behind_by_many_steps(cluster):

@@ -187,8 +187,8 @@ class CompiledSteps:
             if local is None:
                 message.update(step=pack(step), feeds=pack(feeds), trace=trace)
                 message["load"] = None if load is None else pack(load)
-            else:
-                message.update(step=step, feeds=feeds, trace=trace, load=load)
+            else:  # on this process's threads, not the client's event loop
+                message.update(step=step, feeds=feeds, trace=trace, load=load, inline=False)
             targets.append(_Target(str(name), address, local, message, near_services))
         return targets
 

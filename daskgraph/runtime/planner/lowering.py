@@ -28,7 +28,7 @@ from operator import attrgetter
 from daskgraph.cluster.footprint import cyclic_gc_paused
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.framework.graph import Operation, Tensor
-from daskgraph.framework.op_registry import lookup, ref_producing_types
+from daskgraph.framework.op_registry import lookup, ref_producing_types, unpredictable_types
 from daskgraph.runtime.planner.partitioning import Cut, partition_ops, split_parallel
 from daskgraph.runtime.planner.placement import Placement
 from daskgraph.runtime.planner.slot_frees import with_frees
@@ -52,6 +52,10 @@ class Partition:
     dependencies: tuple[int, ...]  # partition indices, in the order the program reads them
     feed_indices: tuple[int, ...]  # positions in Plan.feeds of the feeds it reads, in order
     label: str = ""  # its main ops (:func:`main_ops`), shown in its tasks' keys
+    #: every op's output shape is known statically and no op runs for a data-dependent time
+    #: (:func:`~daskgraph.framework.op_registry.mark_unpredictable`): its run time is about
+    #: that of its last run (a compiled step may run it on the event loop)
+    predictable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +345,22 @@ class _Emitter:
             tuple(renumber[d] for d in self.deps[p]),
             tuple(i for i, _ in self.feeds[p]),
             main_ops(instructions),
+            _predictable(self.cut.members[p]),
         )
+
+
+def _predictable(ops: Sequence[Operation]) -> bool:
+    """Whether every output of ``ops`` has a fully known static shape and none is of a type
+    whose run time depends on the data (see :attr:`Partition.predictable`)."""
+    slow = unpredictable_types()
+    for op in ops:
+        if op.type in slow:
+            return False
+        for t in op.outputs:
+            shape = t.shape
+            if shape is None or not shape.is_fully_defined():
+                return False
+    return True
 
 
 def _derefs(

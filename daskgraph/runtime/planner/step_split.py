@@ -48,6 +48,7 @@ def worker_steps(plan: Plan) -> dict[str, WorkerStep]:
             p.feed_indices,
             tuple((worker, tuple(sorted(outputs))) for worker, outputs in sends),
             tuple(sorted(fetched.get(p.index, ()))),
+            p.predictable,
         )
         parts.setdefault(p.worker, []).append(part)
         for worker, _ in sends:

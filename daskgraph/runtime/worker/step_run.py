@@ -8,8 +8,13 @@ event loop that
 1. waits for what it reads: outputs of partitions on this worker (by reference) and messages
    from partitions on other workers (TensorFlow's ``Recv``), one per producer;
 2. runs: on the event loop itself when its previous run took less than
-   ``daskgraph.compiled-inline-limit`` (no thread hand-off; a small partition costs tens of
-   microseconds), else on the worker's threads;
+   ``daskgraph.compiled-inline-limit`` and its run time cannot change with the data (every
+   shape static, no Python function or loop: ``Partition.predictable``), so that no
+   partition holds the loop up much longer than the limit (no thread hand-off; a small
+   partition costs tens of microseconds); else on the worker's threads. A worker in the
+   client's process always uses its threads: its event loop is the client's (and the
+   embedded scheduler's), which a partition that turns out slower than the last must not
+   hold up;
 3. sends each consumer worker just the outputs that worker reads, the moment it has run
    (TensorFlow's ``Send``), and keeps the outputs the client fetches for the reply. A
    consumer in the client's own process (the embedded CPU worker) gets the tensors of the
@@ -109,10 +114,12 @@ class StepRun:
         trace: bool,
         early: Mapping[int, Any],
         near: frozenset[str] = frozenset(),
+        inline: bool = True,
     ) -> None:
         self.host, self.key, self.token, self.plan, self.peers = host, key, token, plan, peers
         self.near = near  # workers in the client's process: the reply may carry their tensors
         self.forward: list[tuple[str, int, Any]] = []
+        self.may_inline = inline  # False: every partition on a thread (the client's loop)
         self.step, self.feeds, self.trace = step, feeds, trace
         loop = asyncio.get_running_loop()
         self.inbox = {producer: loop.create_future() for producer in plan.remote}
@@ -138,13 +145,26 @@ class StepRun:
     async def run(self) -> dict[str, Any]:
         """Run the worker's partitions; the reply for the client: ``outputs`` (partition ->
         fetched outputs by index; every output and the trace when tracing), the first
-        ``failure`` (its partition and the RunFailure), and each partition's :class:`StepTiming`."""
-        self._tasks = [asyncio.ensure_future(self._part(part)) for part in self.plan.parts]
-        try:
-            await asyncio.gather(*self._tasks)
-        except BaseException:  # a send failed, or the client aborted: stop the other parts
-            self.cancel()
-            raise
+        ``failure`` (its partition and the RunFailure), and each partition's
+        :class:`StepTiming`.
+
+        A small partition whose inputs are all here runs at once, in this call (no task, no
+        turn of the event loop); the others become tasks that wait for their inputs."""
+        for part in self.plan.parts:
+            ready = self._ready_values(part)
+            if ready is not None and self._inline(part):
+                self._run_now(part, ready)
+            else:
+                self._tasks.append(asyncio.ensure_future(self._part(part)))
+        if self._tasks:
+            try:
+                await asyncio.gather(*self._tasks)
+            except BaseException:  # a send failed, or the client aborted: stop the others
+                self.cancel()
+                raise
+        return self._reply()
+
+    def _reply(self) -> dict[str, Any]:
         outputs: dict[int, Any] = {}
         failure = None
         for part in self.plan.parts:
@@ -160,15 +180,44 @@ class StepRun:
             reply["forward"] = self.forward
         return reply
 
+    def _run_now(self, part: StepPart, dependencies: tuple) -> None:
+        """Run ``part`` in this call; its sends that leave the process become a task."""
+        ready = time.perf_counter()
+        result = self._call(part, dependencies)
+        ran = time.perf_counter()
+        self.done[part.index].set_result(result)
+        sends = self._route(part, result)
+        if sends:
+            self._tasks.append(asyncio.ensure_future(asyncio.gather(*sends)))
+        self.timing[part.index] = StepTiming(ready - self._started, ran - ready, 0.0)
+
     async def _part(self, part: StepPart) -> None:
         dependencies = await self._inputs(part)
         ready = time.perf_counter()
-        result = await self._execute(part, dependencies)
+        if self._inline(part):
+            result = self._call(part, dependencies)
+        else:
+            result = await self.host.in_thread(lambda: self._call(part, dependencies))
         ran = time.perf_counter()
         self.done[part.index].set_result(result)
-        await self._send(part, result)
+        sends = self._route(part, result)
+        if sends:
+            await asyncio.gather(*sends)
         sent = time.perf_counter()
         self.timing[part.index] = StepTiming(ready - self._started, ran - ready, sent - ran)
+
+    def _inline(self, part: StepPart) -> bool:
+        return self.may_inline and self.host.inline(self.token, part)
+
+    def _ready_values(self, part: StepPart) -> tuple | None:
+        """What ``part`` reads, if all of it is here already; else None."""
+        values = []
+        for producer in part.dependencies:
+            future = self.done.get(producer) or self.inbox[producer]
+            if not future.done():
+                return None
+            values.append(_as_read(future.result()))
+        return tuple(values)
 
     async def _inputs(self, part: StepPart) -> tuple:
         """What ``part`` reads of each partition it depends on, in its program's order: a
@@ -177,35 +226,30 @@ class StepRun:
         for producer in part.dependencies:
             local = self.done.get(producer)
             value = await (local if local is not None else self.inbox[producer])
-            if isinstance(value, dict):
-                value = by_index(value)
-            values.append(value)
+            values.append(_as_read(value))
         return tuple(values)
 
-    async def _execute(self, part: StepPart, dependencies: tuple) -> Any:
-        """Run ``part`` (inline or on a thread); its outputs, or the failure."""
+    def _call(self, part: StepPart, dependencies: tuple) -> Any:
+        """Run ``part`` here (the event loop's thread or a worker thread); its outputs, or
+        the failure."""
         feeds = tuple(self.feeds[i] for i in part.feed_indices)
-        state, address, step = self.host.state, self.host.address, self.step
+        started = time.perf_counter()
+        try:
+            return run_partition(
+                self.host.state, self.host.address, part.program, self.step, feeds,
+                self.trace, dependencies,
+            )  # fmt: skip
+        except Exception as exc:  # not an op's error (those come back as RunFailure)
+            return RunFailure(_internal(exc, part))
+        finally:
+            self.host.ran(self.token, part, time.perf_counter() - started)
 
-        def call() -> Any:
-            started = time.perf_counter()
-            try:
-                return run_partition(
-                    state, address, part.program, step, feeds, self.trace, dependencies
-                )
-            except Exception as exc:  # not an op's error (those come back as RunFailure)
-                return RunFailure(_internal(exc, part))
-            finally:
-                self.host.ran(self.token, part, time.perf_counter() - started)
-
-        if self.host.inline(self.token, part):
-            return call()
-        return await self.host.in_thread(call)
-
-    async def _send(self, part: StepPart, result: Any) -> None:
-        """Send each destination of ``part`` what it reads (or the failure)."""
+    def _route(self, part: StepPart, result: Any) -> list[Any]:
+        """Where ``part``'s outputs go: a worker of the client's process gets them in the
+        reply if this was the last partition here; the others by a message each (the
+        coroutines returned)."""
         if not part.sends:
-            return
+            return []
         failed = isinstance(result, RunFailure)
         last = all(future.done() for future in self.done.values())
         sends = []
@@ -215,8 +259,13 @@ class StepRun:
                 self.forward.append((worker, part.index, value))
             else:
                 sends.append(self.host.send(self.peers[worker], self.key, part.index, value))
-        if sends:
-            await asyncio.gather(*sends)
+        return sends
+
+
+def _as_read(value: Any) -> Any:
+    """A producer's outputs received by index as the tuple its readers index into; a local
+    producer's tuple, or a failure, as it is."""
+    return by_index(value) if isinstance(value, dict) else value
 
 
 def _internal(exc: Exception, part: StepPart) -> Exception:

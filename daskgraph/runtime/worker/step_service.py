@@ -60,8 +60,15 @@ _LOCAL: weakref.WeakValueDictionary[str, StepService] = weakref.WeakValueDiction
 
 
 def local_service(address: str) -> StepService | None:
-    """The service of the worker at ``address`` if that worker lives in this process."""
-    return _LOCAL.get(address)
+    """The service of the worker at ``address`` if that worker lives in this process and
+    is serving (a closed worker's address may be taken again by another)."""
+    service = _LOCAL.get(address)
+    if service is None:
+        return None
+    if service.worker.status.name not in ("running", "paused") or service.loop.is_closed():
+        _LOCAL.pop(address, None)
+        return None
+    return service
 
 
 class StepService(StepHost):
@@ -122,6 +129,7 @@ class StepService(StepHost):
         feeds: Any,
         trace: bool,
         load: Any = None,
+        inline: bool = True,
     ) -> dict[str, Any]:
         """Run this worker's part of one step; the reply (see
         :meth:`~daskgraph.runtime.worker.step_run.StepRun.run`), or ``status`` ``missing``
@@ -139,7 +147,7 @@ class StepService(StepHost):
         plan, peers, near = loaded
         run_here = StepRun(
             self, key, token, plan, peers, unpack(step), unpack(feeds), trace,
-            self.early.pop(key, {}), near,
+            self.early.pop(key, {}), near, inline,
         )  # fmt: skip
         self.runs[key] = run_here
         self.counts["steps"] += 1
@@ -198,7 +206,7 @@ class StepService(StepHost):
         """Deliver to the worker at ``address``: by reference in this process, else through
         this worker's connection pool (Dask's comm)."""
         self.counts["sent"] += 1
-        local = _LOCAL.get(address)
+        local = local_service(address)
         if local is not None:
             local.counts["received"] += 1
             local.counts[f"from {self.address}"] += 1
@@ -225,8 +233,10 @@ class StepService(StepHost):
         return await asyncio.get_running_loop().run_in_executor(self.worker.executor, fn)
 
     def inline(self, token: str, part: StepPart) -> bool:
-        """Whether ``part``'s previous run took less than the inline limit (a first run goes
-        to a thread: its length is not known yet)."""
+        """Whether ``part`` is predictable and its previous run took less than the inline
+        limit (a first run goes to a thread: its length is not known yet)."""
+        if not part.predictable:
+            return False
         last = self.durations.get((token, part.index))
         return last is not None and last < self.inline_limit
 
