@@ -187,8 +187,8 @@ class CompiledSteps:
             if local is None:
                 message.update(step=pack(step), feeds=pack(feeds), trace=trace)
                 message["load"] = None if load is None else pack(load)
-            else:  # on this process's threads, not the client's event loop
-                message.update(step=step, feeds=feeds, trace=trace, load=load, inline=False)
+            else:
+                message.update(step=step, feeds=feeds, trace=trace, load=load)
             targets.append(_Target(str(name), address, local, message, near_services))
         return targets
 
@@ -216,8 +216,30 @@ class CompiledSteps:
                 raise
 
     async def _send_all(self, targets: list[_Target]) -> list[Any]:
-        """Every worker's reply (or the exception its message met)."""
-        return await asyncio.gather(*(self._send(t) for t in targets), return_exceptions=True)
+        """Every worker's reply (or the exception its message met).
+
+        The workers of this process start first: their partitions that are ready at once
+        (variables read for the towers) run, and what they send to the other workers rides
+        in the messages to them (one message per worker, and those partitions find their
+        inputs there on arrival) instead of following in messages of their own."""
+        loop = asyncio.get_running_loop()
+        here = [t for t in targets if t.local is not None and t.local.loop is loop]
+        away = [t for t in targets if t.local is None]
+        if not here or not away:
+            return await asyncio.gather(*map(self._send, targets), return_exceptions=True)
+        key = (self.session_id, targets[0].message["run"])
+        for t in here:
+            t.local.outbox[key] = {r.address: [] for r in away}
+        started = {id(t): asyncio.ensure_future(self._send(t)) for t in here}
+        await asyncio.sleep(0)  # (one turn: the local steps run their ready partitions)
+        for t in here:
+            for address, values in t.local.outbox.pop(key, {}).items():
+                if values:
+                    _ride_along(next(r for r in away if r.address == address), values)
+        for t in away:
+            started[id(t)] = asyncio.ensure_future(self._send(t))
+        tasks = [started[id(t)] for t in targets]
+        return await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _send(self, target: _Target) -> Any:
         local = target.local
@@ -327,6 +349,13 @@ class CompiledSteps:
             "; ".join(f"{t.name}: {_describe(r)}" for t, r in trouble),
         )
         return None
+
+
+def _ride_along(target: _Target, values: list[tuple[int, Any]]) -> None:
+    """Add tensors of partitions in this process to the (unsent) message to ``target``."""
+    message = target.message
+    arrived = unpack(message.get("arrivals")) or []
+    message["arrivals"] = pack([*arrived, *values])
 
 
 def _status(reply: Any) -> str:

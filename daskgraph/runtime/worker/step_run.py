@@ -11,10 +11,9 @@ event loop that
    ``daskgraph.compiled-inline-limit`` and its run time cannot change with the data (every
    shape static, no Python function or loop: ``Partition.predictable``), so that no
    partition holds the loop up much longer than the limit (no thread hand-off; a small
-   partition costs tens of microseconds); else on the worker's threads. A worker in the
-   client's process always uses its threads: its event loop is the client's (and the
-   embedded scheduler's), which a partition that turns out slower than the last must not
-   hold up;
+   partition costs tens of microseconds); else on the worker's threads. (A worker in the
+   client's process shares the client's event loop: a predictable partition holds it up
+   about as long as its last run did, under the limit, while the client only waits.)
 3. sends each consumer worker just the outputs that worker reads, the moment it has run
    (TensorFlow's ``Send``), and keeps the outputs the client fetches for the reply. A
    consumer in the client's own process (the embedded CPU worker) gets the tensors of the
@@ -88,6 +87,10 @@ class StepHost:
         """Deliver ``value`` (outputs by index, or a RunFailure) of partition ``producer`` of
         run ``key`` to the worker at ``address``."""
         raise NotImplementedError  # pragma: no cover (interface)
+
+    def capture(self, address: str, key: tuple, producer: int, value: Any) -> bool:
+        """Keep ``value`` for a message to ``address`` not sent yet; whether it was kept."""
+        return False
 
     def inline(self, token: str, part: StepPart) -> bool:
         """Whether ``part`` is small enough to run on the event loop."""
@@ -255,10 +258,11 @@ class StepRun:
         sends = []
         for worker, outputs in part.sends:
             value = result if failed else {i: result[i] for i in outputs}
+            address = self.peers[worker]
             if last and worker in self.near:  # the reply goes there now anyway: ride along
                 self.forward.append((worker, part.index, value))
-            else:
-                sends.append(self.host.send(self.peers[worker], self.key, part.index, value))
+            elif not self.host.capture(address, self.key, part.index, value):
+                sends.append(self.host.send(address, self.key, part.index, value))
         return sends
 
 

@@ -86,6 +86,9 @@ class StepService(StepHost):
         #: what this worker did: ``steps`` run, tensors ``sent`` to and ``received`` from
         #: peers (messages), and ``received`` by sender address (``"from <address>"``)
         self.counts: Counter[str] = Counter()
+        #: run -> worker address -> tensors to send there, kept while the client has not
+        #: sent that worker its message yet (they ride along in it)
+        self.outbox: dict[tuple, dict[str, list[tuple[int, Any]]]] = {}
         limit = dask.config.get("daskgraph.compiled-inline-limit")
         self.inline_limit = float(parse_timedelta(limit, default="s") or 0.0)
 
@@ -130,6 +133,7 @@ class StepService(StepHost):
         trace: bool,
         load: Any = None,
         inline: bool = True,
+        arrivals: Any = None,
     ) -> dict[str, Any]:
         """Run this worker's part of one step; the reply (see
         :meth:`~daskgraph.runtime.worker.step_run.StepRun.run`), or ``status`` ``missing``
@@ -145,9 +149,12 @@ class StepService(StepHost):
         if key in self.ended:
             return {"status": "aborted"}
         plan, peers, near = loaded
+        early = self.early.pop(key, {})
+        for producer, value in unpack(arrivals) or ():  # (they came with the message)
+            early[producer] = value
         run_here = StepRun(
             self, key, token, plan, peers, unpack(step), unpack(feeds), trace,
-            self.early.pop(key, {}), near, inline,
+            early, near, inline,
         )  # fmt: skip
         self.runs[key] = run_here
         self.counts["steps"] += 1
@@ -201,6 +208,16 @@ class StepService(StepHost):
             found.deliver(producer, value)
         elif key not in self.ended:
             self.early.setdefault(key, {})[producer] = value
+
+    def capture(self, address: str, key: tuple, producer: int, value: Any) -> bool:
+        """Keep ``value`` for the client's message to the worker at ``address`` if that is
+        not sent yet (see :attr:`outbox`); whether it was kept."""
+        box = self.outbox.get(key)
+        if box is None or address not in box:
+            return False
+        box[address].append((producer, value))
+        self.counts["sent"] += 1
+        return True
 
     async def send(self, address: str, key: tuple, producer: int, value: Any) -> None:
         """Deliver to the worker at ``address``: by reference in this process, else through
