@@ -4,8 +4,9 @@ NumPy's BLAS (OpenBLAS in its wheels) splits every product above a few hundred t
 multiply-adds over all its threads, in fixed shares, and the calling thread waits for every
 share. A product of a few million multiply-adds (a 256x64 by 64x128 layer of a small model)
 takes tens of microseconds; when another process holds the second core, the calling thread
-waits for the OS to give the BLAS thread a time slice, milliseconds. TensorFlow's Eigen pool
-does not wait so: the caller takes over the shares nobody has started. So :func:`matmul` runs
+waits for the OS to give the BLAS thread a time slice, milliseconds (a one-device MLP step
+measured 15-24 ms instead of 0.7 on a shared 2-core machine, where TensorFlow's took 0.5). So
+:func:`matmul` runs
 a product of at most :data:`SMALL_PRODUCT` multiply-adds with one BLAS thread, and larger ones
 with the threads BLAS has (the worker's, as configured). A small product's result is then the
 one BLAS gives with one thread, whatever the machine's cores: mostly the same bits as a split
@@ -20,10 +21,11 @@ finish (microseconds) so that it starts with every thread. Products outside thes
 (user code in other threads) are not coordinated: one that starts while a small product here
 holds the count at one runs single-threaded.
 
-Libraries are found and set through ``threadpoolctl`` (OpenBLAS, MKL, BLIS), once, on the first
-small product; with none found, or BLAS already at one thread (Dask's nanny starts workers with
-``OPENBLAS_NUM_THREADS=1``), products run as they are. Other array modules (CuPy) are called
-directly.
+Libraries are found through ``threadpoolctl`` (OpenBLAS, MKL, BLIS), once, on the first small
+product, and set by its controllers, or for OpenBLAS on pthreads by OpenBLAS's own two
+functions (see :func:`_knob`); with none found, or BLAS already at one thread (Dask's nanny
+starts workers with ``OPENBLAS_NUM_THREADS=1``, a user may hold a ``threadpool_limits``),
+products run as they are. Other array modules (CuPy) are called directly.
 
 >>> a = np.ones((256, 64), np.float32)
 >>> b = np.ones((64, 128), np.float32)
@@ -36,6 +38,7 @@ directly.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable
@@ -88,7 +91,7 @@ class BlasThreads:
     """
 
     def __init__(self, controllers: list[Any] | None = None) -> None:
-        self._controllers = controllers
+        self._knobs = None if controllers is None else [_knob(c) for c in controllers]
         self._lock = threading.Lock()  # held by a small product that changed the count
         self._large = 0  # large products under way (a small one then leaves the count alone)
 
@@ -101,9 +104,8 @@ class BlasThreads:
             try:
                 return fn()
             finally:
-                for controller, threads in lowered:
-                    controller.set_num_threads(threads)
-                    _release_control(controller)
+                for knob, threads in lowered:
+                    knob.set(threads)
         finally:
             self._lock.release()
 
@@ -117,17 +119,49 @@ class BlasThreads:
             with self._lock:
                 self._large -= 1
 
-    def _lower(self) -> list[tuple[Any, int]]:
-        """Set every library with more than one thread to one; (controller, its count) each."""
-        if self._controllers is None:
-            self._controllers = _numpy_blas()
+    def _lower(self) -> list[tuple[_Knob, int]]:
+        """Set every library with more than one thread to one; (library, its count) each."""
+        if self._knobs is None:
+            self._knobs = [_knob(c) for c in _numpy_blas()]
         lowered = []
-        for controller in self._controllers:
-            threads = controller.get_num_threads()
+        for knob in self._knobs:
+            threads = knob.get()
             if threads is not None and threads > 1:
-                controller.set_num_threads(1)
-                lowered.append((controller, threads))
+                knob.set(1)
+                lowered.append((knob, threads))
         return lowered
+
+
+class _Knob:
+    """One BLAS library's thread count: ``get()`` and ``set(threads)``."""
+
+    __slots__ = ("get", "set")
+
+    def __init__(self, get: Callable[[], Any], set: Callable[[int], Any]) -> None:
+        self.get, self.set = get, set
+
+
+#: how OpenBLAS builds name their functions (``scipy_openblas_get_num_threads64_``), as
+#: ``threadpoolctl`` looks them up
+_OPENBLAS_AFFIXES = tuple(itertools.product(("", "scipy_"), ("", "64_", "_64")))
+
+
+def _knob(controller: Any) -> _Knob:
+    """The thread count of a ``threadpoolctl`` controller's library. For OpenBLAS on its own
+    threads (pthreads, NumPy's wheels), its C functions: ``threadpoolctl`` lets only one live
+    thread set a process-wide pool (another thread's call does nothing until that one clears
+    it), and a run's products come from whichever thread runs it; its Python layers also cost
+    a microsecond a call, three calls a product. Else the controller's own methods."""
+    if (
+        getattr(controller, "internal_api", None) == "openblas"
+        and getattr(controller, "threading_layer", None) == "pthreads"
+    ):
+        for prefix, suffix in _OPENBLAS_AFFIXES:
+            get = getattr(controller.dynlib, f"{prefix}openblas_get_num_threads{suffix}", None)
+            put = getattr(controller.dynlib, f"{prefix}openblas_set_num_threads{suffix}", None)
+            if get is not None and put is not None:
+                return _Knob(get, put)
+    return _Knob(controller.get_num_threads, controller.set_num_threads)
 
 
 def _numpy_blas() -> list[Any]:
@@ -139,14 +173,6 @@ def _numpy_blas() -> list[Any]:
     numpy_dir = os.path.dirname(np.__file__)  # a prefix of its wheels' numpy.libs too
     own = [c for c in found if str(c.filepath).startswith(numpy_dir)]
     return own or found
-
-
-def _release_control(controller: Any) -> None:
-    """Let another thread set OpenBLAS's threads again: ``threadpoolctl`` lets only the first
-    thread that sets a process-wide pool set it, until that thread lets go."""
-    clear = getattr(type(controller), "clear_controlling_thread", None)
-    if clear is not None:
-        clear()
 
 
 #: the process's policy (one BLAS thread count per process)

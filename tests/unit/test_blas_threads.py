@@ -177,3 +177,26 @@ def test_users_limits_still_apply_after_a_product_in_another_thread():
     finally:
         finish.set()
         thread.join(10)
+
+
+def test_knob_sets_the_library_numpy_calls_from_any_thread():
+    from threadpoolctl import ThreadpoolController
+
+    controllers = ThreadpoolController().select(user_api="blas").lib_controllers
+    if not controllers:
+        pytest.skip("no BLAS library threadpoolctl can control")
+    knob = blas_threads._knob(controllers[0])
+    before = knob.get()
+    seen: list[int] = []
+
+    def elsewhere() -> None:  # a thread threadpoolctl did not let control the pool
+        knob.set(1)
+        seen.append(knob.get())
+        knob.set(before)
+
+    with threadpool_limits(before, user_api="blas"):  # the main thread holds threadpoolctl's
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join(10)
+    assert seen == [1]
+    assert knob.get() == before
