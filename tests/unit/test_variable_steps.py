@@ -83,6 +83,7 @@ def test_training_steps_match_the_generic_loop_bit_for_bit(sessions) -> None:
     assert kinds["Identity"] == variable_steps.READ
     assert kinds["ApplyAdam"] == variable_steps.STATEFUL
     assert kinds["MatMul"] == variable_steps.CALL2
+    assert kinds["Const"] == variable_steps.NAME
 
 
 def test_an_uninitialized_variable_is_reported_as_it_is(sessions) -> None:

@@ -12,7 +12,8 @@ a sixth of a small MLP's step. Here that work is done once per program and sessi
 * an op without variables is the call the stateless loop makes (the array module's own
   function, or the kernel with its attributes bound), with one or two slots as arguments;
 * a ``VariableV2`` op, whose output is only the name of its variable, is that name, made once
-  (the op has no effect a run could repeat or skip);
+  (the op has no effect a run could repeat or skip); a NumPy ``Const`` is its value, as its
+  kernel returns it;
 * a read of a variable (``name/read``) reads the store and calls its kernel;
 * a stateful op goes through ``apply_once`` as in the generic loop (applied once per run,
   one at a time in the store).
@@ -46,6 +47,7 @@ from typing import Any
 
 from daskgraph.errors import OpError
 from daskgraph.framework.op_registry import ArrayFunction
+from daskgraph.ops.array import _const_kernel
 from daskgraph.ops.state import _variable_kernel
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep
 
@@ -84,6 +86,8 @@ def _step(ins: Instruction, index: int, xp: Any, bound: dict[int, Any]) -> _Step
             kind, fn = NAME, _variable_kernel(xp, None, **ins.attrs)
         else:
             kind, fn = STATEFUL, functools.partial(ins.kernel, xp, **ins.attrs)
+    elif ins.kernel is _const_kernel and xp.__name__ == "numpy":
+        kind, fn = NAME, _const_kernel(xp, **ins.attrs)  # the value itself, every run
     else:
         fn = _bind(ins.kernel, ins.attrs, xp, bound)
         kind = READ if ins.deref else CALL2 if n == 2 else CALL1 if n == 1 else CALL
