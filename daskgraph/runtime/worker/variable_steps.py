@@ -53,7 +53,8 @@ from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep
 
 __all__ = ["VariableProgram", "compile_program", "run"]
 
-#: kinds of step: two slots, one slot, any slots, a variable's name, a read, a stateful op
+#: kinds of step: two slots, one slot, any slots, a value made once (a variable's name, a
+#: constant), a read of variables, a stateful op
 CALL2, CALL1, CALL, NAME, READ, STATEFUL = range(6)
 
 #: (kind, function or value, first slot, second slot, argument slots, argument positions
