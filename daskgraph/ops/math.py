@@ -22,6 +22,7 @@ import numpy as np
 from daskgraph.framework import dtypes
 from daskgraph.framework.graph import Shape, Tensor, get_default_graph
 from daskgraph.framework.op_registry import ArrayFunction, register
+from daskgraph.ops import blas_threads
 from daskgraph.ops.array import cast, convert_to_tensor
 
 __all__ = [
@@ -64,7 +65,7 @@ _tanh = ArrayFunction("tanh")
 
 def _matmul(xp, a, b, *, transpose_a=False, transpose_b=False):
     a = xp.swapaxes(a, -1, -2) if transpose_a else a  # the last two axes, as for batches
-    return xp.matmul(a, xp.swapaxes(b, -1, -2) if transpose_b else b)
+    return blas_threads.matmul(xp, a, xp.swapaxes(b, -1, -2) if transpose_b else b)
 
 
 def _add_n(xp, *inputs):

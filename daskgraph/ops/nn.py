@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import register_gradient
 from daskgraph.framework.graph import Operation, Shape, Tensor, name_scope, new_tensor
@@ -59,20 +61,35 @@ def _relu6(xp, x):
 
 
 def _relu_grad(xp, gradients, features):
-    return xp.where(features > 0, gradients, xp.zeros_like(gradients))
+    # TensorFlow's kernel: ``gradients * (features > 0)`` (NumPy's ``where`` takes 3x longer)
+    return gradients * (features > 0)
 
 
 def _relu6_grad(xp, gradients, features):
     return xp.where((features > 0) & (features < 6), gradients, xp.zeros_like(gradients))
 
 
+#: a last axis up to this long is reduced by its maximum across rows (see :func:`_max_keepdims`)
+_SHORT_AXIS = 32
+
+
+def _max_keepdims(xp, x, axis):
+    """``xp.max(x, axis=axis, keepdims=True)``. NumPy reduces a short last axis (a batch of
+    logits over a few classes) row by row, a few times slower than taking the maximum across
+    rows of its transposed copy, which gives the same values (a maximum is exact)."""
+    short = 1 < x.ndim and 0 < x.shape[-1] <= _SHORT_AXIS and axis in (-1, x.ndim - 1)
+    if short and xp is np:
+        return xp.max(xp.ascontiguousarray(xp.moveaxis(x, -1, 0)), axis=0)[..., None]
+    return xp.max(x, axis=axis, keepdims=True)
+
+
 def _softmax(xp, x, *, axis):
-    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    e = xp.exp(x - _max_keepdims(xp, x, axis))
     return e / xp.sum(e, axis=axis, keepdims=True)
 
 
 def _log_softmax(xp, x, *, axis):
-    z = x - xp.max(x, axis=axis, keepdims=True)
+    z = x - _max_keepdims(xp, x, axis)
     return z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
 
 
@@ -90,7 +107,13 @@ def _xent_grad(xp, grad, logits, labels, *, axis, wrt):
 
 
 def _check_labels(xp, labels, classes):
-    if labels.size and (int(labels.min()) < 0 or int(labels.max()) >= classes):
+    if not labels.size:
+        return
+    if labels.dtype.kind == "i":  # one reduction: as unsigned, negative labels are too large
+        top = labels.view(labels.dtype.str.replace("i", "u")).max()
+    else:
+        top = labels.max()
+    if int(top) >= classes:
         bad = labels[(labels < 0) | (labels >= classes)].ravel()[0]
         raise ValueError(
             f"sparse_softmax_cross_entropy_with_logits: received a label value of {int(bad)} "
@@ -100,13 +123,15 @@ def _check_labels(xp, labels, classes):
 
 def _sparse_xent(xp, logits, labels):
     _check_labels(xp, labels, logits.shape[-1])
-    picked = xp.take_along_axis(_log_softmax(xp, logits, axis=-1), labels[..., None], axis=-1)
-    return 0 - picked[..., 0]
+    log_p = _log_softmax(xp, logits, axis=-1)
+    if log_p.ndim == 2:  # a batch: plain indexing picks the same values as take_along_axis
+        return 0 - log_p[xp.arange(log_p.shape[0]), labels]
+    return 0 - xp.take_along_axis(log_p, labels[..., None], axis=-1)[..., 0]
 
 
 def _sparse_xent_grad(xp, grad, logits, labels):
     _check_labels(xp, labels, logits.shape[-1])
-    onehot = labels[..., None] == xp.arange(logits.shape[-1])
+    onehot = labels[..., None] == xp.arange(logits.shape[-1], dtype=labels.dtype)
     return (_softmax(xp, logits, axis=-1) - onehot) * grad[..., None]
 
 

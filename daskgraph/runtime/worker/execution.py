@@ -33,6 +33,7 @@ from daskgraph.errors import (
 from daskgraph.framework.op_registry import ArrayFunction
 from daskgraph.ops.state import VariableRef
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep, StagedFeed
+from daskgraph.runtime.worker import variable_steps
 from daskgraph.runtime.worker.codegen import HotProgram
 from daskgraph.runtime.worker.worker_state import (
     SessionState,
@@ -327,6 +328,8 @@ def _run_partition(
         hot = None if trace else _compiled(program, xp, session)
         if hot is None:
             stats = _run(program, slots, xp, step, trace, session)
+        elif type(hot) is variable_steps.VariableProgram:
+            variable_steps.run(hot, program, slots, session, step, _op_failed)
         else:
             _run_hot(program, hot, slots)
         outputs = tuple(_to_host(slots[s]) if host else slots[s] for s, host in program.outputs)
@@ -470,21 +473,25 @@ def _bind(kernel: Any, xp: Any) -> Any:
     return functools.partial(kernel, xp)
 
 
-def _compiled(program: PartitionProgram, xp: Any, session: SessionState) -> HotProgram | None:
+def _compiled(
+    program: PartitionProgram, xp: Any, session: SessionState
+) -> HotProgram | variable_steps.VariableProgram:
     """:func:`_compile` once per program object on this worker, kept with the session's state
-    (a program is sent once per session and reused by every run, so later runs find it)."""
+    (a program is sent once per session and reused by every run, so later runs find it);
+    a program with variables is bound by :mod:`~daskgraph.runtime.worker.variable_steps`."""
     return session.compiled_form(program, xp.__name__, lambda: _compile_quietly(program, xp))
 
 
-def _compile_quietly(program: PartitionProgram, xp: Any) -> HotProgram | None:
+def _compile_quietly(
+    program: PartitionProgram, xp: Any
+) -> HotProgram | variable_steps.VariableProgram:
     """:func:`_compile` without cyclic garbage collections (a step per op, none cyclic), as
     a :class:`~daskgraph.runtime.worker.codegen.HotProgram` (generated as one function once its
-    runs have
-    taken as long as generating it would)."""
+    runs have taken as long as generating it would), or a program with variables bound."""
     with cyclic_gc_paused():
         steps = _compile(program, xp)
-    if steps is None:
-        return None
+        if steps is None:
+            return variable_steps.compile_program(program, xp)
     incoming = [s for _, s in program.feeds] + [s for _, _, s in program.inputs]
     return HotProgram(steps, incoming, [s for s, _ in program.outputs])
 
