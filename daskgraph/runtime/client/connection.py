@@ -4,7 +4,7 @@ on the workers.
 A :class:`Connection` is made from a session's target: ``None`` (the process's shared
 embedded cluster, :mod:`daskgraph.cluster.embedded`), a scheduler address, or a
 ``distributed.Client``. It registers the session's
-:class:`~daskgraph.runtime.worker.worker_state.SessionPlugin`
+:class:`~daskgraph.runtime.worker.session_plugin.SessionPlugin`
 on the workers (and unregisters it on close, which frees the session's variables and programs
 there), follows workers joining and leaving through the client's
 :class:`~daskgraph.cluster.liveness.ClusterWatch`, and maps the cluster's workers to devices
@@ -29,7 +29,7 @@ from daskgraph.cluster.liveness import ClusterWatch, release_watch, watch_for
 from daskgraph.cluster.shutdown import quiet_close
 from daskgraph.cluster.topology import Device, claims_gpu, devices_from_workers
 from daskgraph.config import SessionConfig
-from daskgraph.runtime.worker.worker_state import SessionPlugin
+from daskgraph.runtime.worker.session_plugin import SessionPlugin
 
 __all__ = ["Connection", "cuda_probes", "limit_devices"]
 

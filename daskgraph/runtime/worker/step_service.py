@@ -2,7 +2,7 @@
 
 :meth:`StepService.install` adds four handlers to a worker's comm server (as Dask's P2P
 shuffle does through its worker plugin; the session's
-:class:`~daskgraph.runtime.worker.worker_state.SessionPlugin` installs them on every worker):
+:class:`~daskgraph.runtime.worker.session_plugin.SessionPlugin` installs them on every worker):
 
 ``daskgraph_step``
     the client's one message for a step: the run's key, the plan's token, the
