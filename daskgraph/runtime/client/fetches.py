@@ -147,6 +147,7 @@ def flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], 
         return lambda r: r[position]
 
     rebuild = walk(fetches)
+    walk = None  # type: ignore[assignment]  # (its cell and structure's made a cycle)
     return items, rebuild
 
 
@@ -221,6 +222,7 @@ def _feed_pairs(feed_dict: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
 
     for key, value in feed_dict.items():
         add(key, value)
+    add = None  # type: ignore[assignment]  # (a recursive closure's cell is a cycle)
     return pairs
 
 
