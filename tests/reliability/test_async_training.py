@@ -334,10 +334,14 @@ def _running_op(prefix: str):
     def inside() -> bool:
         for frame in sys._current_frames().values():
             while frame is not None:
-                code = frame.f_code
+                code, local = frame.f_code, frame.f_locals
                 if code.co_name == "_run" and code.co_filename.endswith("execution.py"):
-                    ins = frame.f_locals.get("ins")
+                    ins = local.get("ins")  # the generic loop (traced runs)
                     if ins is not None and ins.op_name.startswith(prefix):
+                        return True
+                if code.co_name == "run" and code.co_filename.endswith("variable_steps.py"):
+                    name = local.get("name")  # the loop of programs with variables
+                    if isinstance(name, str) and name.startswith(prefix):
                         return True
                 frame = frame.f_back
         return False

@@ -235,10 +235,12 @@ def test_a_session_made_while_every_worker_is_busy(tally, cluster):
     value = _value()
     with dg.Graph().as_default() as graph:
         a = dg.placeholder(dg.float32, [N, N], name="a")
+        # seconds of work on each device: the sessions are made while it runs, also on a
+        # loaded machine
         with dg.device("/gpu:0"):
-            y = _chain(_chain(_chain(a)))
+            y = _chain(a, 6 * STEPS)
         with dg.device("/cpu:0"):
-            out = dg.reduce_sum(_chain(_chain(_chain(a)))) + dg.reduce_sum(y)
+            out = dg.reduce_sum(_chain(a, 6 * STEPS)) + dg.reduce_sum(y)
         with dg.Session(client, graph=graph) as busy:
             long_run = threading.Thread(target=busy.run, args=(out, {a: value}), daemon=True)
             long_run.start()
