@@ -92,10 +92,11 @@ def test_warm_start_takes_variables_and_reports_tensorflows_errors(checkpoint):
     assert tf.train.warm_start is warm_start
 
 
-def _profile(tmp_path, device=None, master="", **kwargs):
+def _profile(tmp_path, device=None, master="", variable_device=None, **kwargs):
     with dg.Graph().as_default() as graph:
         gs = dg.train.get_or_create_global_step()
-        w = dg.Variable(1.0, name="w")
+        with dg.device(variable_device):
+            w = dg.Variable(1.0, name="w")
         with dg.device(device):
             loss = w * w
         train = dg.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
@@ -126,13 +127,18 @@ def test_profiler_hook_writes_tensorflows_timelines(tmp_path):
 
 @pytest.mark.virtual_gpus(1)
 def test_profiler_hook_draws_flows_between_devices(tmp_path, dg_cluster):
-    _profile(tmp_path, device="/gpu:0", master=dg_cluster, save_steps=1)
+    # w on the CPU, its square on the GPU: w's value goes to the GPU, its gradient back
+    _profile(tmp_path, "/gpu:0", dg_cluster, variable_device="/cpu:0", save_steps=1)
     trace = json.loads((tmp_path / "timeline-6.json").read_text())["traceEvents"]
     processes = [e["args"]["name"] for e in trace if e["ph"] == "M"]
     assert any(p.endswith("GPU:0 Compute") for p in processes)
     flows = [e for e in trace if e["ph"] in ("s", "t")]
     assert flows and {e["ph"] for e in flows} == {"s", "t"}
-    assert len({e["pid"] for e in flows}) == 2
+    names = {e["pid"]: e["args"]["name"] for e in trace if e["ph"] == "M"}
+    ends = {flow_id: [] for flow_id in {e["id"] for e in flows}}
+    for e in flows:
+        ends[e["id"]].append(names[e["pid"]].rsplit(" ", 1)[0][-5:])
+    assert ("CPU:0", "GPU:0") in {tuple(sorted(pair)) for pair in ends.values()}
 
 
 def test_profiler_hook_arguments():

@@ -4,14 +4,32 @@ Its one job is that cut (:func:`partition_ops`) and the split of a CPU partition
 independent parts into partitions of their own (:func:`split_parallel`), for
 :func:`daskgraph.runtime.planner.lowering.lower`.
 
-Partitions are acyclic by construction: an op's *rank* is the largest rank of its inputs,
-plus one across a device boundary, and a partition is the set of ops of one device and one
-rank. Every edge between two partitions goes to a strictly higher rank, so the partition graph
-has no cycle; computing it is linear in the number of ops.
+Partitions are acyclic by construction. The cut has three steps, each linear in the number of
+ops (the second and third work on the few (device, rank) groups, not on ops):
+
+1. *ranks* (:func:`_rank_ops`): an op's rank is the largest rank of its inputs, plus one
+   across a device boundary. *Sources* (ops without inputs or control inputs, such as
+   constants and variables, and fed ops) count as rank 0 there, and are placed in step 3.
+   The non-source ops of one device and one rank form a *group*; every edge between two
+   groups goes to a strictly higher rank (a same-device edge to a higher or equal one).
+2. *levels* (:func:`_levels`): groups of one device are merged where no path through
+   another device separates them. Every group gets a level between its rank and the
+   lowest level its consumers allow (theirs, less one across devices), taking the level of
+   its device's lowest group when that fits, else its own rank; groups of one device and
+   one level are merged. Every edge still goes to a strictly higher level, or stays inside a
+   merged group, so merging keeps the partition graph acyclic.
+3. *sources* (:func:`_place_sources`): a source joins the group of its first (lowest)
+   consumer on its device, unless a consumer on another device needs it earlier; then it
+   joins the device's lowest group that is early enough, or gets a partition of its own.
+   A source has no inputs, so it never closes a cycle: ``(x * 2 + 1 on GPU) + 1 on CPU`` is
+   two partitions, the CPU's constant ``1`` in the CPU's partition, not one of its own.
+
+A partition is then the ops of one (device, level), in graph order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import dask.config
@@ -29,11 +47,34 @@ class Cut(NamedTuple):
     members: list[list[Operation]]  # ops of each partition, in graph order
     part_of: list[int]  # op id -> partition (-1: not needed)
     device: list[int]  # partition -> device index
-    rank: list[int]  # partition -> rank
+    rank: list[int]  # partition -> its level (a topological order: see the module docstring)
 
 
 def partition_ops(needed: list[Operation], placement: Placement, fed_ops: set[int]) -> Cut:
-    """Partition ``needed`` by (device, rank); see the module docstring for why it is acyclic."""
+    """Partition ``needed`` by (device, level); see the module docstring for how, and why the
+    partitions are acyclic.
+
+    Examples
+    --------
+    ``(x * 2 + 1 on GPU:0) + 1 on CPU:0``: one partition per device, the CPU's constant with
+    the CPU's add.
+
+    >>> import daskgraph as dg
+    >>> from daskgraph.cluster.topology import Device
+    >>> from daskgraph.runtime.planner.placement import place
+    >>> devs = [Device("/job:localhost/replica:0/task:0/device:CPU:0", "w0", "cpu"),
+    ...         Device("/job:localhost/replica:0/task:0/device:GPU:0", "w1", "virtual-gpu")]
+    >>> with dg.Graph().as_default() as g:
+    ...     with dg.device("/gpu:0"):
+    ...         y = dg.constant(3.0, name="x") * 2.0 + 1.0
+    ...     with dg.device("/cpu:0"):
+    ...         z = dg.add(y, 1.0, name="z")
+    >>> cut = partition_ops(g.get_operations(), place(g, devs), set())
+    >>> [[op.name for op in ops] for ops in cut.members]
+    [['x', 'Const', 'mul', 'Const_1', 'add'], ['Const_2', 'z']]
+    >>> cut.device, cut.rank
+    ([1, 0], [0, 1])
+    """
     where = placement.device_indices
     part_of = [-1] * len(placement.ops)
     if needed and where.count(where[needed[0].id]) == len(where):
@@ -42,37 +83,203 @@ def partition_ops(needed: list[Operation], placement: Placement, fed_ops: set[in
             part_of[op.id] = 0
         return Cut([needed], part_of, [where[needed[0].id]], [0])
     n_devices = len(placement.devices)
-    rank_of = [0] * len(placement.ops)
-    keys: dict[int, int] = {}  # rank * n_devices + device -> partition
-    members: list[list[Operation]] = []
-    part_device: list[int] = []
-    part_rank: list[int] = []
+    ranks = _rank_ops(needed, where, len(placement.ops), n_devices, fed_ops)
+    level, lowest = _levels(ranks.groups, ranks.edges, n_devices)
+    sources = _place_sources(ranks, where, level, lowest, n_devices)
+    return _assemble(needed, where, ranks.rank, level, sources, n_devices, part_of)
+
+
+_UNSEEN = 1 << 60  # no consumer of a source on that side (yet)
+
+
+class _Ranks(NamedTuple):
+    """Step 1's result (see the module docstring): lists indexed by op id, and the edges
+    between groups. A group is named by its key, ``rank * n_devices + device``."""
+
+    rank: list[int]  # op id -> rank; a source: -1 (step 3 writes -1 - its level)
+    sources: list[int]  # the needed sources' ids, in graph order
+    low_same: list[int]  # source id -> the lowest rank of its consumers on its device
+    low_cross: list[int]  # source id -> the lowest rank of its consumers on other devices
+    edges: set[tuple[int, int]]  # (producer group, consumer group), between different groups
+    groups: set[int]  # every group's key
+
+
+def _rank_ops(
+    needed: list[Operation], where: Sequence[int], n_ops: int, n: int, fed_ops: set[int]
+) -> _Ranks:
+    """Rank the non-source ops, note the groups each source's consumers are in, and collect
+    the edges between groups: one sweep in graph order (a topological order). An input that
+    is a source counts as rank 0, so its consumer's rank does not depend on where step 3
+    puts it."""
+    rank_of = [0] * n_ops
+    ranks = _Ranks(rank_of, [], [_UNSEEN] * n_ops, [_UNSEEN] * n_ops, set(), set())
+    low_same, low_cross, edges, groups = ranks.low_same, ranks.low_cross, ranks.edges, ranks.groups
+    last = -1  # the group last added to ``groups``
     for op in needed:
         i = op.id
+        inputs = op.inputs
+        controls = op.control_inputs
+        if i in fed_ops or not (inputs or controls):
+            rank_of[i] = -1
+            ranks.sources.append(i)
+            continue
         dev = where[i]
-        rank = 0
-        if i not in fed_ops:
-            for t in op.inputs:
-                j = t.op.id
-                r = rank_of[j] if where[j] == dev else rank_of[j] + 1
-                if r > rank:
-                    rank = r
-            for c in op.control_inputs:
-                j = c.id
-                r = rank_of[j] if where[j] == dev else rank_of[j] + 1
-                if r > rank:
-                    rank = r
-            rank_of[i] = rank
-        key = rank * n_devices + dev
-        p = keys.get(key)
-        if p is None:
-            p = keys[key] = len(members)
-            members.append([])
-            part_device.append(dev)
-            part_rank.append(rank)
+        if controls or len(inputs) != 2:
+            rank_of[i] = _rank_of(op, dev, where, ranks, n)
+            continue
+        a, b = inputs  # most ops: unpacked, no loop
+        ja, jb = a.op.id, b.op.id
+        ra, rb = rank_of[ja], rank_of[jb]
+        da, db = where[ja], where[jb]
+        ea = ra if da == dev else (ra + 1 if ra >= 0 else 1)
+        eb = rb if db == dev else (rb + 1 if rb >= 0 else 1)
+        rank = ea if ea > eb else eb
+        if rank < 0:
+            rank = 0
+        rank_of[i] = rank
+        if ra == rank == rb and da == dev == db:
+            continue  # both inputs in its own group (already in ``groups``)
+        key = rank * n + dev
+        if key != last:
+            groups.add(key)
+            last = key
+        if ra < 0:
+            if da == dev:
+                if rank < low_same[ja]:
+                    low_same[ja] = rank
+            elif rank < low_cross[ja]:
+                low_cross[ja] = rank
+        elif ra != rank or da != dev:
+            edges.add((ra * n + da, key))
+        if rb < 0:
+            if db == dev:
+                if rank < low_same[jb]:
+                    low_same[jb] = rank
+            elif rank < low_cross[jb]:
+                low_cross[jb] = rank
+        elif rb != rank or db != dev:
+            edges.add((rb * n + db, key))
+    return ranks
+
+
+def _rank_of(op: Operation, dev: int, where: Sequence[int], ranks: _Ranks, n: int) -> int:
+    """The rank of ``op`` (on device ``dev``), any number of inputs and control inputs, with
+    its sources' consumers and its edges noted in ``ranks`` (as :func:`_rank_ops` does)."""
+    rank_of = ranks.rank
+    producers = [t.op.id for t in op.inputs]
+    producers += [c.id for c in op.control_inputs]
+    rank = 0
+    for j in producers:
+        r = rank_of[j]
+        if where[j] != dev:
+            r = r + 1 if r >= 0 else 1
+        if r > rank:
+            rank = r
+    key = rank * n + dev
+    ranks.groups.add(key)
+    for j in producers:
+        r = rank_of[j]
+        if r < 0:
+            low = ranks.low_same if where[j] == dev else ranks.low_cross
+            if rank < low[j]:
+                low[j] = rank
+        elif r != rank or where[j] != dev:
+            ranks.edges.add((r * n + where[j], key))
+    return rank
+
+
+def _levels(
+    groups: Iterable[int], edges: set[tuple[int, int]], n: int
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Step 2: every group's level (group key -> level), and each device's lowest level.
+
+    Consumers come first (the highest rank first; every edge goes to a higher rank). A group
+    may take any level from its rank up to the lowest its consumers allow; it takes its
+    device's lowest level so far when that fits (merging with those groups), else its rank.
+    A device's levels so far are never below the group's rank (they belong to groups of
+    higher ranks), and the level taken is never above them, so each device's lowest level is
+    its latest group's.
+    """
+    after: dict[int, list[int]] = {}
+    for producer, consumer in edges:
+        after.setdefault(producer, []).append(consumer)
+    level: dict[int, int] = {}
+    lowest: dict[int, int] = {}  # device -> the lowest level of its groups so far
+    for key in sorted(groups, reverse=True):
+        rank, dev = divmod(key, n)
+        latest = _UNSEEN
+        for consumer in after.get(key, ()):
+            bound = level[consumer] - (consumer % n != dev)
+            if bound < latest:
+                latest = bound
+        low = lowest.get(dev)
+        level[key] = lowest[dev] = low if low is not None and low <= latest else rank
+    return level, lowest
+
+
+def _place_sources(
+    ranks: _Ranks, where: Sequence[int], level: dict[int, int], lowest: dict[int, int], n: int
+) -> set[tuple[int, int]]:
+    """Step 3: the level of every source, written as ``-1 - level`` into ``ranks.rank``;
+    returns the (level, device) pairs the sources are at.
+
+    A source goes to the level of its lowest-ranked consumer on its device (that consumer's
+    group: each device's levels grow with the ranks, so it is the lowest of its consumers'
+    levels there), when that is below the levels of its consumers on other devices (each at
+    least its rank: the source must come one level earlier). Otherwise it joins its device's
+    lowest group if that is early enough, or gets a level of its own.
+    """
+    rank_of, low_same, low_cross = ranks.rank, ranks.low_same, ranks.low_cross
+    found: set[tuple[int, int]] = set()
+    for s in ranks.sources:
+        dev = where[s]
+        same, cross = low_same[s], low_cross[s]
+        latest = cross - 1 if cross != _UNSEEN else _UNSEEN
+        at = None
+        if same != _UNSEEN:
+            at = level[same * n + dev]
+            if at > latest:
+                at = None
+        if at is None:
+            at = lowest.get(dev)
+            if at is None or at > latest:
+                at = latest if latest != _UNSEEN else 0
+        rank_of[s] = -1 - at
+        found.add((at, dev))
+    return found
+
+
+def _assemble(
+    needed: list[Operation],
+    where: Sequence[int],
+    rank_of: list[int],
+    level: dict[int, int],
+    sources: set[tuple[int, int]],
+    n: int,
+    part_of: list[int],
+) -> Cut:
+    """The partitions of (level, device), numbered in that order, their members in graph
+    order. A source's ``rank_of`` is ``-1 - level``, a non-source's its group's rank;
+    ``sources`` are the (level, device) pairs of the sources."""
+    at = {(lv, key % n) for key, lv in level.items()} | sources
+    pairs = sorted(at)
+    number = {pair: p for p, pair in enumerate(pairs)}
+    members: list[list[Operation]] = [[] for _ in pairs]
+    index: dict[int, int] = {}  # rank * n + device (rank: -1 - level for a source) -> partition
+    last, p, append = None, -1, None
+    for op in needed:
+        i = op.id
+        key = rank_of[i] * n + where[i]
+        if key != last:
+            p = index.get(key, -1)
+            if p < 0:
+                rank, dev = divmod(key, n)
+                p = index[key] = number[(level[key] if rank >= 0 else -1 - rank, dev)]
+            append = members[p].append
+            last = key
         part_of[i] = p
-        members[p].append(op)
-    return Cut(members, part_of, part_device, part_rank)
+        append(op)  # type: ignore[misc]
+    return Cut(members, part_of, [d for _, d in pairs], [lv for lv, _ in pairs])
 
 
 #: op types that already use every core (BLAS): splitting them out gains nothing
@@ -90,7 +297,7 @@ def split_parallel(cut: Cut, placement: Placement, fed_ops: set[int]) -> Cut:
     ``daskgraph.parallel-partition-elements`` elements of single-threaded work (elementwise
     ops, reductions; not BLAS matmuls, which already use every core), each such part becomes a
     partition of its own, and Dask runs them on the CPU worker's threads at once. Parts are
-    independent and keep their rank; the only edges among them go from the part holding the
+    independent and keep their level; the only edges among them go from the part holding the
     shared sources (feeds, constants) to the others, so the partition graph stays acyclic.
     """
     threshold = int(dask.config.get("daskgraph.parallel-partition-elements"))
