@@ -27,6 +27,7 @@ __all__ = [
     "StagedFeed",
     "StepPart",
     "WorkerStep",
+    "select_outputs",
 ]
 
 #: the executor reads this slot's value from the feeds instead of running an op
@@ -100,6 +101,30 @@ def _unpickle_program(
     return PartitionProgram(
         device, device_type, backend, n_slots, inputs, feeds, instructions, outputs
     )
+
+
+def select_outputs(result: Any, wanted: tuple[int, ...]) -> Any:
+    """The outputs at positions ``wanted`` of a partition's ``result``, in place (``None``
+    elsewhere, so that a consumer reads them at the positions it knows), or ``result``
+    itself when it is not a tuple of outputs (a failure, passed on).
+
+    The task that runs it sits on the producer's worker, so that only the outputs a consumer
+    (or the client) reads leave that worker, not every output of the partition.
+
+    >>> select_outputs(("big", "small", "other"), (1,))
+    (None, 'small')
+    >>> select_outputs(("big",), ())
+    ()
+    >>> failure = object()
+    >>> select_outputs(failure, (0,)) is failure
+    True
+    """
+    if type(result) is not tuple:
+        return result
+    picked: list[Any] = [None] * (max(wanted) + 1 if wanted else 0)
+    for i in wanted:
+        picked[i] = result[i]
+    return tuple(picked)
 
 
 @dataclass(frozen=True, slots=True)

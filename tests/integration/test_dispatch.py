@@ -167,3 +167,35 @@ def test_the_actor_path_sends_small_and_large_feeds(dg_session, n):
     assert dg_session._fast._actors  # the actor ran it
     assert got_y == pytest.approx(value.sum() * 2.0, rel=1e-5)
     np.testing.assert_array_equal(got_z, value + 1.0)
+
+
+def test_the_scheduler_path_moves_only_the_tensors_that_are_read(dg_session, monkeypatch):
+    """A 4 MB product sent from GPU:0 to the CPU while a scalar is fetched from the same GPU
+    partition: the client receives the scalar and the CPU's mean, never the product (before
+    issue 24 it received every output of the GPU partition, the product included)."""
+    from dask.sizeof import sizeof
+
+    from daskgraph.runtime.client import dispatch
+
+    received: list[int] = []
+    original = dispatch._result_watching_workers
+
+    def measured(*args, **kwargs):
+        result = original(*args, **kwargs)
+        received.append(sizeof(result))
+        return result
+
+    monkeypatch.setattr(dispatch, "_result_watching_workers", measured)
+    n = 1000
+    with dg.device("/gpu:0"):
+        x = dg.ones([n, n], dg.float32)
+        product = dg.matmul(x, x)  # 4 MB, read by the CPU
+        scalar = dg.reduce_sum(x)  # fetched from the GPU's partition
+    with dg.device("/cpu:0"):
+        mean = dg.reduce_mean(product)
+    with dask.config.set({**PATHS["scheduler"], "daskgraph.compiled-steps": False}):
+        for _ in range(2):
+            got = dg_session.run([scalar, mean])
+    assert got == [n * n, n]
+    assert len(received) == 4  # two partitions gathered by each of the two runs
+    assert max(received) < 10_000, received

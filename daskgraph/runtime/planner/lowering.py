@@ -56,6 +56,8 @@ class Partition:
     #: (:func:`~daskgraph.framework.op_registry.mark_unpredictable`): its run time is about
     #: that of its last run (a compiled step may run it on the event loop)
     predictable: bool = False
+    #: the static size in bytes of each of its program's outputs (None: not known)
+    output_bytes: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +181,7 @@ class _Emitter:
         self.received: list[dict[Tensor, int]] = [{} for _ in range(n)]  # tensor -> slot
         self.read_at: list[dict[int, int]] = [{} for _ in range(n)]  # its slot -> first reader
         self.outputs: list[list[tuple[int, bool]]] = [[] for _ in range(n)]
+        self.output_bytes: list[list[int | None]] = [[] for _ in range(n)]
         self.exported: dict[tuple[int, Tensor, bool], int] = {}
         self.inputs: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
         self.deps: list[list[int]] = [[] for _ in range(n)]
@@ -211,6 +214,7 @@ class _Emitter:
             index = self.exported[key] = len(self.outputs[producer])
             slot = self.first[tensor.op.id] + tensor.index
             self.outputs[producer].append((slot, to_host))
+            self.output_bytes[producer].append(_static_nbytes(tensor))
         return index
 
     def depend(self, p: int, producer: int) -> int:
@@ -346,6 +350,7 @@ class _Emitter:
             tuple(i for i, _ in self.feeds[p]),
             main_ops(instructions),
             _predictable(self.cut.members[p]),
+            tuple(self.output_bytes[p]),
         )
 
 
@@ -371,3 +376,18 @@ def _derefs(
     return tuple(
         [i for i, t in enumerate(inputs) if t.op.type in ref_types and i not in ref_inputs]
     )
+
+
+def _static_nbytes(tensor: Tensor) -> int | None:
+    """The size in bytes of ``tensor``'s values where its shape and dtype say it (None for an
+    unknown dimension, or strings and other objects)."""
+    shape = tensor.shape
+    if shape is None or None in shape:
+        return None
+    dtype = tensor.dtype.numpy
+    if dtype.kind not in "biufc":
+        return None
+    n = dtype.itemsize
+    for d in shape:
+        n *= d
+    return n

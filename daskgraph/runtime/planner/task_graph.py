@@ -3,7 +3,8 @@
 Its one job is to turn a :class:`~daskgraph.runtime.planner.lowering.Plan` plus feed values
 into a Dask ``HighLevelGraph`` (:func:`build_task_graph`) whose every task carries an explicit
 worker restriction (no fusion is applied, because fusion drops annotations, dask/dask#7036),
-and to name those tasks: their group per device (:func:`task_group`) and their label, the
+in which only the tensors a consumer (or the client) reads leave a partition's worker, and
+to name those tasks: their group per device (:func:`task_group`) and their label, the
 partition's main ops (:func:`main_ops`).
 """
 
@@ -12,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import dask.config
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
-from daskgraph.runtime.program import Instruction
+from daskgraph.runtime.program import Instruction, select_outputs
 
 if TYPE_CHECKING:
     from daskgraph.runtime.planner.lowering import Plan
@@ -37,44 +39,116 @@ def build_task_graph(
     a worker restarted under its device's name takes the plan's partitions again).
 
     Tasks are Dask's classic tuples ``(execute, program, step, feeds, trace, *dependencies)``
-    in one ``MaterializedLayer`` per partition, whose annotations carry the restriction (no
+    in one ``MaterializedLayer`` per task, whose annotations carry the restriction (no
     fusion is applied: fusion drops annotations, dask/dask#7036). ``execute`` is the
-    worker-side function (:func:`daskgraph.runtime.worker.execution.execute_partition`); ``step``
-    identifies
-    the run to it (a :class:`daskgraph.runtime.program.RunStep`). ``programs`` are the programs
-    already
-    on their workers (futures, see :mod:`daskgraph.runtime.client.dispatch`); without them the
-    programs travel
-    in the graph. ``sent_feeds`` maps feed positions to futures of values already sent to a
-    worker: those feeds are referenced, not embedded. Returns the graph and every partition's
-    key, in order.
+    worker-side function (:func:`daskgraph.runtime.worker.execution.execute_partition`);
+    ``step`` identifies the run to it (a :class:`daskgraph.runtime.program.RunStep`).
+    ``programs`` are the programs already on their workers (futures, see
+    :mod:`daskgraph.runtime.client.dispatch`); without them the programs travel in the graph.
+    ``sent_feeds`` maps feed positions to futures of values already sent to a worker: those
+    feeds are referenced, not embedded.
 
-    A key is ``(task_group(device), f"{key_prefix}-{label}", partition)``: Dask groups tasks
-    (and keeps metrics and caches) by the key's first element, which is the same for every run
-    on a device and for the programs resident there (:func:`task_group`), so that a long
-    program's runs add nothing up in the scheduler and on the workers; the run (``key_prefix``,
-    unique per run) and the partition make the key unique, and the partition's main ops
-    (``label``) say in Dask's task stream what it computes.
+    Only what is needed moves. A partition returns all its outputs as one tuple; where the
+    partitions of another worker read some of a producer's outputs but not all, they depend
+    on a *selection* instead, a small task on the producer's worker
+    (:func:`~daskgraph.runtime.program.select_outputs`) holding just those, so that Dask sends
+    that worker just those tensors; and the client gathers a partition's fetched outputs
+    alone the same way (not when tracing: then it gathers every partition's whole result,
+    which ends with its statistics). A selection is made only where the outputs it leaves
+    behind are large (``daskgraph.selected-output-bytes``, or of unknown size): its task
+    costs the scheduler a round trip. A producer whose outputs are all read, and consumers
+    on its own worker, need none.
+
+    Returns the graph and, for every partition, the key the client gathers for its results:
+    the partition's own key, or the selection of its fetched outputs.
+
+    A key is ``(task_group(device), f"{key_prefix}-{label}", partition)`` (a selection's
+    name ends with ``-out<n>``): Dask groups tasks (and keeps metrics and caches) by the key's
+    first element, which is the same for every run on a device and for the programs resident
+    there (:func:`task_group`), so that a long program's runs add nothing up in the scheduler
+    and on the workers; the run (``key_prefix``, unique per run) and the partition make the
+    key unique, and the partition's main ops (``label``) say in Dask's task stream what it
+    computes.
     """
     keys = [
         (task_group(p.device), f"{key_prefix}-{p.label}" if p.label else key_prefix, p.index)
         for p in plan.partitions
     ]
-    layers: dict[str, MaterializedLayer] = {}
-    dependencies: dict[str, set[str]] = {}
+    graph = _Layers(plan, keys, int(dask.config.get("daskgraph.selected-output-bytes")))
+    reads = _reads_elsewhere(plan)
     for p, key in zip(plan.partitions, keys, strict=True):
         feeds = [
             sent_feeds[i] if sent_feeds and i in sent_feeds else feed_values[i]
             for i in p.feed_indices
         ]
         program = programs[p.index] if programs is not None else p.program
-        task = (execute, program, step, feeds, trace, *(keys[d] for d in p.dependencies))
+        inputs = [graph.read(d, reads.get((d, p.worker))) for d in p.dependencies]
+        graph.add(key, (execute, program, step, feeds, trace, *inputs), p.worker, inputs)
+    gathered = list(keys)
+    if not trace:
+        for r in plan.result_partitions:
+            gathered[r] = graph.read(r, {loc[1] for loc in plan.fetches if loc and loc[0] == r})
+    return HighLevelGraph(graph.layers, graph.dependencies), gathered
+
+
+class _Layers:
+    """The layers of a run's graph as they are added, with the selections made so far."""
+
+    def __init__(self, plan: Plan, keys: list[tuple[str, str, int]], threshold: int) -> None:
+        self.plan = plan
+        self.keys = keys
+        self.threshold = threshold  # the bytes left behind that make a selection worth it
+        self.layers: dict[str, MaterializedLayer] = {}
+        self.dependencies: dict[str, set[str]] = {}
+        self.selections: dict[tuple[int, tuple[int, ...]], tuple[str, str, int]] = {}
+
+    def add(self, key: tuple[str, str, int], task: tuple, worker: str, inputs: list) -> None:
+        """Add ``task`` under ``key``, restricted to ``worker``; ``inputs`` are its
+        dependencies' keys."""
         name = _layer_name(key)
-        layers[name] = MaterializedLayer(
-            {key: task}, annotations={"workers": [p.worker], "allow_other_workers": False}
+        self.layers[name] = MaterializedLayer(
+            {key: task}, annotations={"workers": [worker], "allow_other_workers": False}
         )
-        dependencies[name] = {_layer_name(keys[d]) for d in p.dependencies}
-    return HighLevelGraph(layers, dependencies), keys
+        self.dependencies[name] = {_layer_name(k) for k in inputs}
+
+    def read(self, producer: int, wanted: set[int] | None) -> tuple[str, str, int]:
+        """The key to depend on for outputs ``wanted`` of partition ``producer`` (``None``: a
+        reader on the producer's own worker): the partition's own, or a selection of them
+        where what it leaves behind is large (or of unknown size)."""
+        partition = self.plan.partitions[producer]
+        outputs = len(partition.program.outputs)
+        if wanted is None or len(wanted) >= outputs:
+            return self.keys[producer]
+        sizes = partition.output_bytes
+        if len(sizes) == outputs:
+            left = [sizes[i] for i in range(outputs) if i not in wanted]
+            if None not in left and sum(left) < self.threshold:  # type: ignore[arg-type]
+                return self.keys[producer]
+        chosen = tuple(sorted(wanted))
+        key = self.selections.get((producer, chosen))
+        if key is None:
+            group, name, index = self.keys[producer]
+            key = (group, f"{name}-out{len(self.selections)}", index)
+            self.selections[producer, chosen] = key
+            source = self.keys[producer]
+            self.add(key, (select_outputs, source, chosen), partition.worker, [source])
+        return key
+
+
+def _reads_elsewhere(plan: Plan) -> dict[tuple[int, str], set[int]]:
+    """(producer, worker) -> the producer's outputs that partitions on that worker read, for
+    every producer whose readers are on another worker than its own (a reader that only waits
+    for the producer, a control dependency, reads nothing)."""
+    partitions = plan.partitions
+    reads: dict[tuple[int, str], set[int]] = {}
+    for p in partitions:
+        by_position: dict[int, set[int]] = {}
+        for position, output, _ in p.program.inputs:
+            by_position.setdefault(position, set()).add(output)
+        for position, d in enumerate(p.dependencies):
+            if partitions[d].worker != p.worker:
+                reads.setdefault((d, p.worker), set()).update(by_position.get(position, ()))
+    return reads
 
 
 #: op types that say nothing of what a partition computes
