@@ -296,11 +296,17 @@ def _task_of(reply: Any) -> tuple[tuple[str, int], str] | None:
 
 # -- connecting -----------------------------------------------------------------------------------
 def open_target(
-    target: str, security: Any = None, timeout: float | None = None
+    target: str,
+    security: Any = None,
+    timeout: float | None = None,
+    *,
+    direct_to_workers: bool = False,
 ) -> tuple[Client, Target]:
     """A ``distributed.Client`` of the cluster that a session target names, and the target
     resolved: the address of any task of a running ClusterSpec reaches its cluster, as in
-    TensorFlow, whatever process started the task.
+    TensorFlow, whatever process started the task. With ``direct_to_workers``, the client
+    gathers results from the workers and sends data to them directly, not through the
+    scheduler (a session's client does: the scheduler need not carry its tensors).
 
     The target is first resolved in this process (:func:`resolve_target`); then
     :func:`locate` asks the address who answers there. A task's server that does not run the
@@ -314,7 +320,7 @@ def open_target(
     """
     resolved = resolve_target(target)
     scheduler, task = locate(resolved.address, security, timeout)
-    client = _client(scheduler, security, timeout)
+    client = _client(scheduler, security, timeout, direct_to_workers)
     if task is not None:
         resolved = Target(scheduler, task, target)
     return client, resolved
@@ -379,13 +385,21 @@ def locate(
     return scheduler, task
 
 
-def _client(address: str, security: Any, timeout: float | None) -> Client:
+def _client(
+    address: str, security: Any, timeout: float | None, direct_to_workers: bool = False
+) -> Client:
     """A ``Client`` of the scheduler at ``address``, which answered a moment ago."""
     from distributed import Client
 
     timeout = connect_timeout() if timeout is None else float(timeout)
     try:
-        return Client(address, security=security, timeout=timeout, set_as_default=False)
+        return Client(
+            address,
+            security=security,
+            timeout=timeout,
+            set_as_default=False,
+            direct_to_workers=direct_to_workers,
+        )
     except Exception as exc:  # it answered a moment ago: say what happened, leave nothing
         raise UnreachableError(
             f"Cannot connect to the Dask scheduler at {address!r}: it answered, then the client "

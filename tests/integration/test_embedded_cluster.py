@@ -176,6 +176,27 @@ def test_session_by_address_connects_and_leaves_the_cluster_running(dg_client, s
     assert len(dg_client.scheduler_info(n_workers=-1)["workers"]) == 3
 
 
+@pytest.mark.virtual_gpus(1)
+def test_sessions_on_a_remote_cluster_gather_from_the_workers_directly(dg_client, dg_cluster):
+    """A session by address or by cluster object makes a client that talks to the workers
+    directly (results and large feeds do not pass through the scheduler), as the embedded
+    cluster's client does; a run through the scheduler's path gets its results that way."""
+    with dg.Graph().as_default():
+        with dg.device("/gpu:0"):
+            x = dg.placeholder(dg.float32, [3])
+            y = dg.square(x)
+        with dg.device("/cpu:0"):
+            z = dg.add(y, 1.0)
+        for target in (dg_client.scheduler.address, dg_cluster):
+            scheduler_path = {"daskgraph.fast-path": False, "daskgraph.compiled-steps": False}
+            with dg.Session(target) as sess, dask.config.set(scheduler_path):
+                assert sess.client is not dg_client
+                assert sess.client.direct_to_workers is True
+                got = sess.run([y, z], {x: np.array([1.0, 2.0, 3.0], np.float32)})
+            np.testing.assert_allclose(got[0], [1.0, 4.0, 9.0])
+            np.testing.assert_allclose(got[1], [2.0, 5.0, 10.0])
+
+
 def test_shutdown_closes_the_embedded_cluster():
     dg_embedded.shutdown()
     before = _listening()

@@ -6,7 +6,10 @@ client's reconnect timeout and raised distributed's ``CancelledError``/``CommClo
 ``KeyError: 'workers'``), and a second run hung for good; now the run's watchdog sees the
 client lose its scheduler within a tick and raises ``UnreachableError`` naming the scheduler,
 every later call does at once, ``close()`` returns within a second or two, and a new session
-to the dead address fails within ``daskgraph.connect-timeout``.
+to the dead address fails within ``daskgraph.connect-timeout``. The run under way may also
+finish with its right result: a session's client talks to the workers directly
+(``direct_to_workers``), so a run that needs no more of the scheduler (an executor actor's
+call, a compiled step) can get its results without it.
 """
 
 from __future__ import annotations
@@ -49,10 +52,11 @@ def _value() -> np.ndarray:
 @pytest.mark.parametrize("two_devices", [False, True], ids=["one-device", "two-devices"])
 def test_scheduler_killed_mid_run(tally, two_devices):
     """After a correct run, the scheduler is killed once a worker is inside the next run:
-    a clear error within 10 s; then a later run, list_devices and a new Session to the same
-    address: clear errors naming the address, within 5 s; close() within 5 s."""
+    a clear error (or the right result) within 10 s; then a later run, list_devices and a new
+    Session to the same address: clear errors naming the address, within 5 s; close() within
+    5 s."""
     scenarios = (
-        tally.scenario("scheduler killed mid-run", limit_s=10.0, expect="clear error"),
+        tally.scenario("scheduler killed mid-run", limit_s=10.0, expect="either"),
         tally.scenario("calls after the scheduler is gone", limit_s=5.0, expect="clear error"),
         tally.scenario("close() after the scheduler is gone", limit_s=5.0),
     )

@@ -92,7 +92,7 @@ class Connection:
             return target
         if isinstance(target, str):  # what TensorFlow's master does in CreateSession
             footprint.shorten_dask_logs()  # of the client made here
-            client, resolved = master.open_target(target, security)
+            client, resolved = master.open_target(target, security, direct_to_workers=True)
             try:
                 spec = master.published_cluster_spec(client)
                 if spec:
@@ -111,7 +111,9 @@ class Connection:
             return client
         if getattr(target, "scheduler_address", None):  # a Dask cluster: LocalCUDACluster, ...
             self._owns_client = True
-            return Client(target, set_as_default=False)
+            # results come from the workers, not through the scheduler (as the embedded
+            # cluster's client does)
+            return Client(target, set_as_default=False, direct_to_workers=True)
         raise TypeError(
             "Session target must be a string (a scheduler address; '' for the embedded "
             f"cluster), a distributed.Client or a Dask cluster object; got {target!r}"
