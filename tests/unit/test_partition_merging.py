@@ -197,3 +197,25 @@ def test_random_graphs_have_no_partition_of_sources_a_consumer_could_take(seed: 
     got = run_plan_in_process(plan)
     for i, value in zip(picks, got, strict=True):
         np.testing.assert_allclose(value, values[i], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("blocking", [True, False], ids=["dequeue-enqueue", "size-negative"])
+def test_groups_are_not_merged_where_an_op_may_wait_for_another(blocking: bool) -> None:
+    """A dequeue (rank 0) and the enqueue it waits for (rank 1, after a GPU value) in one
+    run stay in partitions of their own, which Dask runs side by side: merged, the dequeue
+    would run first and wait forever. Ops that do not wait (a queue's size, a negation of
+    the GPU's value) merge."""
+    from daskgraph.data.queues import FIFOQueue
+
+    with dg.Graph().as_default() as g:
+        with dg.device("/cpu:0"):
+            q = FIFOQueue(10, dg.float32)
+            first = q.dequeue() if blocking else q.size()
+        with dg.device("/gpu:0"):
+            value = dg.reduce_sum(dg.constant([1.0, 2.0]))
+        with dg.device("/cpu:0"):
+            second = q.enqueue(value) if blocking else dg.negative(value)
+    plan = lowered(g, [first, second])
+    assert_topological(plan)
+    cpu = [p for p in plan.partitions if p.device == CPU0]
+    assert len(cpu) == (2 if blocking else 1)

@@ -17,7 +17,8 @@ ops (the second and third work on the few (device, rank) groups, not on ops):
    lowest level its consumers allow (theirs, less one across devices), taking the level of
    its device's lowest group when that fits, else its own rank; groups of one device and
    one level are merged. Every edge still goes to a strictly higher level, or stays inside a
-   merged group, so merging keeps the partition graph acyclic.
+   merged group, so merging keeps the partition graph acyclic. (Not in a run with an op that
+   may wait for another, such as a dequeue: merged groups run one after the other.)
 3. *sources* (:func:`_place_sources`): a source joins the group of its first (lowest)
    consumer on its device, unless a consumer on another device needs it earlier; then it
    joins the device's lowest group that is early enough, or gets a partition of its own.
@@ -30,12 +31,14 @@ A partition is then the ops of one (device, level), in graph order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import dask.config
 
 from daskgraph.framework.device import CPU
 from daskgraph.framework.graph import Operation
+from daskgraph.framework.op_registry import blocking_types
 from daskgraph.runtime.planner.placement import Placement
 
 __all__ = ["Cut", "partition_ops", "split_parallel"]
@@ -85,6 +88,12 @@ def partition_ops(needed: list[Operation], placement: Placement, fed_ops: set[in
     n_devices = len(placement.devices)
     ranks = _rank_ops(needed, where, len(placement.ops), n_devices, fed_ops)
     level, lowest = _levels(ranks.groups, ranks.edges, n_devices)
+    if any(lv != key // n_devices for key, lv in level.items()) and not blocking_types().isdisjoint(
+        map(attrgetter("type"), needed)
+    ):
+        # an op that may wait for another (a dequeue for an enqueue of the same run) keeps
+        # its group apart: merged, the two would run one after the other in graph order
+        level, lowest = _levels(ranks.groups, ranks.edges, n_devices, merge=False)
     sources = _place_sources(ranks, where, level, lowest, n_devices)
     return _assemble(needed, where, ranks.rank, level, sources, n_devices, part_of)
 
@@ -189,9 +198,10 @@ def _rank_of(op: Operation, dev: int, where: Sequence[int], ranks: _Ranks, n: in
 
 
 def _levels(
-    groups: Iterable[int], edges: set[tuple[int, int]], n: int
+    groups: Iterable[int], edges: set[tuple[int, int]], n: int, merge: bool = True
 ) -> tuple[dict[int, int], dict[int, int]]:
-    """Step 2: every group's level (group key -> level), and each device's lowest level.
+    """Step 2: every group's level (group key -> level), and each device's lowest level;
+    without ``merge``, every group's level is its rank.
 
     Consumers come first (the highest rank first; every edge goes to a higher rank). A group
     may take any level from its rank up to the lowest its consumers allow; it takes its
@@ -213,7 +223,7 @@ def _levels(
             if bound < latest:
                 latest = bound
         low = lowest.get(dev)
-        level[key] = lowest[dev] = low if low is not None and low <= latest else rank
+        level[key] = lowest[dev] = low if merge and low is not None and low <= latest else rank
     return level, lowest
 
 
