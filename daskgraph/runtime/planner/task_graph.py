@@ -49,18 +49,13 @@ def build_task_graph(
     feeds are referenced, not embedded.
 
     Only what is needed moves. A partition returns all its outputs as one tuple; where the
-    partitions of another worker read some of a producer's outputs but not all, they depend
-    on a *selection* instead, a small task on the producer's worker
-    (:func:`~daskgraph.runtime.program.select_outputs`) holding just those, so that Dask sends
-    that worker just those tensors; and the client gathers a partition's fetched outputs
-    alone the same way (not when tracing: then it gathers every partition's whole result,
-    which ends with its statistics). A selection is made only where the outputs it leaves
-    behind are large (``daskgraph.selected-output-bytes``, or of unknown size): its task
-    costs the scheduler a round trip. A producer whose outputs are all read, and consumers
-    on its own worker, need none.
-
-    Returns the graph and, for every partition, the key the client gathers for its results:
-    the partition's own key, or the selection of its fetched outputs.
+    partitions of another worker read only some, they depend on a *selection* of those, a
+    small task on the producer's worker (:func:`~daskgraph.runtime.program.select_outputs`),
+    and the client gathers the selection of a partition's fetched outputs (unless tracing:
+    each whole result then ends with its statistics), wherever the outputs left behind are
+    large (``daskgraph.selected-output-bytes``) or of unknown size, as a task costs the
+    scheduler a round trip. Returns the graph and, for every partition, the key the client
+    gathers for its results: its own or its fetched outputs' selection.
 
     A key is ``(task_group(device), f"{key_prefix}-{label}", partition)`` (a selection's
     name ends with ``-out<n>``): Dask groups tasks (and keeps metrics and caches) by the key's
