@@ -190,39 +190,46 @@ each) start at +84, +114, +130 and +157 ms, one after the other, and the update 
 the time goes to Dask task hand-offs and transfers among 6 processes (the scheduler in the
 client's) on 2 cores, not to compute.""",
     "multi.row_a": """\
-**Every step is a Dask graph through the scheduler: about 20 ms of hops around 0.2 ms of
-compute.** Measured before compiled steps were in the tree, so `daskgraph.compiled-steps: true`
-and `false` both took the scheduler's path (20.5-20.8 ms a step each, two runs on a busy
-2-core machine; TensorFlow's logical devices 0.17-0.21 ms). Traced (the hop tables above,
-two runs), a step spends 5-16 ms from the call to the first op (the client builds the step's
-Dask graph and sends it to the scheduler, which hands the partitions' tasks to the two GPU
-workers), 0.07 ms in each matmul's partition, 7-17 ms between them and the `add_n` on
-`/cpu:0` (each GPU task reported done to the scheduler, which then sends the CPU task, whose
-worker fetches both 16 KiB products from the GPU workers), and 4-10 ms from the last op back
-to the call's return (the CPU task reported, the client told, the result gathered). Compute
-is 0.2 ms, 1% of the step; TensorFlow's whole traced step takes 0.5 ms.
+**Compiled steps: no scheduler, 12x faster than the scheduler's path; what is left is Dask's
+comm between three processes on two cores.** A repeated step is one message from the client to
+each GPU worker (straight from the client, `Client.rpc`), the matmul run on the worker's event
+loop (a small partition with static shapes), and each 16 KiB product sent back inside the
+GPU worker's reply to the client, whose process holds the CPU worker (the `add_n`). Measured
+(load 1.3 after the run, 2 cores): 1.56 ms a step against 19.2 ms on the scheduler's path and
+0.22 ms for TensorFlow's logical devices. Traced (the hop table above), the step's three
+partitions compute 0.15 ms together; the rest is four messages through Dask's comm (two
+requests, two replies), each a few hundred microseconds of Python in the sender's and the
+receiver's event loops (msgpack framing, tornado's stream, a process waking on a core it
+shares with the others) and two hand-offs between the caller's thread and the client's event
+loop. A bare `Client.rpc` round trip to a worker with a 16 KiB payload measures 0.37-0.45 ms
+on this machine, so two such round trips side by side, on two cores, set the floor near
+1 ms. With the virtual GPUs as threads of the client's process (`daskgraph.local.processes:
+false`), where tensors are handed over by reference, the same step (fed a 64x64 placeholder)
+takes 0.56 ms against 1.73 ms with processes (one script, one after the other).
 
-*The way to 1 ms:* no scheduler in a repeated step: one message from the client to each
-worker that holds a partition, tensors sent worker to worker as soon as they are made, the
-result sent to the client by the worker that makes it (issue 24's compiled steps). With three
-partitions of 0.1 ms each, that leaves about three worker-to-worker messages and one reply.""",
+*The way to 1 ms:* fewer Python layers per message (a persistent comm per worker pair instead
+of the pooled `rpc`, frames without Dask's msgpack envelope), the GPU partitions started by
+the first message of a step without waiting for the reply of the previous one, and (on real
+GPUs) one worker process per GPU on a machine with more than two cores.""",
     "multi.row_c_vs_tensorflow": """\
-**The same hops as row A, more of them, and four tower processes on two cores.** A sync step
-of 4 towers is 6 partitions: the batch split on `/cpu:0` (49 ops, 0.1 ms), one per tower (16
-ops, 0.4-0.66 ms of kernels each on a worker process of one thread), and the averaging and
-Adam update on `/cpu:0` (21 ops, 0.3-3 ms). Traced, 2.5-5 ms of the step is kernels (16 ms
-when the machine's other processes preempt a tower); the rest, 40-100 ms, is the scheduler's
-hand-offs: 8-19 ms to the first op, 28-63 ms between devices, 8-26 ms back. The 1, 2 and 4
-tower steps (26-29, 37-40 and 54-69 ms, two runs) grow by 6-15 ms a tower: a task's round
-trip through the scheduler, not its compute. TensorFlow runs the same graph on 5 logical
-devices in one process in 0.9-1.2 ms a step, so within 3x means about 3 ms.
+**Four tower processes and the client's on two cores; each tower's parameters and gradients
+cross processes every step.** A compiled sync step of 4 towers is one message to each tower's
+worker, carrying its shard of the batch and the 4 parameters read on `/cpu:0` (the client's
+own CPU worker runs that read first, and its outputs ride in the messages: about 50 KiB a
+tower), 16 ops of forward and backward pass on each tower (0.45-0.53 ms of kernels each,
+traced), and the reply with 38 KiB of gradients, which the CPU worker (in the client's
+process) averages and applies with Adam (50 ops, 0.4 ms). Measured: 5.69 ms a step against
+39.4 ms on the scheduler's path and 1.11 ms for TensorFlow (5.1x; 1 and 2 towers: 2.74 and
+3.04 ms against 0.70 and 0.86 ms). Kernels are 2.3 ms of the traced step: four towers of
+about 0.5 ms, which two cores can only run two at a time, beside the client's own event loop
+sending and receiving eight messages; TensorFlow runs the same kernels in one process on its
+own thread pool, with tensors passed by pointer.
 
-*The way there:* compiled steps (see row A) remove the scheduler's round trips; then what is
-left is the towers' compute (4 x 0.45 ms on 2 cores: at best 0.9 ms side by side), the
-tensors moved between processes (to each tower its 16 KiB shard and the 4 parameters, 38 KiB
-of gradients back) and the update. The chain row shows a planner detail that costs hops
-too: its `/gpu:0` and `/gpu:1` each run as two partitions (the variable's read apart from
-the ops fed by the previous device), 5 partitions for 3 devices.""",
+*The way there:* towers' kernels in fewer, larger NumPy calls (the executor's fused
+elementwise chains of issue 25), parameters sent once per change rather than once per step
+(a worker caches a variable's value until its version moves), and on real GPUs the transfers
+by UCX/NVLink, where a tower's step is milliseconds of compute and the 1-2 ms of messaging
+weighs less.""",
     "towers.concurrency": """\
 **Two cores shared with the client, the scheduler and other jobs; a two-device run's fixed
 cost.** The towers do run at the same time: a traced run of two towers (`RunOptions(
