@@ -65,6 +65,7 @@ from benchmarks.training import (
     RTOL,
     digits_batches,
     initial_weights,
+    losses_agree,
     mlp_loss,
 )
 
@@ -308,15 +309,7 @@ def _check(row: str, models: dict, handle: int | None, peers: Peers) -> dict[str
     for key, compiled in (("compiled", True), ("scheduler", False)):
         with compiled_steps(compiled):
             losses[key] = models[key].check_values(CHECK_STEPS)
-    reference, *others = losses
-    for key in others:
-        np.testing.assert_allclose(
-            losses[key],
-            losses[reference],
-            rtol=RTOL,
-            err_msg=f"multi-device {row}: the losses of {key} and {reference} differ",
-        )
-    return losses
+    return losses_agree(losses, f"multi-device {row}")
 
 
 def _check_result(row: str, ways: list[Way], data: dict[str, Any]) -> None:

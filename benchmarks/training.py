@@ -263,13 +263,20 @@ def check_losses(checks: dict[str, Callable[[int], list]]) -> dict[str, list]:
     (``checks[key](count)`` runs ``count`` steps and returns their losses); raises
     AssertionError unless they agree with the first way's to ``RTOL``."""
     losses = {key: list(check(CHECK_STEPS)) for key, check in checks.items()}
+    return losses_agree(losses, "training")
+
+
+def losses_agree(losses: dict[str, list], what: str) -> dict[str, list]:
+    """``losses`` (way -> losses of the same steps from the same weights), after checking
+    that every way's agree with the first way's to ``RTOL`` (AssertionError naming ``what``
+    and the two ways otherwise)."""
     reference, *others = losses
     for key in others:
         np.testing.assert_allclose(
             losses[key],
             losses[reference],
             rtol=RTOL,
-            err_msg=f"training: the losses of {key} and {reference} differ after the same "
+            err_msg=f"{what}: the losses of {key} and {reference} differ after the same "
             "steps from the same weights",
         )
     return losses
