@@ -48,7 +48,7 @@ from daskgraph.runtime.client.inprocess import private_feed
 from daskgraph.runtime.program import RunStep
 from daskgraph.runtime.worker.step_run import StepTiming
 from daskgraph.runtime.worker.step_service import StepService, local_service
-from daskgraph.runtime.worker.wire import by_index, pack, unpack
+from daskgraph.runtime.worker.wire import by_index, envelope, open_envelope, pack, unpack
 
 __all__ = ["CompiledSteps", "StepReport"]
 
@@ -244,8 +244,10 @@ class CompiledSteps:
     async def _send(self, target: _Target) -> Any:
         local = target.local
         if local is None:
-            reply = await self.client.rpc(target.address).daskgraph_step(**target.message)
+            rpc = self.client.rpc(target.address)
+            reply = await rpc.daskgraph_step(**envelope(target.message))
             if isinstance(reply, dict):
+                reply = open_envelope(reply)
                 for field in ("outputs", "failure", "timing", "forward"):
                     if field in reply:
                         reply[field] = unpack(reply[field])

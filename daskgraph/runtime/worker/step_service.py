@@ -43,7 +43,7 @@ from dask.utils import parse_timedelta
 
 from daskgraph.runtime.program import StepPart
 from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun
-from daskgraph.runtime.worker.wire import pack, unpack
+from daskgraph.runtime.worker.wire import envelope, open_envelope, pack, unpack
 from daskgraph.runtime.worker.worker_state import state_of
 
 __all__ = ["ENDED_RUNS", "EXTENSION", "StepService", "local_service"]
@@ -112,7 +112,7 @@ class StepService(StepHost):
     # -- handlers -----------------------------------------------------------------------------
     async def step_message(self, **message: Any) -> dict[str, Any]:
         """``daskgraph_step`` from another process: :meth:`step`, its reply packed."""
-        reply = await self.step(**message)
+        reply = await self.step(**open_envelope(message))
         if reply.get("outputs"):
             reply["outputs"] = pack(reply["outputs"])
         if reply.get("failure") is not None:
@@ -121,7 +121,7 @@ class StepService(StepHost):
             reply["timing"] = pack(reply["timing"])
         if reply.get("forward"):
             reply["forward"] = pack(reply["forward"])
-        return reply
+        return envelope(reply)
 
     async def step(
         self,
@@ -168,13 +168,17 @@ class StepService(StepHost):
             self.runs.pop(key, None)
             self._end(key)
 
-    def recv(self, session: str, run: str, producer: int, value: Any, sender: str = "") -> str:
-        """``daskgraph_step_recv``: the outputs of partition ``producer``, from the worker at
-        ``sender``."""
+    def recv(self, **message: Any) -> str:
+        """``daskgraph_step_recv``: the outputs of a partition on another worker (fields
+        ``session``, ``run``, ``producer``, ``value`` and the ``sender``'s address)."""
+        fields = open_envelope(message)
+        self._received(**fields)
+        return "OK"
+
+    def _received(self, session: str, run: str, producer: int, value: Any, sender: str) -> None:
         self.counts["received"] += 1
         self.counts[f"from {sender}"] += 1
         self.deliver((session, run), producer, unpack(value))
-        return "OK"
 
     def abort(self, session: str, run: str) -> str:
         """``daskgraph_step_abort``: the client gave run ``run`` up."""
@@ -234,14 +238,9 @@ class StepService(StepHost):
             return
         session, run = key
         try:
-            await self.worker.rpc(address).daskgraph_step_recv(
-                session=session,
-                run=run,
-                producer=producer,
-                value=pack(value),
-                sender=self.address,
-                reply=False,
-            )
+            fields = dict(session=session, run=run, producer=producer, sender=self.address)
+            fields["value"] = pack(value)
+            await self.worker.rpc(address).daskgraph_step_recv(**envelope(fields), reply=False)
         except (OSError, ConnectionError) as exc:  # CommClosedError is an OSError
             raise PeerLost(address, exc) from exc
 

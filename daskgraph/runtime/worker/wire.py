@@ -27,7 +27,7 @@ from distributed.protocol import Serialize, to_serialize
 
 from daskgraph.runtime.worker.execution import PACK_BYTES
 
-__all__ = ["PACK_BYTES", "by_index", "pack", "unpack"]
+__all__ = ["PACK_BYTES", "by_index", "envelope", "open_envelope", "pack", "unpack"]
 
 
 def pack(value: Any) -> Any:
@@ -68,3 +68,26 @@ def by_index(values: dict[int, Any]) -> tuple:
     for index, value in values.items():
         filled[index] = value
     return tuple(filled)
+
+
+def envelope(fields: dict[str, Any]) -> dict[str, Any]:
+    """A message's fields as Dask sends them: pickled into one ``body`` when none is a large
+    tensor wrapped for Dask's serializers (Dask then sizes, frames and msgpacks one ``bytes``
+    instead of walking every field: a few tens of microseconds less per message on each
+    side), else the fields themselves, so that large tensors go as frames of their own.
+
+    >>> import numpy as np
+    >>> open_envelope(envelope({"run": "r1", "value": pack({0: 1.5})}))["run"]
+    'r1'
+    >>> "body" in envelope({"value": pack({0: np.zeros(PACK_BYTES)})})
+    False
+    """
+    if any(isinstance(value, Serialize) for value in fields.values()):
+        return fields
+    return {"body": pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)}
+
+
+def open_envelope(message: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a message :func:`envelope` made (a message without a body as it is)."""
+    body = message.get("body")
+    return message if body is None else pickle.loads(body)
