@@ -195,8 +195,8 @@ comm between three processes on two cores.** A repeated step is one message from
 each GPU worker (straight from the client, `Client.rpc`), the matmul run on the worker's event
 loop (a small partition with static shapes), and each 16 KiB product sent back inside the
 GPU worker's reply to the client, whose process holds the CPU worker (the `add_n`). Measured
-(load 1.3 after the run, 2 cores): 1.56 ms a step against 19.2 ms on the scheduler's path and
-0.22 ms for TensorFlow's logical devices. Traced (the hop table above), the step's three
+(2 cores, quiet): 1.44 ms a step against 17.1 ms on the scheduler's path and 0.18 ms for
+TensorFlow's logical devices. Traced (the hop table above), the step's three
 partitions compute 0.15 ms together; the rest is four messages through Dask's comm (two
 requests, two replies), each a few hundred microseconds of Python in the sender's and the
 receiver's event loops (msgpack framing, tornado's stream, a process waking on a core it
@@ -218,9 +218,9 @@ worker, carrying its shard of the batch and the 4 parameters read on `/cpu:0` (t
 own CPU worker runs that read first, and its outputs ride in the messages: about 50 KiB a
 tower), 16 ops of forward and backward pass on each tower (0.45-0.53 ms of kernels each,
 traced), and the reply with 38 KiB of gradients, which the CPU worker (in the client's
-process) averages and applies with Adam (50 ops, 0.4 ms). Measured: 5.69 ms a step against
-39.4 ms on the scheduler's path and 1.11 ms for TensorFlow (5.1x; 1 and 2 towers: 2.74 and
-3.04 ms against 0.70 and 0.86 ms). Kernels are 2.3 ms of the traced step: four towers of
+process) averages and applies with Adam (50 ops, 0.4 ms). Measured: 4.64 ms a step against
+36.9 ms on the scheduler's path and 0.87 ms for TensorFlow (5.4x; 1 and 2 towers: 2.18 and
+2.67 ms against 0.74 and 0.78 ms). Kernels are 2.3 ms of the traced step: four towers of
 about 0.5 ms, which two cores can only run two at a time, beside the client's own event loop
 sending and receiving eight messages; TensorFlow runs the same kernels in one process on its
 own thread pool, with tensors passed by pointer.
