@@ -131,8 +131,9 @@ class CompiledSteps:
         started = workers_now(self.watch, plan)  # raises at once if a worker is missing
         if any(address in self._without for address in started.values()):
             return None
+        peers = {str(name): started[name] for name in compiled.worker_steps}
         for attempt in range(2):  # again (loading the plan) where a worker had lost it
-            targets = self._targets(compiled, f"{key}~{attempt}", step, values, trace, started)
+            targets = self._targets(compiled, f"{key}~{attempt}", step, values, trace, peers)
             replies = self._wait(targets, plan, started, tick)
             missing = [t for t, r in zip(targets, replies, strict=True) if _status(r) == "missing"]
             if not missing:
@@ -140,7 +141,7 @@ class CompiledSteps:
             self._abort(targets)
             for target in missing:
                 self._loaded.pop(target.address, None)
-        return self._results(compiled, targets, replies, started, tick)
+        return self._results(compiled, targets, replies, started, peers, tick)
 
     def release(self, compiled: CompiledRun) -> None:
         """Free ``compiled``'s plan where a worker loaded it; nothing is waited for."""
@@ -165,19 +166,16 @@ class CompiledSteps:
         step: RunStep,
         values: Sequence[Any],
         trace: bool,
-        started: dict[Any, str | None],
+        peers: dict[str, str | None],
     ) -> list[_Target]:
-        """The message for each worker of the plan."""
-        steps = compiled.worker_steps
-        peers = {str(name): started[name] for name in steps}
+        """The message for each worker of the plan (``peers``: their addresses by name)."""
         services = {name: local_service(str(address)) for name, address in peers.items()}
         near_services = {name: service for name, service in services.items() if service}
         near = frozenset(near_services)
-        signature = _signature(compiled, started)
+        signature = _signature(peers)
         targets = []
-        for name, plan in steps.items():
-            address = str(started[name])
-            local = local_service(address)
+        for name, plan in compiled.worker_steps.items():
+            address, local = str(peers[str(name)]), services[str(name)]
             indices = {i for part in plan.parts for i in part.feed_indices}
             feeds = {i: private_feed(values[i]) if local else values[i] for i in indices}
             loaded = self._loaded.get(address, {}).get(compiled.token) == signature
@@ -232,10 +230,11 @@ class CompiledSteps:
             t.local.outbox[key] = {r.address: [] for r in away}
         started = {id(t): asyncio.ensure_future(self._send(t)) for t in here}
         await asyncio.sleep(0)  # (one turn: the local steps run their ready partitions)
+        by_address = {t.address: t for t in away}
         for t in here:
             for address, values in t.local.outbox.pop(key, {}).items():
                 if values:
-                    _ride_along(next(r for r in away if r.address == address), values)
+                    _ride_along(by_address[address], values)
         for t in away:
             started[id(t)] = asyncio.ensure_future(self._send(t))
         tasks = [started[id(t)] for t in targets]
@@ -301,6 +300,7 @@ class CompiledSteps:
         targets: list[_Target],
         replies: list[Any],
         started: dict[Any, str | None],
+        peers: dict[str, str | None],
         tick: float,
     ) -> dict[int, tuple] | None:
         """The outputs by partition; raises the first failure, or what a lost worker means;
@@ -309,7 +309,7 @@ class CompiledSteps:
         if trouble:
             self._abort(targets)
             return self._troubled(compiled, trouble, started, tick)
-        signature = _signature(compiled, started)
+        signature = _signature(peers)
         outputs: dict[int, tuple] = {}
         failures = []
         timing: dict[int, tuple[str, StepTiming]] = {}
@@ -375,7 +375,11 @@ def _describe(reply: Any) -> str:
     return repr(reply)
 
 
-def _signature(compiled: CompiledRun, started: dict[Any, str | None]) -> tuple:
-    """The workers of ``compiled`` and their addresses: a worker loads the plan again when
-    this changed (a peer moved)."""
-    return tuple(sorted((str(name), started[name]) for name in compiled.worker_steps))
+def _signature(peers: dict[str, str | None]) -> tuple:
+    """The plan's workers and their addresses: a worker loads the plan again when this
+    changed (a peer moved).
+
+    >>> _signature({"b": "tcp://2", "a": "tcp://1"})
+    (('a', 'tcp://1'), ('b', 'tcp://2'))
+    """
+    return tuple(sorted(peers.items()))

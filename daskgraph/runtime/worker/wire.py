@@ -35,8 +35,10 @@ def pack(value: Any) -> Any:
     ``bytes`` when its arrays add up to at most :data:`PACK_BYTES` and none is on a GPU, else
     wrapped for Dask's serializers (arrays as frames of their own, CuPy arrays by Dask's
     CUDA serializers)."""
-    items = value.values() if isinstance(value, dict) else value
-    items = items if isinstance(items, (tuple, list, type({}.values()))) else (items,)
+    if isinstance(value, dict):
+        items: Any = value.values()
+    else:
+        items = value if isinstance(value, (tuple, list)) else (value,)
     total = 0
     for item in items:
         if type(item).__module__.startswith("cupy"):
