@@ -25,7 +25,7 @@ from typing import Any
 
 from distributed.protocol import Serialize, to_serialize
 
-from daskgraph.runtime.worker.execution import PACK_BYTES
+from daskgraph.runtime.worker.execution import PACK_BYTES, pack_small
 
 __all__ = ["PACK_BYTES", "by_index", "envelope", "open_envelope", "pack", "unpack"]
 
@@ -36,17 +36,13 @@ def pack(value: Any) -> Any:
     wrapped for Dask's serializers (arrays as frames of their own, CuPy arrays by Dask's
     CUDA serializers)."""
     if isinstance(value, dict):
-        items: Any = value.values()
+        items: Any = tuple(value.values())
     else:
         items = value if isinstance(value, (tuple, list)) else (value,)
-    total = 0
-    for item in items:
-        if type(item).__module__.startswith("cupy"):
-            return to_serialize(value)
-        total += getattr(item, "nbytes", 0)
-    if total > PACK_BYTES:
+    if any(type(item).__module__.startswith("cupy") for item in items):
         return to_serialize(value)
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    packed = pack_small(value, arrays=items)  # (the fast path's rule for small messages)
+    return packed if packed is not value else to_serialize(value)
 
 
 def unpack(value: Any) -> Any:
