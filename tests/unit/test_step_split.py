@@ -6,7 +6,7 @@ import daskgraph as dg
 from daskgraph.cluster.topology import Device
 from daskgraph.runtime.planner.lowering import lower
 from daskgraph.runtime.planner.placement import place
-from daskgraph.runtime.planner.step_split import worker_steps
+from daskgraph.runtime.planner.step_split import OneRound, one_round, worker_steps
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
@@ -100,3 +100,57 @@ def test_partitions_on_one_worker_exchange_nothing():
     gpu0 = steps["GPU:0"]
     assert len(gpu0.parts) >= 2  # before and after GPU:1
     assert all(w != "GPU:0" for part in gpu0.parts for w, _ in part.sends)
+
+
+def _towers_graph():
+    """Parameters on /cpu:0 read by a tower per GPU, the towers' outputs summed on /cpu:0."""
+    with dg.Graph().as_default() as g:
+        with dg.device("/cpu:0"):
+            x = dg.placeholder(dg.float32, [4, 4], name="x")
+            w = dg.constant(2.0, shape=[4, 4], name="w")
+        outs = []
+        for i in range(2):
+            with dg.device(f"/gpu:{i}"):
+                outs.append(dg.reduce_sum(dg.matmul(x, w) * float(i + 1)))
+        with dg.device("/cpu:0"):
+            total = dg.add_n(outs, name="total")
+    return g, x, total
+
+
+def test_one_round_runs_the_cpu_reads_before_and_the_sum_after():
+    g, x, total = _towers_graph()
+    plan = _plan(g, [total], [x])
+    steps = worker_steps(plan)
+    shape = one_round(steps, frozenset({"CPU:0"}))
+    assert shape is not None
+    cpu = {part.index for part in steps["CPU:0"].parts}
+    assert set(shape.before) | set(shape.after) == cpu
+    assert not set(shape.before) & set(shape.after)
+    for index in shape.after:  # the sum waits for the towers
+        (part,) = [p for p in steps["CPU:0"].parts if p.index == index]
+        deps = part.dependencies
+        assert any(plan.partitions[d].worker != "CPU:0" or d in shape.after for d in deps)
+    for index in shape.before:  # what the towers read is ready before the messages leave
+        (part,) = [p for p in steps["CPU:0"].parts if p.index == index]
+        assert all(plan.partitions[d].worker == "CPU:0" for d in part.dependencies)
+    # with every worker away, the CPU worker is one more worker that a tower sends to
+    assert one_round(steps, frozenset()) is None
+    # with every worker here, nothing runs away
+    assert one_round(steps, frozenset(steps)) == OneRound(
+        tuple(sorted(p.index for p in plan.partitions)), ()
+    )
+
+
+def test_a_chain_between_two_gpus_takes_more_than_one_round():
+    with dg.Graph().as_default() as g:
+        with dg.device("/cpu:0"):
+            x = dg.placeholder(dg.float32, [4, 4], name="x")
+        with dg.device("/gpu:0"):
+            h = dg.tanh(x)
+        with dg.device("/gpu:1"):
+            h2 = h * 2.0
+        with dg.device("/cpu:0"):
+            out = dg.reduce_sum(h2)
+    steps = worker_steps(_plan(g, [out], [x]))
+    assert one_round(steps, frozenset({"CPU:0"})) is None
+    assert one_round(steps, frozenset({"CPU:0", "GPU:0"})) is not None

@@ -38,7 +38,8 @@ from typing import Any
 from distributed import Client
 
 from daskgraph.cluster.liveness import ClusterWatch
-from daskgraph.deadline import raise_if_past, wait_time
+from daskgraph.deadline import has_deadline, raise_if_past, wait_time
+from daskgraph.runtime.client.channel_steps import ChannelSteps, StepOutcome
 from daskgraph.runtime.client.dispatch import (
     CompiledRun,
     raise_if_devices_left,
@@ -112,6 +113,7 @@ class CompiledSteps:
         self.on_step = on_step
         self._loaded: dict[str, dict[str, tuple]] = {}  # address -> token -> peers loaded
         self._without: set[str] = set()  # addresses of workers without the handlers
+        self.channels = ChannelSteps(client, watch, session_id, self._loaded)
 
     def run(
         self,
@@ -132,6 +134,13 @@ class CompiledSteps:
         if any(address in self._without for address in started.values()):
             return None
         peers = {str(name): started[name] for name in compiled.worker_steps}
+        if not trace and not has_deadline():  # (a call here cannot be abandoned)
+            near = {n: s for n, a in peers.items() if (s := local_service(str(a))) is not None}
+            outcome = self.channels.run(
+                compiled, f"{key}~c", step, values, peers, near, _signature(peers), tick
+            )  # type: ignore[arg-type]
+            if outcome is not None:
+                return self._finish(compiled, outcome)
         for attempt in range(2):  # again (loading the plan) where a worker had lost it
             targets = self._targets(compiled, f"{key}~{attempt}", step, values, trace, peers)
             replies = self._wait(targets, plan, started, tick)
@@ -310,21 +319,25 @@ class CompiledSteps:
             self._abort(targets)
             return self._troubled(compiled, trouble, started, tick)
         signature = _signature(peers)
-        outputs: dict[int, tuple] = {}
-        failures = []
-        timing: dict[int, tuple[str, StepTiming]] = {}
+        outcome = StepOutcome({}, [], {})
         for target, reply in zip(targets, replies, strict=True):
             self._loaded.setdefault(target.address, {})[compiled.token] = signature
-            for index, values in reply["outputs"].items():
-                outputs[index] = by_index(values)
+            outcome.outputs.update(reply["outputs"])
             if reply.get("failure") is not None:
-                failures.append(reply["failure"])
-            for index, spent in (reply.get("timing") or {}).items():
-                timing[index] = (compiled.plan.partitions[index].device, spent)
+                outcome.failures.append(reply["failure"])
+            outcome.timing.update(reply.get("timing") or {})
+        return self._finish(compiled, outcome)
+
+    def _finish(self, compiled: CompiledRun, outcome: StepOutcome) -> dict[int, tuple]:
+        """The outputs by partition; reports the step's timing, then raises the first
+        failure in the plan's order."""
+        outputs = {index: by_index(values) for index, values in outcome.outputs.items()}
+        partitions = compiled.plan.partitions
+        timing = {i: (partitions[i].device, spent) for i, spent in outcome.timing.items()}
         if self.on_step is not None:
             self.on_step(compiled, StepReport(timing))
-        if failures:
-            raise min(failures, key=lambda f: f[0])[1].error  # the first in the plan's order
+        if outcome.failures:
+            raise min(outcome.failures, key=lambda f: f[0])[1].error
         return outputs
 
     def _troubled(

@@ -26,10 +26,13 @@ pairs do. This module works out, as plain data, who sends what to whom:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from daskgraph.runtime.planner.lowering import Partition, Plan
 from daskgraph.runtime.program import StepPart, WorkerStep
 
-__all__ = ["worker_steps"]
+__all__ = ["OneRound", "one_round", "worker_steps"]
 
 
 def worker_steps(plan: Plan) -> dict[str, WorkerStep]:
@@ -85,3 +88,56 @@ def _fetched_outputs(plan: Plan) -> dict[int, set[int]]:
         if location is not None:
             fetched.setdefault(location[0], set()).add(location[1])
     return fetched
+
+
+@dataclass(frozen=True)
+class OneRound:
+    """A step that one message to each worker outside the client's process and one reply
+    from it can run (see :func:`one_round`): the partitions of the client's own workers that
+    run ``before`` the messages leave (what they send the other workers rides in the
+    messages) and ``after`` the replies came (reading what the replies carried), each in the
+    plan's topological order."""
+
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+
+
+def one_round(steps: Mapping[str, WorkerStep], near: frozenset[str]) -> OneRound | None:
+    """How a step runs in one round trip to each worker not in ``near`` (the client's
+    process), or ``None`` when it cannot: a partition of such a worker reads from, or sends
+    to, another such worker, or reads a partition here that itself waits for one of them.
+
+    >>> from daskgraph.runtime.program import PartitionProgram
+    >>> prog = PartitionProgram("d", "CPU", "numpy", 1, (), (), (), ())
+    >>> def part(i, deps=(), sends=()):
+    ...     return StepPart(i, prog, deps, (), sends, ())
+    >>> cpu = WorkerStep("cpu", (part(0, sends=(("g0", ()), ("g1", ()))), part(3, (1, 2))), (1, 2))
+    >>> g0 = WorkerStep("g0", (part(1, (0,), (("cpu", ()),)),), (0,))
+    >>> g1 = WorkerStep("g1", (part(2, (0,), (("cpu", ()),)),), (0,))
+    >>> one_round({"cpu": cpu, "g0": g0, "g1": g1}, frozenset({"cpu"}))
+    OneRound(before=(0,), after=(3,))
+    >>> chain = WorkerStep("g1", (part(2, (1,), (("cpu", ()),)),), (1,))
+    >>> g0_to_g1 = WorkerStep("g0", (part(1, (0,), (("g1", ()),)),), (0,))
+    >>> one_round({"cpu": cpu, "g0": g0_to_g1, "g1": chain}, frozenset({"cpu"})) is None
+    True
+    """
+    owner = {part.index: name for name, step in steps.items() for part in step.parts}
+    parts = sorted((p for step in steps.values() for p in step.parts), key=lambda p: p.index)
+    waits: set[int] = set()  # partitions that wait, directly or not, for a worker away
+    for part in parts:
+        away = owner[part.index] not in near
+        if away or any(d in waits for d in part.dependencies):
+            waits.add(part.index)
+        if not away:
+            continue
+        for dependency in part.dependencies:
+            mine = owner[dependency] == owner[part.index]
+            if not mine and (owner[dependency] not in near or dependency in waits):
+                return None
+        if any(worker not in near for worker, _ in part.sends):
+            return None
+    here = [p.index for p in parts if owner[p.index] in near]
+    return OneRound(
+        before=tuple(i for i in here if i not in waits),
+        after=tuple(i for i in here if i in waits),
+    )

@@ -43,7 +43,7 @@ from daskgraph.runtime.worker.execution import RunFailure, run_partition
 from daskgraph.runtime.worker.wire import by_index
 from daskgraph.runtime.worker.worker_state import WorkerState
 
-__all__ = ["PeerLost", "StepHost", "StepRun", "StepTiming"]
+__all__ = ["PeerLost", "StepHost", "StepRun", "StepTiming", "as_read", "call_part", "reply_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,20 +168,8 @@ class StepRun:
         return self._reply()
 
     def _reply(self) -> dict[str, Any]:
-        outputs: dict[int, Any] = {}
-        failure = None
-        for part in self.plan.parts:
-            result = self.done[part.index].result()
-            if isinstance(result, RunFailure):
-                failure = failure or (part.index, result)
-            elif self.trace:
-                outputs[part.index] = dict(enumerate(result))
-            elif part.to_client:
-                outputs[part.index] = {i: result[i] for i in part.to_client}
-        reply = {"status": "ok", "outputs": outputs, "failure": failure, "timing": self.timing}
-        if self.forward:
-            reply["forward"] = self.forward
-        return reply
+        results = {part.index: self.done[part.index].result() for part in self.plan.parts}
+        return reply_of(self.plan.parts, results, self.trace, self.timing, self.forward)
 
     def _run_now(self, part: StepPart, dependencies: tuple) -> None:
         """Run ``part`` in this call; its sends that leave the process become a task."""
@@ -219,7 +207,7 @@ class StepRun:
             future = self.done.get(producer) or self.inbox[producer]
             if not future.done():
                 return None
-            values.append(_as_read(future.result()))
+            values.append(as_read(future.result()))
         return tuple(values)
 
     async def _inputs(self, part: StepPart) -> tuple:
@@ -229,23 +217,12 @@ class StepRun:
         for producer in part.dependencies:
             local = self.done.get(producer)
             value = await (local if local is not None else self.inbox[producer])
-            values.append(_as_read(value))
+            values.append(as_read(value))
         return tuple(values)
 
     def _call(self, part: StepPart, dependencies: tuple) -> Any:
-        """Run ``part`` here (the event loop's thread or a worker thread); its outputs, or
-        the failure."""
-        feeds = tuple(self.feeds[i] for i in part.feed_indices)
-        started = time.perf_counter()
-        try:
-            return run_partition(
-                self.host.state, self.host.address, part.program, self.step, feeds,
-                self.trace, dependencies,
-            )  # fmt: skip
-        except Exception as exc:  # not an op's error (those come back as RunFailure)
-            return RunFailure(_internal(exc, part))
-        finally:
-            self.host.ran(self.token, part, time.perf_counter() - started)
+        host, step = self.host, self.step
+        return call_part(host, self.token, part, step, self.feeds, self.trace, dependencies)
 
     def _route(self, part: StepPart, result: Any) -> list[Any]:
         """Where ``part``'s outputs go: a worker of the client's process gets them in the
@@ -266,7 +243,57 @@ class StepRun:
         return sends
 
 
-def _as_read(value: Any) -> Any:
+def call_part(
+    host: StepHost,
+    token: str,
+    part: StepPart,
+    step: RunStep,
+    feeds: Mapping[int, Any],
+    trace: bool,
+    dependencies: tuple,
+) -> Any:
+    """Run ``part`` of plan ``token`` in the calling thread (an event loop's or a worker
+    thread): its outputs, or the failure; its run time is noted on ``host``."""
+    values = tuple(feeds[i] for i in part.feed_indices)
+    started = time.perf_counter()
+    try:
+        return run_partition(
+            host.state, host.address, part.program, step, values, trace, dependencies
+        )
+    except Exception as exc:  # not an op's error (those come back as RunFailure)
+        return RunFailure(_internal(exc, part))
+    finally:
+        host.ran(token, part, time.perf_counter() - started)
+
+
+def reply_of(
+    parts: tuple[StepPart, ...] | list[StepPart],
+    results: Mapping[int, Any],
+    trace: bool,
+    timing: dict[int, StepTiming],
+    forward: list[tuple[str, int, Any]],
+) -> dict[str, Any]:
+    """A worker's reply to the client once its ``parts`` ran (``results`` by partition):
+    ``outputs`` (partition -> fetched outputs by index; every output when tracing), the first
+    ``failure`` (its partition and the RunFailure), each partition's :class:`StepTiming`, and
+    the tensors ``forward``-ed to workers of the client's process."""
+    outputs: dict[int, Any] = {}
+    failure = None
+    for part in parts:
+        result = results[part.index]
+        if isinstance(result, RunFailure):
+            failure = failure or (part.index, result)
+        elif trace:
+            outputs[part.index] = dict(enumerate(result))
+        elif part.to_client:
+            outputs[part.index] = {i: result[i] for i in part.to_client}
+    reply = {"status": "ok", "outputs": outputs, "failure": failure, "timing": timing}
+    if forward:
+        reply["forward"] = forward
+    return reply
+
+
+def as_read(value: Any) -> Any:
     """A producer's outputs received by index as the tuple its readers index into; a local
     producer's tuple, or a failure, as it is."""
     return by_index(value) if isinstance(value, dict) else value

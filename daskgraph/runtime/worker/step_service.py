@@ -19,6 +19,11 @@ shuffle does through its worker plugin; the session's
     arrived for it, and ignore what still comes.
 ``daskgraph_step_forget``
     plans the session no longer keeps.
+``daskgraph_step_channel``
+    where the worker's step channel listens (started then), for a client on this machine:
+    steps that need one round trip (:func:`~daskgraph.runtime.planner.step_split.one_round`)
+    then come through a local socket and run in its thread (:meth:`StepService.step_now`,
+    :mod:`~daskgraph.runtime.worker.step_channel`), not through the event loop.
 
 Tensors between workers go through the worker's own connection pool (``Worker.rpc``), that
 is, Dask's comm: TLS and every protocol Dask supports apply, and CuPy arrays travel by Dask's
@@ -42,7 +47,9 @@ import dask.config
 from dask.utils import parse_timedelta
 
 from daskgraph.runtime.program import StepPart
-from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun
+from daskgraph.runtime.worker.step_channel import ChannelServer
+from daskgraph.runtime.worker.step_order import OrderedStep
+from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun, reply_of
 from daskgraph.runtime.worker.wire import envelope, open_envelope, pack, unpack
 from daskgraph.runtime.worker.worker_state import state_of
 
@@ -91,6 +98,7 @@ class StepService(StepHost):
         self.outbox: dict[tuple, dict[str, list[tuple[int, Any]]]] = {}
         limit = dask.config.get("daskgraph.compiled-inline-limit")
         self.inline_limit = float(parse_timedelta(limit, default="s") or 0.0)
+        self.channels = ChannelServer(self.step_now, str(worker.name))
 
     @classmethod
     def install(cls, worker: Any) -> StepService:
@@ -103,6 +111,7 @@ class StepService(StepHost):
                 daskgraph_step_recv=service.recv,
                 daskgraph_step_abort=service.abort,
                 daskgraph_step_forget=service.forget,
+                daskgraph_step_channel=service.channel,
             )
         if worker.address:
             service.address = worker.address
@@ -167,6 +176,41 @@ class StepService(StepHost):
         finally:
             self.runs.pop(key, None)
             self._end(key)
+
+    def channel(self) -> dict[str, Any]:
+        """``daskgraph_step_channel``: where this worker's step channel listens."""
+        return self.channels.endpoint()
+
+    def step_now(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A step that came through a step channel, run in the calling thread (the
+        channel's): every partition here, in order, with what rode along in the message. The
+        reply is :meth:`step`'s, its tensors for workers in the client's process
+        ``forward``-ed in it (a one-round step sends nothing to other workers)."""
+        session, token = message["session"], message["token"]
+        programs = self.state.session(session).steps
+        if message.get("load") is not None:
+            programs[token] = message["load"]
+        loaded = programs.get(token)
+        if loaded is None:
+            return {"status": "missing"}
+        plan = loaded[0]
+        self.counts["steps"] += 1
+        self.counts["channel steps"] += 1
+        run = OrderedStep(token, message["step"], message["feeds"], message["trace"])
+        for producer, value in message.get("arrivals") or ():
+            self.counts["received"] += 1
+            run.receive(producer, value)
+        run.run((self, part) for part in plan.parts)
+        forward = [
+            (worker, part.index, run.sent(part, worker))
+            for part in plan.parts
+            for worker, _ in part.sends
+        ]
+        return reply_of(plan.parts, run.results, run.trace, run.timing, forward)
+
+    def close(self) -> None:
+        """The worker closes (Dask calls its extensions' ``close``): stop the step channel."""
+        self.channels.close()
 
     def recv(self, **message: Any) -> str:
         """``daskgraph_step_recv``: the outputs of a partition on another worker (fields

@@ -1,0 +1,358 @@
+"""Compiled steps through step channels: one round trip per worker on this machine, run from
+the calling thread.
+
+A compiled step whose workers outside this process exchange tensors only with this process
+(:func:`~daskgraph.runtime.planner.step_split.one_round`: towers fed and updated from
+``/cpu:0``, products summed there) needs one message to each of them and one reply. When
+those workers are on this machine, the message goes through the worker's step channel (a
+local socket, :mod:`daskgraph.runtime.worker.step_channel`) straight from the thread that
+called ``Session.run``, and the reply is read there: no hand-off to the client's event loop,
+no Dask framing, no worker event loop. The partitions of the client's own workers (the
+embedded CPU worker) run in that thread too, as one-device runs do
+(:mod:`~daskgraph.runtime.client.inprocess`): those the other workers read first, their
+tensors riding in the messages, then, with what the replies carried, the rest.
+
+Everything else keeps :class:`~daskgraph.runtime.client.compiled_steps.CompiledSteps`'s path
+through Dask's comm: workers on other machines (or whose channel cannot be opened), steps
+that need tensors between workers away from this process, traced runs and runs with a
+deadline (a call in the caller's thread cannot be abandoned). The guarantees are that path's:
+assigns apply once per ``Session.run``; a worker that dies mid-step closes its channel, and
+the step ends as a lost worker (or, if no worker left, goes to the other path).
+
+``daskgraph.step-channels: false`` turns channels off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Client as connect_channel
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+import dask.config
+from distributed import Client
+
+from daskgraph.cluster.liveness import ClusterWatch
+from daskgraph.errors import InternalError
+from daskgraph.runtime.client.dispatch import CompiledRun, raise_if_devices_left
+from daskgraph.runtime.client.inprocess import private_feed
+from daskgraph.runtime.planner.step_split import OneRound, one_round
+from daskgraph.runtime.program import RunStep
+from daskgraph.runtime.worker.step_channel import host_identity, recv_message, send_message
+from daskgraph.runtime.worker.step_order import OrderedStep
+from daskgraph.runtime.worker.step_run import StepTiming, reply_of
+from daskgraph.runtime.worker.step_service import StepService
+
+__all__ = ["ChannelPool", "ChannelSteps", "StepOutcome"]
+
+logger = logging.getLogger("daskgraph.runtime.client.channel_steps")
+
+
+@dataclass
+class StepOutcome:
+    """What a step's workers replied: fetched outputs by partition, the failures (partition,
+    RunFailure) and each partition's timing."""
+
+    outputs: dict[int, dict[int, Any]]
+    failures: list[tuple[int, Any]]
+    timing: dict[int, StepTiming]
+
+
+class ChannelPool:
+    """Open step channels of this process, by worker address: idle connections are reused
+    by the next step (one per thread at a time); a worker whose channel cannot be opened
+    (another machine, an older daskgraph) is remembered and not asked again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[str, list[Connection]] = {}
+        self._endpoints: dict[str, dict[str, Any] | None] = {}
+
+    def take(self, client: Client, address: str) -> Connection | None:
+        """An open channel to the worker at ``address``, or None where it has none."""
+        with self._lock:
+            idle = self._idle.get(address)
+            if idle:
+                return idle.pop()
+            if address in self._endpoints and self._endpoints[address] is None:
+                return None
+        endpoint = self._endpoint(client, address)
+        if endpoint is None:
+            return None
+        try:
+            return connect_channel(endpoint["path"], family="AF_UNIX", authkey=endpoint["authkey"])
+        except Exception as exc:  # not reachable from here after all
+            logger.debug("no step channel to %s: %s", address, exc)
+            with self._lock:
+                self._endpoints[address] = None
+            return None
+
+    def give_back(self, address: str, conn: Connection) -> None:
+        """``conn`` (whose reply was read) is free for the next step."""
+        with self._lock:
+            self._idle.setdefault(address, []).append(conn)
+
+    def forget(self, address: str) -> None:
+        """Close the idle channels to ``address`` (its worker left) and ask it again later."""
+        with self._lock:
+            idle = self._idle.pop(address, [])
+            self._endpoints.pop(address, None)
+        for conn in idle:
+            conn.close()
+
+    def _endpoint(self, client: Client, address: str) -> dict[str, Any] | None:
+        with self._lock:
+            if address in self._endpoints:
+                return self._endpoints[address]
+        try:
+            endpoint = client.sync(_ask_endpoint, client, address)
+        except Exception as exc:  # a worker without the handler, or gone
+            logger.debug("no step channel at %s: %s", address, exc)
+            endpoint = None
+        if endpoint is not None and (
+            endpoint.get("host") != host_identity() or not os.path.exists(endpoint["path"])
+        ):
+            endpoint = None  # another machine (or container)
+        with self._lock:
+            self._endpoints[address] = endpoint
+        return endpoint
+
+
+async def _ask_endpoint(client: Client, address: str) -> dict[str, Any]:
+    return await client.rpc(address).daskgraph_step_channel()
+
+
+#: the process's channels (sessions share them, as they share the embedded cluster)
+POOL = ChannelPool()
+
+
+@dataclass
+class _Away:
+    """A worker of the step reached through a channel, and its message."""
+
+    name: str
+    address: str
+    conn: Connection
+    load: Any  # its part of the plan, the peers and those in the client's process
+    message: dict[str, Any]
+
+
+class ChannelSteps:
+    """A session's steps through step channels (see the module).
+
+    Parameters
+    ----------
+    client, watch, session_id
+        The session's client, its cluster watch and its id.
+    loaded
+        Address -> plan token -> the peers' signature it was loaded with (shared with the
+        session's other compiled-step path: a plan loaded by either is loaded).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        watch: ClusterWatch,
+        session_id: str,
+        loaded: dict[str, dict[str, tuple]],
+        pool: ChannelPool = POOL,
+    ) -> None:
+        self.client, self.watch, self.session_id = client, watch, session_id
+        self.loaded, self.pool = loaded, pool
+        self._rounds: dict[tuple[str, frozenset[str]], OneRound | None] = {}
+
+    def run(
+        self,
+        compiled: CompiledRun,
+        run: str,
+        step: RunStep,
+        values: Sequence[Any],
+        peers: dict[str, str],
+        near: dict[str, StepService],
+        signature: tuple,
+        tick: float,
+    ) -> StepOutcome | None:
+        """Run ``compiled`` through channels, or None when it cannot (see the module);
+        raises :class:`~daskgraph.errors.UnavailableError` where a worker left mid-step."""
+        if len(near) == len(peers) or not dask.config.get("daskgraph.step-channels"):
+            return None  # (workers of this process run side by side on the other path)
+        shape = self._round(compiled, frozenset(near))
+        if shape is None:
+            return None
+        away = self._connect(compiled, peers, near)
+        if away is None:
+            return None
+        ordered = OrderedStep(compiled.token, step, _feeds(compiled, near, values), False)
+        by_index = {p.index: (near[name], p) for name in near for p in
+                    compiled.worker_steps[name].parts}  # fmt: skip
+        ordered.run(by_index[i] for i in shape.before)
+        for target in away:
+            self._fill(compiled, target, run, step, values, ordered, peers, near, signature)
+        replies = self._exchange(compiled, away, tick)
+        if replies is None:
+            return None
+        for reply in replies:
+            for worker, producer, value in reply.get("forward", ()):
+                if worker in near:
+                    ordered.receive(producer, value)
+        try:
+            ordered.run(by_index[i] for i in shape.after)
+        except KeyError as exc:  # (one_round said every input would be here)
+            raise InternalError(f"a compiled step's input {exc} did not arrive") from None
+        for target in away:
+            self.loaded.setdefault(target.address, {})[compiled.token] = signature
+        for service in near.values():
+            service.counts["steps"] += 1
+        return _outcome(compiled, ordered, near, replies)
+
+    def _round(self, compiled: CompiledRun, near: frozenset[str]) -> OneRound | None:
+        key = (compiled.token, near)
+        if key not in self._rounds:
+            if len(self._rounds) > 1024:
+                self._rounds.clear()
+            self._rounds[key] = one_round(compiled.worker_steps, near)
+        return self._rounds[key]
+
+    def _connect(
+        self, compiled: CompiledRun, peers: dict[str, str], near: dict[str, StepService]
+    ) -> list[_Away] | None:
+        """A channel to every worker of the step outside this process, or None (giving back
+        those taken) where one has none."""
+        away: list[_Away] = []
+        for name in compiled.worker_steps:
+            if name in near:
+                continue
+            address = peers[name]
+            conn = self.pool.take(self.client, address)
+            if conn is None:
+                for target in away:
+                    self.pool.give_back(target.address, target.conn)
+                return None
+            load = (compiled.worker_steps[name], peers, frozenset(near))
+            away.append(_Away(name, address, conn, load, {}))
+        return away
+
+    def _fill(
+        self,
+        compiled: CompiledRun,
+        target: _Away,
+        run: str,
+        step: RunStep,
+        values: Sequence[Any],
+        ordered: OrderedStep,
+        peers: dict[str, str],
+        near: dict[str, StepService],
+        signature: tuple,
+    ) -> None:
+        """The message to ``target``: its feeds, what the partitions here sent it, and its
+        part of the plan where it has not got it."""
+        plan = compiled.worker_steps[target.name]
+        indices = {i for part in plan.parts for i in part.feed_indices}
+        loaded = self.loaded.get(target.address, {}).get(compiled.token) == signature
+        arrivals = [
+            (producer, ordered.sent(part, target.name))
+            for name in near
+            for part in compiled.worker_steps[name].parts
+            for producer in (part.index,)
+            if producer in ordered.results and target.name in dict(part.sends)
+        ]
+        target.message = {
+            "session": self.session_id,
+            "run": run,
+            "token": compiled.token,
+            "step": step,
+            "feeds": {i: values[i] for i in indices},
+            "trace": False,
+            "load": None if loaded else target.load,
+            "arrivals": arrivals,
+        }
+
+    def _exchange(
+        self, compiled: CompiledRun, away: list[_Away], tick: float
+    ) -> list[dict[str, Any]] | None:
+        """Send every message and read every reply (a worker that had lost the plan gets it
+        again); None, every channel closed, where a channel failed but no worker left."""
+        pending = {}
+        try:
+            for target in away:
+                send_message(target.conn, target.message)
+                pending[target.conn] = target
+            replies: dict[str, dict[str, Any]] = {}
+            while pending:
+                for conn in self._ready(compiled, list(pending), tick):
+                    target = pending.pop(conn)
+                    reply = recv_message(conn)
+                    if reply.get("status") == "missing" and target.message["load"] is None:
+                        self.loaded.get(target.address, {}).pop(compiled.token, None)
+                        target.message["load"] = target.load
+                        send_message(conn, target.message)
+                        pending[conn] = target
+                        continue
+                    replies[target.name] = reply
+        except (EOFError, OSError) as exc:
+            return self._broken(compiled, away, exc, tick)
+        except BaseException:  # interrupted: replies still on their way spoil the channels
+            for conn in pending:
+                conn.close()
+            for target in away:
+                if target.conn not in pending:
+                    self.pool.give_back(target.address, target.conn)
+            raise
+        for target in away:
+            self.pool.give_back(target.address, target.conn)
+        if any(r.get("status") != "ok" for r in replies.values()):
+            logger.warning("a step channel failed: %s", [r for r in replies.values()])
+            return None
+        return [replies[target.name] for target in away]
+
+    def _ready(self, compiled: CompiledRun, conns: list[Connection], tick: float) -> list[Any]:
+        """The channels with a reply to read, waiting at most a liveness tick at a time and
+        checking in between that the plan's workers are there."""
+        while True:
+            ready = wait(conns, timeout=tick)
+            if ready:
+                return ready
+            raise_if_devices_left(self.watch, compiled.plan, [], max_age=tick)
+
+    def _broken(
+        self, compiled: CompiledRun, away: list[_Away], cause: BaseException, tick: float
+    ) -> None:
+        """A channel failed: close them all; raise UnavailableError if a worker of the plan
+        left (waiting up to a tick for the scheduler to say so), else None."""
+        for target in away:
+            target.conn.close()
+            self.pool.forget(target.address)
+        started = {t.name: t.address for t in away}
+        self.watch.wait_until(lambda view: view.addresses(list(started)) != started, tick)
+        raise_if_devices_left(self.watch, compiled.plan, [], cause, started=started)  # type: ignore[arg-type]
+        return None
+
+
+def _feeds(compiled: CompiledRun, near: dict[str, StepService], values: Sequence[Any]) -> dict:
+    """The feeds the partitions of this process read, each the run's own copy."""
+    steps = compiled.worker_steps
+    indices = {i for name in near for part in steps[name].parts for i in part.feed_indices}
+    return {i: private_feed(values[i]) for i in indices}
+
+
+def _outcome(
+    compiled: CompiledRun,
+    ordered: OrderedStep,
+    near: dict[str, StepService],
+    replies: list[dict[str, Any]],
+) -> StepOutcome:
+    """The step's outputs, failures and timing: the replies', and those of the partitions
+    that ran here."""
+    parts = [part for name in near for part in compiled.worker_steps[name].parts]
+    here = reply_of(parts, ordered.results, False, ordered.timing, [])
+    outcome = StepOutcome({}, [], {})
+    for reply in [*replies, here]:
+        outcome.outputs.update(reply["outputs"])
+        if reply.get("failure") is not None:
+            outcome.failures.append(reply["failure"])
+        outcome.timing.update(reply.get("timing") or {})
+    return outcome

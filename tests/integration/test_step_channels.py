@@ -1,0 +1,270 @@
+"""Step channels: one-round compiled steps reach the workers of this machine through a local
+socket each, from the calling thread, and give what the other paths give.
+
+The cluster has the embedded cluster's shape: the CPU worker in this process, each virtual
+GPU a process of its own, so that towers fed and updated from ``/cpu:0`` (and products summed
+there) are one-round steps. Every test compares with Dask's comm
+(``daskgraph.step-channels: false``) or the scheduler's path.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import dask
+import numpy as np
+import pytest
+from distributed import Client
+
+import daskgraph as dg
+from daskgraph.cluster.local import local_cluster
+from daskgraph.runtime.client import channel_steps
+from daskgraph.runtime.worker.step_service import EXTENSION
+from daskgraph.testing import within
+
+GPUS = 2
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two virtual GPUs in processes of their own, the CPU worker in this process."""
+    cluster = local_cluster(virtual_gpus=GPUS, processes=True, cpu_threads=1, cpu_in_process=True)
+    client = Client(cluster, set_as_default=False)
+    client.wait_for_workers(GPUS + 1, timeout=60)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def _counts(client: Client) -> dict[str, dict[str, int]]:
+    """Each worker's compiled-step counters by device (the end of the worker's name)."""
+
+    def counts(dask_worker):
+        service = dask_worker.extensions.get(EXTENSION)
+        return {} if service is None else dict(service.counts)
+
+    by_address = client.run(counts)
+    names = {w["id"]: a for a, w in client.scheduler_info()["workers"].items()}
+    return {str(name)[-5:]: by_address[address] for name, address in names.items()}
+
+
+def _gained(before: dict, after: dict, device: str, counter: str) -> int:
+    return after[device].get(counter, 0) - before[device].get(counter, 0)
+
+
+def _transitions(client: Client) -> int:
+    return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+
+
+def _products_summed_on_the_cpu():
+    with dg.device("/cpu:0"):
+        a = dg.placeholder(dg.float32, [64, 64], name="a")
+    products = []
+    for i in range(GPUS):
+        with dg.device(f"/gpu:{i}"):
+            products.append(dg.matmul(a, a * float(i + 1)))
+    with dg.device("/cpu:0"):
+        total = dg.add_n(products)
+    return a, total
+
+
+def test_one_round_steps_go_through_the_channels(cluster):
+    value = np.random.default_rng(0).random((64, 64), dtype=np.float32)
+    expected = value @ value + value @ (value * 2)
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        a, total = _products_summed_on_the_cpu()
+        np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        before, transitions = _counts(cluster), _transitions(cluster)
+        for _ in range(20):
+            np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        after = _counts(cluster)
+        assert _transitions(cluster) == transitions  # no task through the scheduler
+        for gpu in ("GPU:0", "GPU:1"):
+            assert _gained(before, after, gpu, "channel steps") == 20
+            assert _gained(before, after, gpu, "steps") == 20
+        assert _gained(before, after, "CPU:0", "steps") == 20
+        with dask.config.set({"daskgraph.step-channels": False}):  # Dask's comm again
+            for _ in range(5):
+                np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        off = _counts(cluster)
+        assert _gained(after, off, "GPU:0", "channel steps") == 0
+        assert _gained(after, off, "GPU:0", "steps") == 5
+
+
+def _towers_training(client: Client, towers: int, steps: int) -> list[float]:
+    """Sync training with a tower per GPU, the parameters on /cpu:0: the loss of each step."""
+    rng = np.random.default_rng(7)
+    x_all = rng.random((64, 16), dtype=np.float32)
+    y_all = rng.integers(0, 4, 64)
+    with dg.device("/cpu:0"):
+        x = dg.placeholder(dg.float32, [64, 16])
+        y = dg.placeholder(dg.int64, [64])
+        w = dg.Variable(rng.standard_normal((16, 4)).astype(np.float32) * 0.1)
+        b = dg.Variable(np.zeros(4, np.float32))
+        xs, ys = dg.split(x, towers), dg.split(y, towers)
+    optimizer = dg.train.AdamOptimizer(0.01)
+    grads, losses = [], []
+    for i in range(towers):
+        with dg.device(f"/gpu:{i}"):
+            logits = dg.matmul(dg.tanh(xs[i]), w) + b
+            loss = dg.reduce_mean(
+                dg.nn.sparse_softmax_cross_entropy_with_logits(labels=ys[i], logits=logits)
+            )
+            losses.append(loss)
+            grads.append(optimizer.compute_gradients(loss, [w, b]))
+    with dg.device("/cpu:0"):
+        averaged = [
+            (dg.add_n([g[k][0] for g in grads]) / float(towers), grads[0][k][1]) for k in range(2)
+        ]
+        train = optimizer.apply_gradients(averaged)
+        mean_loss = dg.add_n(losses) / float(towers)
+    with dg.Session(client) as session:
+        session.run(dg.global_variables_initializer())
+        return [
+            float(session.run([train, mean_loss], {x: x_all, y: y_all})[1]) for _ in range(steps)
+        ]
+
+
+@pytest.mark.parametrize(
+    "switches",
+    [
+        {"daskgraph.step-channels": False},
+        {"daskgraph.compiled-steps": False},
+    ],
+    ids=["dask-comm", "scheduler"],
+)
+def test_tower_losses_are_those_of_the_other_paths(cluster, switches):
+    before = _counts(cluster)
+    with dg.Graph().as_default():
+        channels = _towers_training(cluster, GPUS, 12)
+    assert _gained(before, _counts(cluster), "GPU:1", "channel steps") >= 10
+    with dg.Graph().as_default(), dask.config.set(switches):
+        other = _towers_training(cluster, GPUS, 12)
+    assert channels == other  # identical, step by step
+    assert channels[-1] < channels[0]
+
+
+def test_steps_from_many_threads_never_mix_and_assign_once(cluster):
+    """4 threads run steps whose GPU products are added to a counter on /cpu:0."""
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        feeds, sums = [], []
+        for i in range(GPUS):
+            with dg.device(f"/gpu:{i}"):
+                f = dg.placeholder(dg.float32, [8])
+                feeds.append(f)
+                sums.append(dg.reduce_sum(f * 2.0))
+        with dg.device("/cpu:0"):
+            counter = dg.Variable(np.float32(0.0))
+            step_total = dg.add_n(sums)
+            bump = counter.assign_add(step_total)
+        session.run(counter.initializer)
+        errors: list[BaseException] = []
+        seen: list[tuple[float, float]] = []
+
+        def worker(k: int) -> None:
+            try:
+                for n in range(25):
+                    value = float(k * 100 + n)
+                    got = session.run([step_total, bump], {f: np.full(8, value, np.float32)
+                                                           for f in feeds})  # fmt: skip
+                    seen.append((value, float(got[0])))
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors
+        assert len(seen) == 100
+        for value, total in seen:  # each step saw its own feeds
+            assert total == value * 2 * 8 * GPUS
+        assert session.run(counter) == sum(total for _, total in seen)
+
+
+def test_a_worker_without_a_channel_here_takes_dask_comm(cluster, monkeypatch):
+    """A worker on another machine (here: one whose host differs) gets its steps through
+    Dask's comm, with the same results."""
+    monkeypatch.setattr(channel_steps, "POOL", channel_steps.ChannelPool())
+    monkeypatch.setattr(channel_steps, "host_identity", lambda: "elsewhere/0")
+    value = np.ones((64, 64), np.float32)
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        session._compiled_steps.channels.pool = channel_steps.POOL
+        a, total = _products_summed_on_the_cpu()
+        before = _counts(cluster)
+        for _ in range(5):
+            np.testing.assert_allclose(session.run(total, {a: value}), value @ value * 3)
+        after = _counts(cluster)
+    assert _gained(before, after, "GPU:0", "channel steps") == 0
+    assert _gained(before, after, "GPU:0", "steps") == 5
+
+
+def _kill(client: Client, address: str) -> None:
+    try:
+        client.run(os._exit, 1, workers=[address])
+    except Exception:  # the worker's connection dies with it: expected
+        pass
+
+
+def _wait_for_all(client: Client, timeout: float = 60) -> None:
+    """Until every device's worker and its nanny run again."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        workers = client.scheduler_info(n_workers=-1)["workers"].values()
+        if len({w["name"] for w in workers if w.get("status") == "running"}) == GPUS + 1:
+            nannies = client.run(lambda dask_worker: dask_worker.status.name, nanny=True)
+            if len(nannies) == GPUS and set(nannies.values()) == {"running"}:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the workers did not come back within {timeout} s")
+
+
+def test_a_gpu_worker_killed_mid_step_runs_the_step_again_and_assigns_once(cluster, caplog):
+    """The GPU worker dies while its channel's thread computes; the step is repeated on the
+    restarted worker, and the counter on /cpu:0 (bumped before the message left) goes up by
+    one, not two."""
+    _wait_for_all(cluster)
+    size = 800
+    value = (np.random.default_rng(1).random((size, size), dtype=np.float32) / size).astype(
+        np.float32
+    )
+    with dg.Graph().as_default() as g:
+        with dg.device("/cpu:0"):
+            counter = dg.Variable(np.float32(0.0), name="counter")
+            bumped = counter.assign_add(1.0)
+        with dg.device("/gpu:0"):
+            a = dg.placeholder(dg.float32, [size, size], name="a")
+            y = a * bumped
+            for _ in range(40):  # long enough for the kill to land mid-step
+                y = dg.matmul(y, a)
+            part = dg.reduce_sum(y)
+        with dg.device("/cpu:0"):
+            out = part + 0.0
+        session = dg.Session(cluster, graph=g)
+        try:
+            session.run(counter.initializer)
+            for _ in range(2):  # compiled: the second run goes through the channel
+                session.run(out, {a: value})
+            (gpu,) = [d.worker for d in session.list_devices() if d.name.endswith("GPU:0")]
+            before = _counts(cluster)["GPU:0"].get("channel steps", 0)
+            assert before >= 1
+            killer = threading.Timer(0.3, _kill, (cluster, gpu))
+            killer.start()
+            with caplog.at_level("INFO", logger="daskgraph"):
+                box = within(120, lambda: session.run(out, {a: value}))
+            killer.join()
+            assert "error" not in box, box
+            assert any("left during a run" in r.getMessage() for r in caplog.records), (
+                "the kill did not interrupt the step: nothing was repeated"
+            )
+            assert session.run(counter) == 3.0
+            _wait_for_all(cluster)
+            box = within(60, lambda: session.run(out, {a: value}))  # and on it goes
+            assert "error" not in box, box
+            assert session.run(counter) == 4.0
+        finally:
+            session.close()
+            _wait_for_all(cluster)

@@ -1,0 +1,96 @@
+"""Step channels without Dask: messages framed over a local socket, the server's threads,
+its key, and what its clients see when it closes."""
+
+from __future__ import annotations
+
+import os
+import threading
+from multiprocessing import AuthenticationError, Pipe
+from multiprocessing.connection import Client as connect
+
+import numpy as np
+import pytest
+
+from daskgraph.runtime.worker.step_channel import (
+    OUT_OF_BAND_BYTES,
+    ChannelServer,
+    host_identity,
+    recv_message,
+    send_message,
+)
+
+
+def test_messages_keep_their_values_and_large_arrays_arrive_writable():
+    a, b = Pipe()
+    big = np.arange(OUT_OF_BAND_BYTES // 4, dtype=np.float32).reshape(-1, 64)  # (fits the pipe)
+    message = {"small": np.float32(1.5), "big": big, "list": [big[:2], "x"], "none": None}
+    send_message(a, message)
+    got = recv_message(b)
+    np.testing.assert_array_equal(got["big"], big)
+    assert got["big"].flags.writeable and got["big"].dtype == np.float32
+    np.testing.assert_array_equal(got["list"][0], big[:2])
+    assert got["small"] == np.float32(1.5) and got["none"] is None
+
+
+def _server(handled: list) -> ChannelServer:
+    def serve(message):
+        handled.append(threading.current_thread().name)
+        if message.get("boom"):
+            raise ValueError("boom")
+        return {"status": "ok", "double": message["x"] * 2}
+
+    return ChannelServer(serve, "test")
+
+
+def test_a_server_answers_each_connection_in_a_thread_of_its_own():
+    handled: list[str] = []
+    server = _server(handled)
+    endpoint = server.endpoint()
+    try:
+        assert endpoint["host"] == host_identity()
+        assert oct(os.stat(os.path.dirname(endpoint["path"])).st_mode & 0o777) == "0o700"
+        conns = [connect(endpoint["path"], "AF_UNIX", authkey=endpoint["authkey"]) for _ in "ab"]
+        for i, conn in enumerate(conns):
+            send_message(conn, {"x": np.arange(3) + i})
+        for i, conn in enumerate(conns):
+            np.testing.assert_array_equal(recv_message(conn)["double"], (np.arange(3) + i) * 2)
+        send_message(conns[0], {"boom": True})
+        failed = recv_message(conns[0])  # a handler's error is a reply, and the channel lives on
+        assert failed["status"] == "error" and "ValueError: boom" in failed["error"]
+        send_message(conns[0], {"x": 1})
+        assert recv_message(conns[0])["double"] == 2
+        assert all(name.startswith("daskgraph-channel-test") for name in handled)
+        for conn in conns:
+            conn.close()
+    finally:
+        server.close()
+
+
+def test_a_client_without_the_key_is_refused():
+    server = _server([])
+    endpoint = server.endpoint()
+    try:
+        with pytest.raises(AuthenticationError):
+            connect(endpoint["path"], "AF_UNIX", authkey=b"wrong")
+        good = connect(endpoint["path"], "AF_UNIX", authkey=endpoint["authkey"])
+        send_message(good, {"x": 2})
+        assert recv_message(good)["double"] == 4
+        good.close()
+    finally:
+        server.close()
+
+
+def test_closing_the_server_ends_its_connections_and_removes_the_socket():
+    server = _server([])
+    endpoint = server.endpoint()
+    conn = connect(endpoint["path"], "AF_UNIX", authkey=endpoint["authkey"])
+    send_message(conn, {"x": 1})
+    assert recv_message(conn)["double"] == 2
+    server.close()
+    assert conn.poll(10)  # the client waiting for a reply wakes up ...
+    with pytest.raises(EOFError):  # ... to the end of the channel
+        recv_message(conn)
+    assert not os.path.exists(os.path.dirname(endpoint["path"]))
+    with pytest.raises(RuntimeError, match="closed"):
+        server.endpoint()
+    server.close()  # twice is fine
