@@ -268,3 +268,48 @@ def test_a_gpu_worker_killed_mid_step_runs_the_step_again_and_assigns_once(clust
         finally:
             session.close()
             _wait_for_all(cluster)
+
+
+def _steps_through_the_event_loop(monkeypatch) -> list[int]:
+    """Counts calls of the workers' event-loop step (the path that runs partitions side by
+    side), in this process's workers."""
+    from daskgraph.runtime.worker.step_service import StepService
+
+    calls = [0]
+    original = StepService.step
+
+    async def counted(self, *args, **kwargs):
+        calls[0] += 1
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(StepService, "step", counted)
+    return calls
+
+
+@pytest.mark.virtual_gpus(2)
+def test_small_steps_on_workers_of_this_process_run_in_the_calling_thread(dg_session, monkeypatch):
+    """On a cluster of threads, a step whose partitions are small runs them one after the
+    other in the calling thread; a long partition sends the step back to the event loops,
+    where partitions run side by side."""
+    calls = _steps_through_the_event_loop(monkeypatch)
+    value = np.random.default_rng(3).random((64, 64), dtype=np.float32)
+    a, total = _products_summed_on_the_cpu()
+    for _ in range(3):  # the first runs time the partitions
+        dg_session.run(total, {a: value})
+    before = calls[0]
+    for _ in range(10):
+        np.testing.assert_allclose(
+            dg_session.run(total, {a: value}), value @ value + value @ (value * 2), rtol=1e-5
+        )
+    assert calls[0] == before  # no worker's event loop took part
+    with dg.device("/gpu:1"):
+        big = dg.placeholder(dg.float32, [700, 700])
+        slow = dg.reduce_sum(dg.matmul(dg.matmul(big, big), big))  # well over 2 ms
+    with dg.device("/cpu:0"):
+        both = total + slow
+    ones = np.ones((700, 700), np.float32) / 700
+    for _ in range(3):
+        result = dg_session.run(both, {a: value, big: ones})
+    expected = (value @ value + value @ (value * 2)) + np.float32(700.0)
+    np.testing.assert_allclose(result, expected, rtol=1e-4)
+    assert calls[0] >= before + 3 * 3  # each run: a step on each worker, on their loops

@@ -42,7 +42,13 @@ from daskgraph.runtime.client.dispatch import CompiledRun, raise_if_devices_left
 from daskgraph.runtime.client.inprocess import private_feed
 from daskgraph.runtime.planner.step_split import OneRound, one_round
 from daskgraph.runtime.program import RunStep
-from daskgraph.runtime.worker.step_channel import host_identity, recv_message, send_message
+from daskgraph.runtime.worker.step_channel import (
+    encode,
+    host_identity,
+    recv_message,
+    send_message,
+    write,
+)
 from daskgraph.runtime.worker.step_order import OrderedStep
 from daskgraph.runtime.worker.step_run import StepTiming, reply_of
 from daskgraph.runtime.worker.step_service import StepService
@@ -178,11 +184,11 @@ class ChannelSteps:
     ) -> StepOutcome | None:
         """Run ``compiled`` through channels, or None when it cannot (see the module);
         raises :class:`~daskgraph.errors.UnavailableError` where a worker left mid-step."""
-        if len(near) == len(peers) or not dask.config.get("daskgraph.step-channels"):
-            return None  # (workers of this process run side by side on the other path)
-        shape = self._round(compiled, frozenset(near))
-        if shape is None:
+        if not dask.config.get("daskgraph.step-channels"):
             return None
+        shape = self._round(compiled, frozenset(near))
+        if shape is None or (len(near) == len(peers) and not _all_small(compiled, near)):
+            return None  # (long partitions of this process run side by side on the other path)
         away = self._connect(compiled, peers, near)
         if away is None:
             return None
@@ -278,8 +284,9 @@ class ChannelSteps:
         again); None, every channel closed, where a channel failed but no worker left."""
         pending = {}
         try:
-            for target in away:
-                send_message(target.conn, target.message)
+            encoded = [encode(target.message) for target in away]  # then sent back to back
+            for target, frames in zip(away, encoded, strict=True):
+                write(target.conn, frames)
                 pending[target.conn] = target
             replies: dict[str, dict[str, Any]] = {}
             while pending:
@@ -330,6 +337,17 @@ class ChannelSteps:
         self.watch.wait_until(lambda view: view.addresses(list(started)) != started, tick)
         raise_if_devices_left(self.watch, compiled.plan, [], cause, started=started)  # type: ignore[arg-type]
         return None
+
+
+def _all_small(compiled: CompiledRun, near: dict[str, StepService]) -> bool:
+    """Whether every partition of a step that runs all in this process is small enough to
+    run in the calling thread, one after the other: predictable, and its last run shorter
+    than ``daskgraph.compiled-inline-limit`` (a hand-off to run partitions side by side
+    would cost more than they take)."""
+    steps = compiled.worker_steps
+    return all(
+        near[name].inline(compiled.token, part) for name in near for part in steps[name].parts
+    )
 
 
 def _feeds(compiled: CompiledRun, near: dict[str, StepService], values: Sequence[Any]) -> dict:

@@ -40,7 +40,15 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, Listener
 from typing import Any
 
-__all__ = ["OUT_OF_BAND_BYTES", "ChannelServer", "host_identity", "recv_message", "send_message"]
+__all__ = [
+    "OUT_OF_BAND_BYTES",
+    "ChannelServer",
+    "encode",
+    "host_identity",
+    "recv_message",
+    "send_message",
+    "write",
+]
 
 logger = logging.getLogger("daskgraph.runtime.worker.step_channel")
 
@@ -58,22 +66,31 @@ def host_identity() -> str:
     return f"{socket.gethostname()}/{boot}"
 
 
-def send_message(conn: Connection, message: Any) -> None:
-    """Write ``message`` to ``conn``: a head (the frame sizes, then the pickle) and each
-    large buffer as a frame of its own."""
-    frames: list[pickle.PickleBuffer] = []
+def encode(message: Any) -> list[Any]:
+    """``message`` as the frames :func:`write` sends: a head (the sizes of the frames that
+    follow, then the pickle) and each large buffer."""
+    frames: list[Any] = []
 
     def out_of_band(buffer: pickle.PickleBuffer) -> bool:
         if buffer.raw().nbytes < OUT_OF_BAND_BYTES:
             return True  # (in the pickle)
-        frames.append(buffer)
+        frames.append(buffer.raw())
         return False
 
     body = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
-    sizes = [frame.raw().nbytes for frame in frames]
-    conn.send_bytes(struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes) + body)
+    sizes = [frame.nbytes for frame in frames]
+    return [struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes) + body, *frames]
+
+
+def write(conn: Connection, frames: list[Any]) -> None:
+    """Send the frames of one message (:func:`encode`)."""
     for frame in frames:
-        conn.send_bytes(frame.raw())
+        conn.send_bytes(frame)
+
+
+def send_message(conn: Connection, message: Any) -> None:
+    """Write ``message`` to ``conn`` (:func:`encode`, then :func:`write`)."""
+    write(conn, encode(message))
 
 
 def recv_message(conn: Connection) -> Any:
