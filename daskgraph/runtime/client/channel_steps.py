@@ -30,7 +30,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Client as connect_channel
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import Any
 
 import dask.config
@@ -282,48 +282,44 @@ class ChannelSteps:
     ) -> list[dict[str, Any]] | None:
         """Send every message and read every reply (a worker that had lost the plan gets it
         again); None, every channel closed, where a channel failed but no worker left."""
-        pending = {}
+        unread: set[Connection] = set()
+        replies: list[dict[str, Any]] = []
         try:
             encoded = [encode(target.message) for target in away]  # then sent back to back
             for target, frames in zip(away, encoded, strict=True):
                 write(target.conn, frames)
-                pending[target.conn] = target
-            replies: dict[str, dict[str, Any]] = {}
-            while pending:
-                for conn in self._ready(compiled, list(pending), tick):
-                    target = pending.pop(conn)
-                    reply = recv_message(conn)
-                    if reply.get("status") == "missing" and target.message["load"] is None:
-                        self.loaded.get(target.address, {}).pop(compiled.token, None)
-                        target.message["load"] = target.load
-                        send_message(conn, target.message)
-                        pending[conn] = target
-                        continue
-                    replies[target.name] = reply
+                unread.add(target.conn)
+            for target in away:  # the step ends with the last reply, whatever the order
+                reply = self._reply(compiled, target.conn, tick)
+                if reply.get("status") == "missing" and target.message["load"] is None:
+                    self.loaded.get(target.address, {}).pop(compiled.token, None)
+                    target.message["load"] = target.load
+                    send_message(target.conn, target.message)
+                    reply = self._reply(compiled, target.conn, tick)
+                unread.discard(target.conn)
+                replies.append(reply)
         except (EOFError, OSError) as exc:
             return self._broken(compiled, away, exc, tick)
         except BaseException:  # interrupted: replies still on their way spoil the channels
-            for conn in pending:
-                conn.close()
             for target in away:
-                if target.conn not in pending:
+                if target.conn in unread:
+                    target.conn.close()
+                else:
                     self.pool.give_back(target.address, target.conn)
             raise
         for target in away:
             self.pool.give_back(target.address, target.conn)
-        if any(r.get("status") != "ok" for r in replies.values()):
-            logger.warning("a step channel failed: %s", [r for r in replies.values()])
+        if any(r.get("status") != "ok" for r in replies):
+            logger.warning("a step channel failed: %s", replies)
             return None
-        return [replies[target.name] for target in away]
+        return replies
 
-    def _ready(self, compiled: CompiledRun, conns: list[Connection], tick: float) -> list[Any]:
-        """The channels with a reply to read, waiting at most a liveness tick at a time and
-        checking in between that the plan's workers are there."""
-        while True:
-            ready = wait(conns, timeout=tick)
-            if ready:
-                return ready
+    def _reply(self, compiled: CompiledRun, conn: Connection, tick: float) -> dict[str, Any]:
+        """The reply on ``conn``, waiting at most a liveness tick at a time and checking in
+        between that the plan's workers are there."""
+        while not conn.poll(tick):
             raise_if_devices_left(self.watch, compiled.plan, [], max_age=tick)
+        return recv_message(conn)
 
     def _broken(
         self, compiled: CompiledRun, away: list[_Away], cause: BaseException, tick: float
