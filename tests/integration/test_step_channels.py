@@ -22,6 +22,7 @@ import daskgraph as dg
 from daskgraph.cluster.local import local_cluster
 from daskgraph.runtime.client import channel_steps
 from daskgraph.runtime.worker.step_service import EXTENSION
+from daskgraph.runtime.worker.worker_state import state_of
 from daskgraph.testing import within
 
 GPUS = 2
@@ -313,3 +314,40 @@ def test_small_steps_on_workers_of_this_process_run_in_the_calling_thread(dg_ses
     expected = (value @ value + value @ (value * 2)) + np.float32(700.0)
     np.testing.assert_allclose(result, expected, rtol=1e-4)
     assert calls[0] >= before + 3 * 3  # each run: a step on each worker, on their loops
+
+
+def test_nothing_grows_with_the_number_of_steps(cluster):
+    """300 steps, from two threads: the workers keep no more threads, runs or plans than
+    after the first 20."""
+
+    def held(dask_worker):
+        service = dask_worker.extensions.get(EXTENSION)
+        state = state_of(dask_worker)
+        return (
+            threading.active_count(),
+            len(service.runs) + len(service.early) if service else 0,
+            sum(len(state.session(s).steps) for s in state.session_ids()),
+        )
+
+    value = np.ones((64, 64), np.float32)
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        a, total = _products_summed_on_the_cpu()
+
+        def steps(n: int) -> None:
+            for _ in range(n):
+                session.run(total, {a: value})
+
+        for _ in range(2):
+            threads = [threading.Thread(target=steps, args=(10,)) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+        before = cluster.run(held)
+        threads = [threading.Thread(target=steps, args=(150,)) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        after = cluster.run(held)
+    assert after == before
