@@ -190,46 +190,45 @@ each) start at +84, +114, +130 and +157 ms, one after the other, and the update 
 the time goes to Dask task hand-offs and transfers among 6 processes (the scheduler in the
 client's) on 2 cores, not to compute.""",
     "multi.row_a": """\
-**Compiled steps: no scheduler, 12x faster than the scheduler's path; what is left is Dask's
-comm between three processes on two cores.** A repeated step is one message from the client to
-each GPU worker (straight from the client, `Client.rpc`), the matmul run on the worker's event
-loop (a small partition with static shapes), and each 16 KiB product sent back inside the
-GPU worker's reply to the client, whose process holds the CPU worker (the `add_n`). Measured
-(2 cores, quiet): 1.44 ms a step against 17.1 ms on the scheduler's path and 0.18 ms for
-TensorFlow's logical devices. Traced (the hop table above), the step's three
-partitions compute 0.15 ms together; the rest is four messages through Dask's comm (two
-requests, two replies), each a few hundred microseconds of Python in the sender's and the
-receiver's event loops (msgpack framing, tornado's stream, a process waking on a core it
-shares with the others) and two hand-offs between the caller's thread and the client's event
-loop. A bare `Client.rpc` round trip to a worker with a 16 KiB payload measures 0.37-0.45 ms
-on this machine, so two such round trips side by side, on two cores, set the floor near
-1 ms. With the virtual GPUs as threads of the client's process (`daskgraph.local.processes:
-false`), where tensors are handed over by reference, the same step (fed a 64x64 placeholder)
-takes 0.56 ms against 1.73 ms with processes (one script, one after the other).
-
-*The way to 1 ms:* fewer Python layers per message (a persistent comm per worker pair instead
-of the pooled `rpc`, frames without Dask's msgpack envelope), the GPU partitions started by
-the first message of a step without waiting for the reply of the previous one, and (on real
-GPUs) one worker process per GPU on a machine with more than two cores.""",
+**Step channels: the client writes one message to each GPU worker's local socket from the
+calling thread, and reads the reply there; no event loop, no Dask framing.** A repeated step
+is one-round (the products are read only by the `add_n` on `/cpu:0`, in the client's
+process): the client encodes a message per GPU worker (the run's number, the plan's token),
+writes it to that worker's step channel, the worker's channel thread runs the matmul and
+writes back the 16 KiB product, and the client runs the `add_n` in the calling thread.
+Measured (2 cores, four runs of `--only multi-device`, each a median of 5 repeats): 0.53-0.67
+ms a step, against 1.44 ms through Dask's comm (the last session's compiled steps), 17-22 ms
+on the scheduler's path and 0.15-0.27 ms for TensorFlow's logical devices (2.3-3.5x). Why Dask's comm
+cost more: a bare `Client.rpc` round trip to two workers side by side takes 0.76-0.95 ms here
+from the calling thread (0.15-0.2 ms of it the hand-off to the client's event loop and back),
+before any work; a `multiprocessing.connection` round trip to two worker processes with the
+same matmul takes 0.19 ms. What is left over TensorFlow: two processes to wake on two cores,
+pickling a 16 KiB product each way, and the session's own per-run work (plan lookup, feeds,
+fetches: about 0.1 ms). With the virtual GPUs as threads of the client's process
+(`daskgraph.local.processes: false`), a step whose partitions are all small runs them one
+after the other in the calling thread: 0.13-0.16 ms.""",
     "multi.row_c_vs_tensorflow": """\
-**Four tower processes and the client's on two cores; each tower's parameters and gradients
-cross processes every step.** A compiled sync step of 4 towers is one message to each tower's
-worker, carrying its shard of the batch and the 4 parameters read on `/cpu:0` (the client's
-own CPU worker runs that read first, and its outputs ride in the messages: about 50 KiB a
-tower), 16 ops of forward and backward pass on each tower (0.45-0.53 ms of kernels each,
-traced), and the reply with 38 KiB of gradients, which the CPU worker (in the client's
-process) averages and applies with Adam (50 ops, 0.4 ms). Measured: 4.64 ms a step against
-36.9 ms on the scheduler's path and 0.87 ms for TensorFlow (5.4x; 1 and 2 towers: 2.18 and
-2.67 ms against 0.74 and 0.78 ms). Kernels are 2.3 ms of the traced step: four towers of
-about 0.5 ms, which two cores can only run two at a time, beside the client's own event loop
-sending and receiving eight messages; TensorFlow runs the same kernels in one process on its
-own thread pool, with tensors passed by pointer.
+**Four tower processes and the client on two cores; each tower's parameters and gradients
+cross processes every step.** A sync step of 4 towers is one-round: the client's own CPU
+worker reads the parameters and splits the batch in the calling thread (22 us), the client
+writes each tower's message (about 55 KiB: its shard and the 4 parameters) to the tower's step
+channel, each tower runs its 16 ops of forward and backward pass (0.175 ms of CPU alone,
+0.4-0.5 ms of wall time when four share two cores) and writes back 38 KiB of gradients, and
+the client averages and applies them with Adam in the calling thread (50 ops, 0.17 ms).
+Measured: 3.2-4.1 ms a step in four runs (3.2-3.9x TensorFlow's 0.86-1.08 ms), against
+4.64 ms through Dask's comm and 35-46 ms on the scheduler's path; 1 and 2 towers: 1.27-1.81
+and 1.63-2.26 ms. The CPU work of a step adds up to about 1.5 ms (4 x 0.175 ms of tower
+kernels, 0.6 ms in the client, 0.05 ms of pickling per tower), which two cores could finish
+in 0.8 ms; the rest is processes waiting for a core: a tower woken by its message preempts
+the client before it has written the next one (a 55 KiB write takes 25 us of CPU, 110-130 us
+of wall time on average), and the towers preempt each other. TensorFlow runs the same kernels
+in one process on its own thread pool, with tensors passed by pointer.
 
-*The way there:* towers' kernels in fewer, larger NumPy calls (the executor's fused
-elementwise chains of issue 25), parameters sent once per change rather than once per step
-(a worker caches a variable's value until its version moves), and on real GPUs the transfers
-by UCX/NVLink, where a tower's step is milliseconds of compute and the 1-2 ms of messaging
-weighs less.""",
+*The way there:* fewer CPU microseconds per tower: the towers' 16 ops as a few fused kernels
+(issue 25's elementwise chains) and the Adam update as one; on real GPUs a tower's step is
+milliseconds of compute beside the 1-2 ms of messaging. With the virtual GPUs as threads of
+the client's process, the whole step runs in the calling thread: 1.6-2.1 ms, TensorFlow's
+order of time, but the default keeps a process per GPU worker, as real GPUs need.""",
     "towers.concurrency": """\
 **Two cores shared with the client, the scheduler and other jobs; a two-device run's fixed
 cost.** The towers do run at the same time: a traced run of two towers (`RunOptions(
