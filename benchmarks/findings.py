@@ -196,9 +196,9 @@ is one-round (the products are read only by the `add_n` on `/cpu:0`, in the clie
 process): the client encodes a message per GPU worker (the run's number, the plan's token),
 writes it to that worker's step channel, the worker's channel thread runs the matmul and
 writes back the 16 KiB product, and the client runs the `add_n` in the calling thread.
-Measured (2 cores, four runs of `--only multi-device`, each a median of 5 repeats): 0.53-0.67
+Measured (2 cores, six runs of `--only multi-device`, each a median of 5 repeats): 0.53-0.83
 ms a step, against 1.44 ms through Dask's comm (the last session's compiled steps), 17-22 ms
-on the scheduler's path and 0.15-0.27 ms for TensorFlow's logical devices (2.3-3.5x). Why Dask's comm
+on the scheduler's path and 0.15-0.27 ms for TensorFlow's logical devices (2.3-3.6x). Why Dask's comm
 cost more: a bare `Client.rpc` round trip to two workers side by side takes 0.76-0.95 ms here
 from the calling thread (0.15-0.2 ms of it the hand-off to the client's event loop and back),
 before any work; a `multiprocessing.connection` round trip to two worker processes with the
@@ -215,7 +215,7 @@ writes each tower's message (about 55 KiB: its shard and the 4 parameters) to th
 channel, each tower runs its 16 ops of forward and backward pass (0.175 ms of CPU alone,
 0.4-0.5 ms of wall time when four share two cores) and writes back 38 KiB of gradients, and
 the client averages and applies them with Adam in the calling thread (50 ops, 0.17 ms).
-Measured: 3.2-4.1 ms a step in four runs (3.2-3.9x TensorFlow's 0.86-1.08 ms), against
+Measured: 3.2-5.2 ms a step in six runs (3.2-3.9x TensorFlow's 0.86-1.44 ms), against
 4.64 ms through Dask's comm and 35-46 ms on the scheduler's path; 1 and 2 towers: 1.27-1.81
 and 1.63-2.26 ms. The CPU work of a step adds up to about 1.5 ms (4 x 0.175 ms of tower
 kernels, 0.6 ms in the client, 0.05 ms of pickling per tower), which two cores could finish
