@@ -25,10 +25,13 @@ from dataclasses import dataclass
 from itertools import chain, compress
 from operator import attrgetter
 
+import dask.config
+
 from daskgraph.cluster.footprint import cyclic_gc_paused
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.framework.graph import Operation, Tensor
 from daskgraph.framework.op_registry import lookup, ref_producing_types, unpredictable_types
+from daskgraph.runtime.planner.fusion import fuse
 from daskgraph.runtime.planner.partitioning import Cut, partition_ops, split_parallel
 from daskgraph.runtime.planner.placement import Placement
 from daskgraph.runtime.planner.slot_frees import with_frees
@@ -82,8 +85,11 @@ def lower(
     placement: Placement,
     fetches: Sequence[Tensor | Operation],
     feeds: Sequence[Tensor] = (),
+    fusion: bool | None = None,
 ) -> Plan:
-    """Compile the ops needed for ``fetches`` (given ``feeds``) into per-device partitions.
+    """Compile the ops needed for ``fetches`` (given ``feeds``) into per-device partitions,
+    chains of elementwise ops fused into one instruction each (:mod:`.fusion`) unless
+    ``fusion`` is false (default: the ``daskgraph.fusion`` setting).
 
     Raises
     ------
@@ -96,7 +102,9 @@ def lower(
     with cyclic_gc_paused():  # nothing made here is cyclic; see footprint
         needed = _needed_ops(ops, fetches, fed_ops)
         parts = split_parallel(partition_ops(needed, placement, fed_ops), placement, fed_ops)
-        return _Emitter(parts, placement, fed, fed_ops).plan(fetches, feeds)
+        emitter = _Emitter(parts, placement, fed, fed_ops)
+        emitter.fusion = bool(dask.config.get("daskgraph.fusion")) if fusion is None else fusion
+        return emitter.plan(fetches, feeds)
 
 
 def _needed_ops(
@@ -191,6 +199,7 @@ class _Emitter:
         # variable references to dereference: only looked for when the plan has variables
         types = map(attrgetter("type"), chain.from_iterable(cut.members))
         self.ref_types = () if ref_types.isdisjoint(types) else ref_types
+        self.fusion = True  # (lower() sets it from daskgraph.fusion)
 
     def n_slots(self, p: int) -> int:
         return self.n_own[p] + len(self.received[p])
@@ -330,7 +339,12 @@ class _Emitter:
     def partition(self, p: int, index: int, renumber: dict[int, int]) -> Partition:
         device = self.devices[self.cut.device[p]]
         kept = {s for s, _ in self.outputs[p]}
-        instructions = with_frees(self.instructions[p], kept, self.n_slots(p), self.read_at[p])
+        instructions = self.instructions[p]
+        if self.fusion:
+            fed_ops = self.fed_ops
+            dtypes = [_dtype_name(op) for op in self.cut.members[p] if op.id not in fed_ops]
+            instructions = fuse(instructions, dtypes, kept)
+        instructions = with_frees(instructions, kept, self.n_slots(p), self.read_at[p])
         program = PartitionProgram(
             device.name,
             device.device_type,
@@ -352,6 +366,11 @@ class _Emitter:
             _predictable(self.cut.members[p]),
             tuple(self.output_bytes[p]),
         )
+
+
+def _dtype_name(op: Operation) -> str | None:
+    """The dtype of ``op``'s first result (None for an op without results)."""
+    return op.outputs[0].dtype.name if op.outputs else None
 
 
 def _predictable(ops: Sequence[Operation]) -> bool:

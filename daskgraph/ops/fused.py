@@ -1,0 +1,277 @@
+"""Fused elementwise kernels: a chain of elementwise ops run as one compiled loop.
+
+A partition runs its ops one NumPy call at a time; a chain of small elementwise ops then
+pays a call, an allocation and a pass over memory per op. Lowering groups such chains
+(:mod:`daskgraph.runtime.planner.fusion`) into one instruction whose kernel is a
+:class:`FusedKernel`: the chain as plain data (each step an array function of NumPy's and
+where its arguments come from). On NumPy, the chain is compiled by Numba into one ufunc (a
+single loop over the elements, no intermediate arrays) for the dtypes it meets and for
+which of its inputs are scalars, once per process. Inputs of one shape (C-contiguous) and
+scalars take the loop; other broadcasts, and other array modules (CuPy), run op by op.
+
+**Rent or buy**, as :mod:`daskgraph.runtime.worker.codegen` does for programs: a kernel's
+first call runs the ops one by one; its second starts the compilation on a background thread
+and keeps running them one by one until the ufunc is there, so a program run twice never
+waits for a compiler. A chain that Numba cannot compile (or a process without Numba) keeps
+running op by op.
+
+**Bit for bit.** Only ops whose NumPy results are exactly rounded IEEE operations are fused
+(:data:`FUSABLE`: ``+ - * /``, negation, ``abs``, squares, square roots, comparisons and
+logical ops, over float32, float64 and bool): each step of the compiled loop computes in the
+dtype NumPy's ufunc would give it (``numpy.result_type`` of its inputs), so the fused result
+equals the unfused one, bit for bit; a NaN is a NaN in both, its sign and payload bits being
+left open by IEEE 754 (the compiler may swap the operands of a commutative op, and x86
+returns the first NaN operand).
+
+>>> import numpy as np
+>>> k = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
+>>> k(np, np.float32(3.0), np.float32(2.0))  # 3 * 2 + 3
+np.float32(9.0)
+>>> k.op_names
+('m', 'a')
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FUSABLE", "FusedKernel", "compile_now", "settle"]
+
+logger = logging.getLogger("daskgraph.ops.fused")
+
+#: NumPy functions a fused chain may hold, with their expression in the compiled loop
+FUSABLE: dict[str, str] = {
+    "add": "({0} + {1})",
+    "subtract": "({0} - {1})",
+    "multiply": "({0} * {1})",
+    "divide": "({0} / {1})",
+    "negative": "(-{0})",
+    "abs": "abs({0})",
+    "square": "({0} * {0})",
+    "sqrt": "np.sqrt({0})",
+    "less": "({0} < {1})",
+    "less_equal": "({0} <= {1})",
+    "greater": "({0} > {1})",
+    "greater_equal": "({0} >= {1})",
+    "equal": "({0} == {1})",
+    "not_equal": "({0} != {1})",
+    "logical_and": "({0} and {1})",
+    "logical_or": "({0} or {1})",
+    "logical_not": "(not {0})",
+}
+_COMPARES = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+_LOGICAL = {"logical_and", "logical_or", "logical_not"}
+#: dtypes a fused chain computes in
+DTYPES = frozenset({"float32", "float64", "bool"})
+
+
+class FusedKernel:
+    """A chain of elementwise ops as one kernel (see the module).
+
+    Parameters
+    ----------
+    steps
+        ``(op name, NumPy function name, arguments)`` per op, in order; an argument below
+        ``n_inputs`` is that input of the kernel, else the result of step
+        ``argument - n_inputs``. The last step's result is the kernel's.
+    n_inputs
+        How many inputs the kernel takes.
+    """
+
+    __slots__ = ("n_inputs", "source", "steps")
+
+    def __init__(self, steps: tuple[tuple[str, str, tuple[int, ...]], ...], n_inputs: int):
+        self.steps, self.n_inputs = steps, n_inputs
+        self.source = _source(steps, n_inputs)
+
+    @property
+    def op_names(self) -> tuple[str, ...]:
+        """The ops the kernel holds, in order."""
+        return tuple(step[0] for step in self.steps)
+
+    def __call__(self, xp: Any, *inputs: Any) -> Any:
+        if xp is np:
+            shape = _loop_shape(inputs)
+            if shape is not None:
+                loop = _CACHE.lookup(self, inputs)
+                if loop is not None:
+                    out = np.empty(shape, loop.out_dtype)
+                    loop(out.reshape(-1), *[x.reshape(-1) if x.ndim else x[()] for x in inputs])
+                    return out
+        return self.one_by_one(xp, inputs)
+
+    def one_by_one(self, xp: Any, inputs: tuple) -> Any:
+        """The chain's result, op by op (what the unfused ops compute)."""
+        values = list(inputs)
+        for _, name, args in self.steps:
+            values.append(getattr(xp, name)(*[values[a] for a in args]))
+        return values[-1]
+
+    def __reduce__(self) -> tuple:
+        return (FusedKernel, (self.steps, self.n_inputs))
+
+    def __repr__(self) -> str:
+        return f"FusedKernel({'+'.join(self.op_names)})"
+
+
+def _loop_shape(inputs: tuple) -> tuple[int, ...] | None:
+    """The shape of a compiled loop's result, where it applies: every input a NumPy array,
+    the non-scalar ones C-contiguous and of one shape (at least one of them); else None
+    (other broadcasts run op by op)."""
+    shape = None
+    for x in inputs:
+        if type(x) is not np.ndarray:
+            if isinstance(x, np.generic):
+                continue
+            return None
+        if x.ndim == 0:
+            continue
+        if not x.flags.c_contiguous or (shape is not None and x.shape != shape):
+            return None
+        shape = x.shape
+    return shape
+
+
+def _source(steps: tuple, n_inputs: int) -> str:
+    """The compiled loop's body: one line per step inside a loop over the elements (fields
+    ``{d<k>}`` for each step's dtype, ``{x<i>}`` for how input ``i`` is read)."""
+    names = [f"{{x{i}}}" for i in range(n_inputs)]
+    lines = ["    for i in range(out.size):"]
+    for k, (_, name, args) in enumerate(steps):
+        expression = FUSABLE[name].format(*[names[a] for a in args])
+        lines.append(f"        t{k} = {{d{k}}}({expression})")
+        names.append(f"t{k}")
+    lines.append(f"        out[i] = t{len(steps) - 1}")
+    return "\n".join(lines)
+
+
+def _step_dtypes(steps: tuple, inputs: list[np.dtype]) -> list[np.dtype] | None:
+    """The dtype of each step's result as NumPy's ufuncs give it, or None where a step
+    would leave :data:`DTYPES`."""
+    dtypes = list(inputs)
+    out = []
+    for _, name, args in steps:
+        if name in _COMPARES or name in _LOGICAL:
+            dtype = np.dtype(bool)
+        else:
+            dtype = np.result_type(*[dtypes[a] for a in args])
+        if dtype.name not in DTYPES or (dtype.kind == "b" and name not in _COMPARES | _LOGICAL):
+            return None
+        dtypes.append(dtype)
+        out.append(dtype)
+    return out
+
+
+def build(kernel: FusedKernel, inputs: tuple[np.dtype, ...], scalars: tuple[bool, ...]) -> Any:
+    """Compile ``kernel`` with Numba into one loop for inputs of dtypes ``inputs`` (those
+    marked in ``scalars`` read as scalars, the others as 1-d arrays of the result's size);
+    None where a dtype is not fused. The loop is called ``loop(out, *inputs)``."""
+    dtypes = _step_dtypes(kernel.steps, list(inputs))
+    if dtypes is None or any(d.name not in DTYPES for d in inputs):
+        return None
+    import numba  # (imported on the compiling thread, the first time)
+
+    fields = {f"d{k}": "np.bool_" if d.kind == "b" else f"np.{d.name}" for k, d in
+              enumerate(dtypes)}  # fmt: skip
+    fields.update({f"x{i}": f"x{i}" if scalar else f"x{i}[i]" for i, scalar in
+                   enumerate(scalars)})  # fmt: skip
+    args = ", ".join(["out", *[f"x{i}" for i in range(kernel.n_inputs)]])
+    text = f"def fused({args}):\n" + kernel.source.format(**fields)
+    namespace: dict[str, Any] = {"np": np}
+    exec(compile(text, f"<fused {'+'.join(kernel.op_names)}>", "exec"), namespace)
+
+    def array(dtype: np.dtype) -> Any:
+        return numba.types.Array(numba.from_dtype(dtype), 1, "C")
+
+    types = [numba.from_dtype(d) if scalar else array(d) for d, scalar in
+             zip(inputs, scalars, strict=True)]  # fmt: skip
+    signature = numba.void(array(dtypes[-1]), *types)  # compiled now, not on the first call
+    loop = numba.njit(signature, nogil=True, cache=False, error_model="numpy")(namespace["fused"])
+    return _Loop(loop, dtypes[-1])
+
+
+class _Loop:
+    """A compiled chain and the dtype of its result."""
+
+    __slots__ = ("loop", "out_dtype")
+
+    def __init__(self, loop: Any, out_dtype: np.dtype) -> None:
+        self.loop, self.out_dtype = loop, out_dtype
+
+    def __call__(self, out: np.ndarray, *inputs: Any) -> None:
+        self.loop(out, *inputs)
+
+
+class _Compiled:
+    """The process's compiled chains, by (source, input dtypes): rent or buy (see the
+    module). Compilation runs on one background thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ufuncs: dict[tuple, Any] = {}  # key -> ufunc, None (not fused) or "pending"
+        self._seen: set[tuple] = set()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def lookup(self, kernel: FusedKernel, inputs: tuple) -> Any:
+        """The ufunc for ``inputs``, or None (not compiled yet, or not fusable)."""
+        key = (kernel.source, *[(x.dtype, x.ndim == 0) for x in inputs])
+        found = self._ufuncs.get(key, "")
+        if found != "":
+            return None if isinstance(found, str) else found
+        with self._lock:
+            if key in self._ufuncs:
+                return None
+            if key not in self._seen:  # the first call rents
+                self._seen.add(key)
+                return None
+            self._ufuncs[key] = "pending"  # the second buys
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="daskgraph-fusion")
+        self._pool.submit(self._build, key, kernel, key[1:])
+        return None
+
+    def _build(self, key: tuple, kernel: FusedKernel, kinds: tuple) -> Any:
+        try:
+            dtypes = tuple(dtype for dtype, _ in kinds)
+            ufunc = build(kernel, dtypes, tuple(scalar for _, scalar in kinds))
+        except Exception as exc:  # (no Numba, or a chain it cannot type): op by op
+            logger.debug("fused chain %r not compiled: %s", kernel, exc)
+            ufunc = None
+        self._ufuncs[key] = ufunc
+        return ufunc
+
+    def now(self, kernel: FusedKernel, inputs: tuple) -> Any:
+        """Compile ``kernel`` for ``inputs`` (their dtypes and which are scalars) in this
+        thread (tests, benchmarks' warm-up)."""
+        key = (kernel.source, *[(x.dtype, x.ndim == 0) for x in inputs])
+        found = self._ufuncs.get(key, "pending")
+        if isinstance(found, str):
+            found = self._build(key, kernel, key[1:])
+        return found
+
+    def settle(self, timeout: float) -> None:
+        """Wait until the compilations queued so far are done."""
+        pool = self._pool
+        if pool is not None:
+            pool.submit(lambda: None).result(timeout)
+
+
+_CACHE = _Compiled()
+
+
+def settle(timeout: float = 120.0) -> None:
+    """Wait (at most ``timeout`` seconds) until the fused chains queued for compilation in
+    this process are compiled (tests and benchmarks; runs never wait)."""
+    _CACHE.settle(timeout)
+
+
+def compile_now(kernel: FusedKernel, *inputs: Any) -> Any:
+    """The compiled loop of ``kernel`` for inputs like ``inputs`` (same dtypes, and scalars
+    where they are), compiled in this thread if it is not yet (None where the chain is not
+    fused for them); later calls with such inputs run it."""
+    return _CACHE.now(kernel, tuple(np.asarray(x) for x in inputs))

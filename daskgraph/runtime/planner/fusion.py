@@ -1,0 +1,132 @@
+"""Fusion: chains of elementwise ops of a partition become one instruction.
+
+After lowering has written a partition's instructions, this pass finds the groups of
+elementwise ops that can run as one kernel (:class:`~daskgraph.ops.fused.FusedKernel`) and
+rewrites each group as one instruction at the place of its last op. An op joins the group of
+the op that reads its result when
+
+* its kernel is one of NumPy's exactly rounded array functions
+  (:data:`~daskgraph.ops.fused.FUSABLE`) with no attributes, it holds no state and reads
+  no variable reference, and its result is a float32, float64 or bool tensor;
+* its result is read by that op alone (several times is fine), and is neither an output of
+  the partition (fetched, or read by another partition) nor fed.
+
+Groups are trees of ops ending in one result; a group of one op stays as it is. The pass is
+a pure function of the instructions (as tuples of :class:`~daskgraph.runtime.program.Instruction`
+fields) and one pass over them; ``daskgraph.fusion: false`` skips it.
+
+>>> from daskgraph.framework.op_registry import ArrayFunction
+>>> add, mul = ArrayFunction("add"), ArrayFunction("multiply")
+>>> ins = [("a", "Mul", mul, {}, (0, 1), 2, False, ()), ("b", "Add", add, {}, (2, 0), 3, False, ())]
+>>> (fused,) = fuse(ins, ["float32", "float32"], kept={3})
+>>> fused[:2], fused[4:6], fused[2].op_names
+(('b', 'Fused'), ((0, 1), 3), ('a', 'b'))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from daskgraph.framework.op_registry import ArrayFunction
+from daskgraph.ops.fused import DTYPES, FUSABLE, FusedKernel
+
+__all__ = ["FUSED", "fuse"]
+
+#: the op type of a fused instruction
+FUSED = "Fused"
+
+
+def fuse(
+    instructions: Sequence[tuple], dtypes: Sequence[str | None], kept: set[int]
+) -> list[tuple]:
+    """``instructions`` with each group of fusable ops (see the module) as one instruction.
+
+    Parameters
+    ----------
+    instructions
+        A partition's instructions (``Instruction`` fields without ``free``), in order.
+    dtypes
+        The dtype name of each instruction's (first) result, or None.
+    kept
+        Slots the partition outputs (fetched, or read by other partitions).
+    """
+    n = len(instructions)
+    fusable = [_fusable(ins, dtype) for ins, dtype in zip(instructions, dtypes, strict=True)]
+    if sum(fusable) < 2:
+        return list(instructions)
+    producer: dict[int, int] = {}
+    readers: dict[int, set[int]] = {}
+    for i, ins in enumerate(instructions):
+        for slot in ins[4]:
+            readers.setdefault(slot, set()).add(i)
+        if ins[5] >= 0:
+            producer[ins[5]] = i
+    group_of = [-1] * n
+    groups: dict[int, list[int]] = {}
+    for root in range(n - 1, -1, -1):
+        if not fusable[root] or group_of[root] >= 0:
+            continue
+        members, stack = [root], [root]
+        group_of[root] = root
+        while stack:
+            member = stack.pop()
+            for slot in instructions[member][4]:
+                p = producer.get(slot, -1)
+                if (
+                    p >= 0
+                    and fusable[p]
+                    and group_of[p] < 0
+                    and slot not in kept
+                    and readers[slot] == {member}
+                ):
+                    group_of[p] = root
+                    members.append(p)
+                    stack.append(p)
+        if len(members) > 1:
+            groups[root] = sorted(members)
+    if not groups:
+        return list(instructions)
+    out = []
+    for i, ins in enumerate(instructions):
+        if i in groups:
+            out.append(_fused(instructions, groups[i]))
+        elif group_of[i] < 0 or group_of[i] not in groups:
+            out.append(ins)
+    return out
+
+
+def _fusable(ins: tuple, dtype: str | None) -> bool:
+    kernel, attrs, out, stateful, deref = ins[2], ins[3], ins[5], ins[6], ins[7]
+    return (
+        isinstance(kernel, ArrayFunction)
+        and kernel.name in FUSABLE
+        and not attrs
+        and not stateful
+        and not deref
+        and out >= 0
+        and dtype in DTYPES
+    )
+
+
+def _fused(instructions: Sequence[tuple], members: list[int]) -> tuple:
+    """One instruction for the group ``members`` (in order; the last is its root)."""
+    made = {instructions[m][5]: k for k, m in enumerate(members)}
+    inputs: list[int] = []
+    steps = []
+    for m in members:
+        name, _, kernel, _, args, _, _, _ = instructions[m][:8]
+        refs = []
+        for slot in args:
+            if slot in made and made[slot] < members.index(m):
+                refs.append(-1 - made[slot])
+            else:
+                if slot not in inputs:
+                    inputs.append(slot)
+                refs.append(inputs.index(slot))
+        steps.append((name, kernel.name, tuple(refs)))
+    n_inputs = len(inputs)
+    steps = [(name, fn, tuple(r if r >= 0 else n_inputs + (-1 - r) for r in refs))
+             for name, fn, refs in steps]  # fmt: skip
+    root = instructions[members[-1]]
+    kernel = FusedKernel(tuple(steps), n_inputs)
+    return (root[0], FUSED, kernel, {}, tuple(inputs), root[5], False, ())

@@ -1,0 +1,125 @@
+"""Fused elementwise kernels: which ops a partition's groups hold, and results bit for bit
+those of the ops one by one."""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+
+import daskgraph as dg
+from daskgraph.cluster.topology import Device
+from daskgraph.ops.fused import FUSABLE, FusedKernel, compile_now, settle
+from daskgraph.runtime.planner.fusion import FUSED
+from daskgraph.runtime.planner.lowering import lower
+from daskgraph.runtime.planner.placement import place
+
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def _program(graph, fetches, feeds=(), fusion=True):
+    devices = [Device(CPU0, worker="CPU:0", kind="cpu")]
+    (partition,) = lower(place(graph, devices), fetches, feeds, fusion=fusion).partitions
+    return partition.program
+
+
+def _fused(program):
+    return [ins for ins in program.instructions if ins.op_type == FUSED]
+
+
+def test_a_chain_of_elementwise_ops_is_one_instruction():
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [8], name="x")
+        y = dg.sqrt(dg.abs((x * 2.0 + 1.0) / 3.0 - x), name="y")
+    (fused,) = _fused(_program(g, [y], [x]))
+    assert fused.op_name == "y"
+    assert len(fused.kernel.op_names) == 6 and fused.kernel.op_names[-1] == "y"
+    assert _fused(_program(g, [y], [x], fusion=False)) == []
+
+
+def test_a_fetched_or_shared_result_ends_a_group_and_other_ops_break_it():
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [8, 8], name="x")
+        a = dg.multiply(x, 2.0, name="a")
+        b = dg.add(a, 1.0, name="b")  # fetched: b is a group's end
+        c = dg.multiply(b, b, name="c")  # reads b twice: still one reader
+        d = dg.matmul(c, c, name="d")  # not elementwise
+        e = dg.subtract(d, 1.0, name="e")
+        f = dg.exp(e, name="f")  # not exactly rounded: not fused
+        g1 = dg.add(f, 1.0, name="g1")
+        g2 = dg.add(f, 2.0, name="g2")  # f read by two ops: each its own
+    program = _program(g, [b, c, g1, g2], [x])
+    groups = {ins.op_name: ins.kernel.op_names for ins in _fused(program)}
+    assert groups == {"b": ("a", "b")}
+    kept = [ins.op_name for ins in program.instructions]
+    assert {"c", "d", "e", "f", "g1", "g2"} <= set(kept)
+
+
+def _edge_values(dtype):
+    info = np.finfo(dtype)
+    special = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, info.tiny, -info.tiny,
+               info.tiny / 4, info.max, -info.max, info.eps, 0.1, 1 / 3, 7.5, -2.25]  # fmt: skip
+    rng = np.random.default_rng(5)
+    values = np.concatenate([np.array(special), rng.standard_normal(200) * 1e3,
+                             rng.standard_normal(200) * 1e-30])  # fmt: skip
+    return values.astype(dtype)
+
+
+def _same_bits(a, b):
+    """Equal bit for bit, NaNs apart: a NaN is a NaN in both, its sign and payload bits
+    being left open by IEEE 754 (x86 and LLVM pick operands of commutative ops freely)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind != "f":
+        return a.tobytes() == b.tobytes()
+    nan = np.isnan(a)
+    return bool((nan == np.isnan(b)).all()) and a[~nan].tobytes() == b[~nan].tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(FUSABLE))
+def test_every_fusable_function_gives_the_bits_numpy_gives(name, dtype):
+    logical = name.startswith("logical")
+    values = _edge_values(dtype)
+    x = values > 0 if logical else values
+    y = np.roll(values, 7) <= 0 if logical else np.roll(values, 7)
+    binary = "{1}" in FUSABLE[name]
+    steps = (("op", name, (0, 1) if binary else (0,)),)
+    if not logical:  # and a second op, so that the chain computes through a temporary
+        steps += (
+            (("then", "multiply", (2, 1) if binary else (1, 0)),)
+            if name not in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
+            else ()
+        )
+    kernel = FusedKernel(steps, 2 if binary else 1)
+    inputs = (x, y) if binary else (x,)
+    with np.errstate(all="ignore"):
+        assert compile_now(kernel, *inputs) is not None
+        fused = kernel(np, *inputs)
+        unfused = kernel.one_by_one(np, inputs)
+        scalar_second = (x, y[3]) if binary else None
+        if scalar_second is not None:
+            assert _same_bits(kernel(np, *scalar_second), kernel.one_by_one(np, scalar_second))
+    assert _same_bits(fused, unfused), name
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_session_gives_the_same_bits_fused_and_unfused():
+    value = _edge_values("float32")[:64].reshape(8, 8)
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [8, 8], name="x")
+        h = (x * 1.5 - 0.25) / (dg.abs(x) + 1.0)
+        y = dg.sqrt(h * h + 1e-3) - h
+        mask = dg.cast(dg.greater(y, x), dg.float32)
+        z = y * mask + x * (1.0 - mask)
+    results = []
+    for fusion in (True, False):
+        with dask.config.set({"daskgraph.fusion": fusion}), dg.Session(graph=g) as session:
+            for _ in range(3):  # the second run queues the compilation
+                session.run([y, z], {x: value})
+            settle()
+            results.append(session.run([y, z], {x: value}))
+    assert _fused(_program(g, [y, z], [x]))  # (the fused run did hold a fused kernel)
+    for fused, unfused in zip(*results, strict=True):
+        assert _same_bits(fused, unfused)
