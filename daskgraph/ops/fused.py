@@ -101,7 +101,11 @@ class FusedKernel:
                 loop = _CACHE.lookup(self, inputs)
                 if loop is not None:
                     out = np.empty(shape, loop.out_dtype)
-                    loop(out.reshape(-1), *[x.reshape(-1) if x.ndim else x[()] for x in inputs])
+                    flat = [x.reshape(-1) if x.ndim else x[()] for x in inputs]
+                    try:
+                        loop(out.reshape(-1), *flat)
+                    except TypeError:  # (inputs of a kind it was not compiled for)
+                        return self.one_by_one(xp, inputs)
                     return out
         return self.one_by_one(xp, inputs)
 
@@ -141,7 +145,7 @@ def _source(steps: tuple, n_inputs: int) -> str:
     """The compiled loop's body: one line per step inside a loop over the elements (fields
     ``{d<k>}`` for each step's dtype, ``{x<i>}`` for how input ``i`` is read)."""
     names = [f"{{x{i}}}" for i in range(n_inputs)]
-    lines = ["    for i in range(out.size):"]
+    lines = ["    for i in {range}(out.size):"]
     for k, (_, name, args) in enumerate(steps):
         expression = FUSABLE[name].format(*[names[a] for a in args])
         lines.append(f"        t{k} = {{d{k}}}({expression})")
@@ -167,10 +171,30 @@ def _step_dtypes(steps: tuple, inputs: list[np.dtype]) -> list[np.dtype] | None:
     return out
 
 
-def build(kernel: FusedKernel, inputs: tuple[np.dtype, ...], scalars: tuple[bool, ...]) -> Any:
-    """Compile ``kernel`` with Numba into one loop for inputs of dtypes ``inputs`` (those
-    marked in ``scalars`` read as scalars, the others as 1-d arrays of the result's size);
-    None where a dtype is not fused. The loop is called ``loop(out, *inputs)``."""
+#: elements from which a compiled loop runs on every core (smaller ones on the calling thread)
+PARALLEL_ELEMENTS = 1 << 20
+
+
+def _big(inputs: tuple) -> bool:
+    """Whether a compiled loop over ``inputs`` splits its elements over the cores."""
+    return max(x.size for x in inputs) >= PARALLEL_ELEMENTS
+
+
+def _kind(x: Any) -> tuple[np.dtype, bool, bool]:
+    """What a compiled loop is specialised on for input ``x``: its dtype, whether it is a
+    scalar, and whether it is read-only."""
+    return (x.dtype, x.ndim == 0, not x.flags.writeable)
+
+
+def build(
+    kernel: FusedKernel, kinds: tuple[tuple[np.dtype, bool, bool], ...], parallel: bool = False
+) -> Any:
+    """Compile ``kernel`` with Numba into one loop for inputs of ``kinds`` (:func:`_kind`:
+    scalars read as such, the others as 1-d arrays of the result's size); None where a dtype
+    is not fused. The loop is called ``loop(out, *inputs)``; a ``parallel`` one splits the
+    elements over the process's cores (for arrays of :data:`PARALLEL_ELEMENTS` or more)."""
+    inputs = [dtype for dtype, _, _ in kinds]
+    scalars = [scalar for _, scalar, _ in kinds]
     dtypes = _step_dtypes(kernel.steps, list(inputs))
     if dtypes is None or any(d.name not in DTYPES for d in inputs):
         return None
@@ -181,30 +205,41 @@ def build(kernel: FusedKernel, inputs: tuple[np.dtype, ...], scalars: tuple[bool
     fields.update({f"x{i}": f"x{i}" if scalar else f"x{i}[i]" for i, scalar in
                    enumerate(scalars)})  # fmt: skip
     args = ", ".join(["out", *[f"x{i}" for i in range(kernel.n_inputs)]])
+    fields["range"] = "numba.prange" if parallel else "range"
     text = f"def fused({args}):\n" + kernel.source.format(**fields)
-    namespace: dict[str, Any] = {"np": np}
+    namespace: dict[str, Any] = {"np": np, "numba": numba}
     exec(compile(text, f"<fused {'+'.join(kernel.op_names)}>", "exec"), namespace)
 
-    def array(dtype: np.dtype) -> Any:
-        return numba.types.Array(numba.from_dtype(dtype), 1, "C")
+    def array(dtype: np.dtype, readonly: bool = False) -> Any:
+        return numba.types.Array(numba.from_dtype(dtype), 1, "C", readonly=readonly)
 
-    types = [numba.from_dtype(d) if scalar else array(d) for d, scalar in
-             zip(inputs, scalars, strict=True)]  # fmt: skip
+    types = [numba.from_dtype(d) if scalar else array(d, readonly) for d, scalar, readonly in
+             kinds]  # fmt: skip
     signature = numba.void(array(dtypes[-1]), *types)  # compiled now, not on the first call
-    loop = numba.njit(signature, nogil=True, cache=False, error_model="numpy")(namespace["fused"])
-    return _Loop(loop, dtypes[-1])
+    jit = numba.njit(signature, nogil=True, error_model="numpy", parallel=parallel)
+    loop = jit(namespace["fused"])
+    return _Loop(loop, dtypes[-1], parallel)
 
 
 class _Loop:
-    """A compiled chain and the dtype of its result."""
+    """A compiled chain and the dtype of its result. Parallel loops run one at a time in
+    the process: each already takes every core, and Numba's default thread pool
+    (``workqueue``) must not be entered from two threads at once."""
 
-    __slots__ = ("loop", "out_dtype")
+    __slots__ = ("loop", "out_dtype", "parallel")
 
-    def __init__(self, loop: Any, out_dtype: np.dtype) -> None:
-        self.loop, self.out_dtype = loop, out_dtype
+    def __init__(self, loop: Any, out_dtype: np.dtype, parallel: bool = False) -> None:
+        self.loop, self.out_dtype, self.parallel = loop, out_dtype, parallel
 
     def __call__(self, out: np.ndarray, *inputs: Any) -> None:
-        self.loop(out, *inputs)
+        if self.parallel:
+            with _PARALLEL:
+                self.loop(out, *inputs)
+        else:
+            self.loop(out, *inputs)
+
+
+_PARALLEL = threading.Lock()
 
 
 class _Compiled:
@@ -219,7 +254,7 @@ class _Compiled:
 
     def lookup(self, kernel: FusedKernel, inputs: tuple) -> Any:
         """The ufunc for ``inputs``, or None (not compiled yet, or not fusable)."""
-        key = (kernel.source, *[(x.dtype, x.ndim == 0) for x in inputs])
+        key = (kernel.source, _big(inputs), *map(_kind, inputs))
         found = self._ufuncs.get(key, "")
         if found != "":
             return None if isinstance(found, str) else found
@@ -232,13 +267,12 @@ class _Compiled:
             self._ufuncs[key] = "pending"  # the second buys
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="daskgraph-fusion")
-        self._pool.submit(self._build, key, kernel, key[1:])
+        self._pool.submit(self._build, key, kernel)
         return None
 
-    def _build(self, key: tuple, kernel: FusedKernel, kinds: tuple) -> Any:
+    def _build(self, key: tuple, kernel: FusedKernel) -> Any:
         try:
-            dtypes = tuple(dtype for dtype, _ in kinds)
-            ufunc = build(kernel, dtypes, tuple(scalar for _, scalar in kinds))
+            ufunc = build(kernel, key[2:], parallel=key[1])
         except Exception as exc:  # (no Numba, or a chain it cannot type): op by op
             logger.debug("fused chain %r not compiled: %s", kernel, exc)
             ufunc = None
@@ -248,10 +282,10 @@ class _Compiled:
     def now(self, kernel: FusedKernel, inputs: tuple) -> Any:
         """Compile ``kernel`` for ``inputs`` (their dtypes and which are scalars) in this
         thread (tests, benchmarks' warm-up)."""
-        key = (kernel.source, *[(x.dtype, x.ndim == 0) for x in inputs])
+        key = (kernel.source, _big(inputs), *map(_kind, inputs))
         found = self._ufuncs.get(key, "pending")
         if isinstance(found, str):
-            found = self._build(key, kernel, key[1:])
+            found = self._build(key, kernel)
         return found
 
     def settle(self, timeout: float) -> None:

@@ -123,3 +123,62 @@ def test_a_session_gives_the_same_bits_fused_and_unfused():
     assert _fused(_program(g, [y, z], [x]))  # (the fused run did hold a fused kernel)
     for fused, unfused in zip(*results, strict=True):
         assert _same_bits(fused, unfused)
+
+
+def test_a_traced_run_shows_a_fused_kernel_as_one_entry_listing_its_ops():
+    from daskgraph.runtime.client.session import RunMetadata, RunOptions
+
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [4], name="x")
+        a = dg.multiply(x, 2.0, name="a")
+        y = dg.add(a, 1.0, name="y")
+    with dg.Session(graph=g) as session:
+        metadata = RunMetadata()
+        trace = RunOptions(trace_level=RunOptions.FULL_TRACE)
+        out = session.run(y, {x: np.arange(4, dtype=np.float32)}, trace, metadata)
+        np.testing.assert_array_equal(out, np.arange(4, dtype=np.float32) * 2 + 1)
+        nodes = [n for s in metadata.step_stats.dev_stats for n in s.node_stats]
+        (fused,) = [n for n in nodes if n.op_type == FUSED]
+        assert fused.node_name == "y" and fused.fused == ("a", "y")
+        assert not [n for n in nodes if n.node_name == "a"]  # one entry, not one per op
+        assert metadata.step_stats.device_of("a") == metadata.step_stats.device_of("y")
+
+
+def test_large_read_only_inputs_from_many_threads_take_the_parallel_loop():
+    import threading
+
+    from daskgraph.ops.fused import PARALLEL_ELEMENTS
+
+    kernel = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
+    x = np.random.default_rng(2).random(PARALLEL_ELEMENTS, dtype=np.float32)
+    x.flags.writeable = False  # (a variable's value is read-only)
+    scale = np.float32(1.5)
+    loop = compile_now(kernel, x, scale)
+    assert loop is not None and loop.parallel
+    expected = kernel.one_by_one(np, (x, scale))
+    results, errors = [], []
+
+    def run():
+        try:
+            for _ in range(5):
+                results.append(kernel(np, x, scale))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and len(results) == 15
+    assert all(_same_bits(r, expected) for r in results)
+
+
+def test_inputs_the_loop_does_not_take_run_op_by_op():
+    kernel = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    compile_now(kernel, x, x)
+    row = np.arange(4, dtype=np.float32)  # a broadcast the loop does not do
+    assert _same_bits(kernel(np, x, row), x * row + x)
+    assert _same_bits(kernel(np, x.T, x.T), x.T * x.T + x.T)  # not C-contiguous
+    assert kernel(np, 2.0, 3.0) == 8.0  # Python numbers

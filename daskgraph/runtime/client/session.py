@@ -112,8 +112,9 @@ class StepStats:
 
     def _stats_of(self, op_name: str) -> DeviceStepStats:
         for stats in self.dev_stats:
-            if any(node.node_name == op_name for node in stats.node_stats):
-                return stats
+            for node in stats.node_stats:  # (an op of a fused kernel ran in it)
+                if node.node_name == op_name or op_name in node.fused:
+                    return stats
         raise KeyError(f"Op {op_name!r} did not run in this step")
 
 

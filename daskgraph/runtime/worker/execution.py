@@ -212,6 +212,7 @@ class NodeStats:
     all_start_micros: int
     op_end_rel_micros: int
     output_location: str = ""  # where its output lives: "host", "gpu:N" (CuPy device N)
+    fused: tuple[str, ...] = ()  # a fused kernel's ops (its node is the last of them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +416,7 @@ def _run(
                     int(start * 1e6),
                     int((stop - start) * 1e6),
                     _location(result),
+                    getattr(ins.kernel, "op_names", ()),
                 )
             )
     return stats
