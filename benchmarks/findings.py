@@ -191,22 +191,22 @@ the time goes to Dask task hand-offs and transfers among 6 processes (the schedu
 client's) on 2 cores, not to compute.""",
     "multi.row_a": """\
 **Step channels: the client writes one message to each GPU worker's local socket from the
-calling thread, and reads the reply there; no event loop, no Dask framing.** A repeated step
-is one-round (the products are read only by the `add_n` on `/cpu:0`, in the client's
-process): the client encodes a message per GPU worker (the run's number, the plan's token),
-writes it to that worker's step channel, the worker's channel thread runs the matmul and
-writes back the 16 KiB product, and the client runs the `add_n` in the calling thread.
-Measured (2 cores, six runs of `--only multi-device`, each a median of 5 repeats): 0.53-0.83
-ms a step, against 1.44 ms through Dask's comm (the last session's compiled steps), 17-22 ms
-on the scheduler's path and 0.15-0.27 ms for TensorFlow's logical devices (2.3-3.6x). Why Dask's comm
-cost more: a bare `Client.rpc` round trip to two workers side by side takes 0.76-0.95 ms here
-from the calling thread (0.15-0.2 ms of it the hand-off to the client's event loop and back),
-before any work; a `multiprocessing.connection` round trip to two worker processes with the
-same matmul takes 0.19 ms. What is left over TensorFlow: two processes to wake on two cores,
-pickling a 16 KiB product each way, and the session's own per-run work (plan lookup, feeds,
-fetches: about 0.1 ms). With the virtual GPUs as threads of the client's process
-(`daskgraph.local.processes: false`), a step whose partitions are all small runs them one
-after the other in the calling thread: 0.13-0.16 ms.""",
+calling thread, and reads the reply there; no event loop, no Dask framing.** A repeated step is
+one-round (the products are read only by the `add_n` on `/cpu:0`, in the client's process): the
+client encodes a message per GPU worker (the run's number, the plan's token), writes it to that
+worker's step channel, the worker's channel thread runs the matmul and writes back the 16 KiB
+product, and the client runs the `add_n` in the calling thread. Measured (2 cores, six runs of
+`--only multi-device`, each a median of 5 repeats): 0.53-0.83 ms a step, against 1.44 ms
+through Dask's comm (the last session's compiled steps), 17-22 ms on the scheduler's path and
+0.15-0.27 ms for TensorFlow's logical devices (2.3-3.6x). Why Dask's comm cost more: a bare
+`Client.rpc` round trip to two workers side by side takes 0.76-0.95 ms here from the calling
+thread (0.15-0.2 ms of it the hand-off to the client's event loop and back), before any work; a
+`multiprocessing.connection` round trip to two worker processes with the same matmul takes 0.19
+ms. What is left over TensorFlow: two processes to wake on two cores, pickling a 16 KiB product
+each way, and the session's own per-run work (plan lookup, feeds, fetches: about 0.1 ms). With
+the virtual GPUs as threads of the client's process (`daskgraph.local.processes: false`), a
+step whose partitions are all small runs them one after the other in the calling thread:
+0.13-0.16 ms.""",
     "multi.row_c_vs_tensorflow": """\
 **Four tower processes and the client on two cores; each tower's parameters and gradients
 cross processes every step.** A sync step of 4 towers is one-round: the client's own CPU
