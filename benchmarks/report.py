@@ -36,6 +36,7 @@ TEMPLATE = pathlib.Path(__file__).resolve().parent / "templates" / "benchmarks.m
 CASE_ORDER = (
     "trivial",
     "fine_grained",
+    "fusion",
     "compute_bound",
     "latency",
     "scale",

@@ -53,6 +53,7 @@ from benchmarks import (
     feeds,
     fine_grained,
     first_run,
+    fusion,
     latency,
     memory,
     multi_device,
@@ -73,6 +74,7 @@ from benchmarks.peer import Peers
 CASES = (
     "scale",
     "fine",
+    "fusion",
     "compute",
     "trivial",
     "latency",
@@ -86,6 +88,7 @@ CASES = (
 #: the cases on the default embedded cluster, each a function (client, worker, peers, args)
 CPU_CASES = {
     "fine": fine_grained.run,
+    "fusion": fusion.run,
     "compute": compute_bound.run,
     "trivial": latency.run_trivial,
     "latency": latency.run,
@@ -96,6 +99,7 @@ BUSY = 0.1  # warn when other processes use more than this fraction of the CPUs 
 RESULT_KEYS = {
     "scale": "scale",
     "fine": "fine_grained",
+    "fusion": "fusion",
     "compute": "compute_bound",
     "trivial": "trivial",
     "latency": "latency",

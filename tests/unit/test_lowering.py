@@ -75,7 +75,14 @@ def lowered(graph: dg.Graph, fetches, feeds=(), n_gpus: int = 2, kind: str = "vi
 
 
 def instruction_names(plan: Plan) -> list[list[str]]:
-    return [[ins.op_name for ins in p.program.instructions] for p in plan.partitions]
+    """The ops of each partition, in order (those of a fused kernel one by one)."""
+    return [
+        [name for ins in p.program.instructions for name in _op_names(ins)] for p in plan.partitions
+    ]
+
+
+def _op_names(ins) -> tuple[str, ...]:
+    return getattr(ins.kernel, "op_names", None) or (ins.op_name,)
 
 
 def assert_topological(plan: Plan) -> None:

@@ -124,7 +124,7 @@ def test_cpu_partitions_no_other_device_separates_are_merged() -> None:
     plan = lowered(g, [out])
     assert_topological(plan)
     assert [p.device for p in plan.partitions] == [GPU0, GPU1, CPU0]
-    assert instruction_names(plan)[2] == ["c1", "c2", "out"]
+    assert sorted(instruction_names(plan)[2]) == ["c1", "c2", "out"]  # (c1 fused into out)
     assert same_device_dependencies(plan) == []
     np.testing.assert_allclose(run_plan_in_process(plan)[0], expected, rtol=1e-6)
 

@@ -18,9 +18,9 @@ fields) and one pass over them; ``daskgraph.fusion: false`` skips it.
 >>> from daskgraph.framework.op_registry import ArrayFunction
 >>> add, mul = ArrayFunction("add"), ArrayFunction("multiply")
 >>> ins = [("a", "Mul", mul, {}, (0, 1), 2, False, ()), ("b", "Add", add, {}, (2, 0), 3, False, ())]
->>> (fused,) = fuse(ins, ["float32", "float32"], kept={3})
->>> fused[:2], fused[4:6], fused[2].op_names
-(('b', 'Fused'), ((0, 1), 3), ('a', 'b'))
+>>> (fused,), moved = fuse(ins, ["float32", "float32"], kept={3})
+>>> fused[:2], fused[4:6], fused[2].op_names, moved
+(('b', 'Fused'), ((0, 1), 3), ('a', 'b'), [0, 0])
 """
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ FUSED = "Fused"
 
 def fuse(
     instructions: Sequence[tuple], dtypes: Sequence[str | None], kept: set[int]
-) -> list[tuple]:
-    """``instructions`` with each group of fusable ops (see the module) as one instruction.
+) -> tuple[list[tuple], list[int]]:
+    """``instructions`` with each group of fusable ops (see the module) as one instruction,
+    and where each instruction went (its index in the new list: a group's ops all go to the
+    group's instruction).
 
     Parameters
     ----------
@@ -53,7 +55,7 @@ def fuse(
     n = len(instructions)
     fusable = [_fusable(ins, dtype) for ins, dtype in zip(instructions, dtypes, strict=True)]
     if sum(fusable) < 2:
-        return list(instructions)
+        return list(instructions), list(range(n))
     producer: dict[int, int] = {}
     readers: dict[int, set[int]] = {}
     for i, ins in enumerate(instructions):
@@ -85,14 +87,18 @@ def fuse(
         if len(members) > 1:
             groups[root] = sorted(members)
     if not groups:
-        return list(instructions)
-    out = []
+        return list(instructions), list(range(n))
+    out: list[tuple] = []
+    moved = [0] * n
     for i, ins in enumerate(instructions):
         if i in groups:
+            for member in groups[i]:
+                moved[member] = len(out)
             out.append(_fused(instructions, groups[i]))
         elif group_of[i] < 0 or group_of[i] not in groups:
+            moved[i] = len(out)
             out.append(ins)
-    return out
+    return out, moved
 
 
 def _fusable(ins: tuple, dtype: str | None) -> bool:

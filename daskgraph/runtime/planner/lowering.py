@@ -339,12 +339,13 @@ class _Emitter:
     def partition(self, p: int, index: int, renumber: dict[int, int]) -> Partition:
         device = self.devices[self.cut.device[p]]
         kept = {s for s, _ in self.outputs[p]}
-        instructions = self.instructions[p]
+        instructions, read_at = self.instructions[p], self.read_at[p]
         if self.fusion:
             fed_ops = self.fed_ops
             dtypes = [_dtype_name(op) for op in self.cut.members[p] if op.id not in fed_ops]
-            instructions = fuse(instructions, dtypes, kept)
-        instructions = with_frees(instructions, kept, self.n_slots(p), self.read_at[p])
+            instructions, moved = fuse(instructions, dtypes, kept)
+            read_at = {slot: moved[i] if i < len(moved) else i for slot, i in read_at.items()}
+        instructions = with_frees(instructions, kept, self.n_slots(p), read_at)
         program = PartitionProgram(
             device.name,
             device.device_type,
