@@ -251,6 +251,7 @@ def run(client, cpu_worker: str, peers: Peers, args) -> dict[str, Any]:
                 "<=",
                 TF_GOAL,
                 note=peers.tf_missing,
+                goal_text="0.33x",
             ),
         ],
     }
