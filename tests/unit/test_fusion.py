@@ -182,3 +182,17 @@ def test_inputs_the_loop_does_not_take_run_op_by_op():
     assert _same_bits(kernel(np, x, row), x * row + x)
     assert _same_bits(kernel(np, x.T, x.T), x.T * x.T + x.T)  # not C-contiguous
     assert kernel(np, 2.0, 3.0) == 8.0  # Python numbers
+
+
+def test_log_device_placement_names_the_fused_kernels(capsys):
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [4], name="x")
+        y = dg.add(dg.multiply(x, 2.0, name="a"), 1.0, name="y")
+    import daskgraph.compat.v1 as tf
+
+    config = tf.ConfigProto(log_device_placement=True)
+    with dg.Session(graph=g, config=config) as session:
+        session.run(y, {x: np.ones(4, np.float32)})
+    err = capsys.readouterr().err
+    assert "y: (Fused: a, y): /job:localhost/replica:0/task:0/device:CPU:0" in err
+    assert "a: (Mul): /job:localhost/replica:0/task:0/device:CPU:0" in err  # placement's own

@@ -63,6 +63,7 @@ from daskgraph.runtime.client.fetches import as_result, check_feeds, flatten_fet
 from daskgraph.runtime.client.inprocess import InProcessDevices
 from daskgraph.runtime.client.plan_cache import PlanCache
 from daskgraph.runtime.client.recovery import Recovery
+from daskgraph.runtime.planner.fusion import format_fusion_log
 from daskgraph.runtime.planner.lowering import Plan, lower
 from daskgraph.runtime.planner.placement import Placement, format_placement_log, place
 from daskgraph.runtime.program import RunStep
@@ -382,6 +383,8 @@ class Session:
             plan = CompiledRun(lower(placement, items, feeds))
             self._plans.put(key, plan)
             plan.number = next(self._plan_numbers)
+            if self._config.log_device_placement:
+                self._log_lines(format_fusion_log(plan.plan))
             if self._reporter is not None:
                 label = ", ".join(i.name for i in items)
                 self._reporter.planned(
@@ -471,6 +474,13 @@ class Session:
     # -- logging --------------------------------------------------------------------------------
     def _log_placement(self, placement: Placement) -> None:
         lines = [format_device_mapping(list(placement.devices)), *format_placement_log(placement)]
+        self._log_lines(lines)
+
+    @staticmethod
+    def _log_lines(lines: list[str]) -> None:
+        """``log_device_placement``'s lines: to the logger and to stderr, as TensorFlow."""
+        if not lines:
+            return
         text = "\n".join(lines)
         for line in text.splitlines():
             logger.info(line)

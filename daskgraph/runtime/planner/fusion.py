@@ -26,11 +26,12 @@ fields) and one pass over them; ``daskgraph.fusion: false`` skips it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from daskgraph.framework.op_registry import ArrayFunction
 from daskgraph.ops.fused import DTYPES, FUSABLE, FusedKernel
 
-__all__ = ["FUSED", "fuse"]
+__all__ = ["FUSED", "format_fusion_log", "fuse"]
 
 #: the op type of a fused instruction
 FUSED = "Fused"
@@ -136,3 +137,23 @@ def _fused(instructions: Sequence[tuple], members: list[int]) -> tuple:
     root = instructions[members[-1]]
     kernel = FusedKernel(tuple(steps), n_inputs)
     return (root[0], FUSED, kernel, {}, tuple(inputs), root[5], False, ())
+
+
+def format_fusion_log(plan: Any) -> list[str]:
+    """One line per fused kernel of a lowered plan, in the placement log's format (what
+    ``log_device_placement`` prints once a plan is lowered): the kernel's name (its last op),
+    ``Fused`` and the ops it holds, and its device.
+
+    >>> from types import SimpleNamespace as NS
+    >>> kernel = FusedKernel((("a", "multiply", (0, 0)), ("y", "add", (1, 0))), 1)
+    >>> ins = NS(op_name="y", op_type=FUSED, kernel=kernel)
+    >>> part = NS(device="/device:CPU:0", program=NS(instructions=(ins,)))
+    >>> format_fusion_log(NS(partitions=(part,)))
+    ['y: (Fused: a, y): /device:CPU:0']
+    """
+    return [
+        f"{ins.op_name}: ({FUSED}: {', '.join(ins.kernel.op_names)}): {p.device}"
+        for p in plan.partitions
+        for ins in p.program.instructions
+        if ins.op_type == FUSED
+    ]
