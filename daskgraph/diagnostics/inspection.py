@@ -19,6 +19,7 @@ from typing import Any
 from daskgraph.framework.graph import Graph
 from daskgraph.runtime.planner.lowering import Plan
 from daskgraph.runtime.planner.placement import Placement
+from daskgraph.runtime.program import op_names
 
 __all__ = ["OpPlacement", "PartitionPlan", "PlacementPlan", "Transfer", "describe"]
 
@@ -105,7 +106,8 @@ def describe(graph: Graph, placement: Placement, plan: Plan) -> PlacementPlan:
 
     Ops are those the plan runs and the fed ones, in graph order.
     """
-    names = [ins.op_name for p in plan.partitions for ins in p.program.instructions]
+    names = [name for p in plan.partitions for ins in p.program.instructions for name in
+             op_names(ins)]  # fmt: skip
     names += [tensor.op.name for tensor in plan.feeds]
     ops = []
     for name in sorted(set(names), key=lambda n: graph.get_operation_by_name(n).id):
@@ -124,7 +126,7 @@ def describe(graph: Graph, placement: Placement, plan: Plan) -> PlacementPlan:
             p.index,
             p.device,
             str(p.worker),
-            tuple(ins.op_name for ins in p.program.instructions),
+            tuple(name for ins in p.program.instructions for name in op_names(ins)),
         )
         for p in plan.partitions
     )

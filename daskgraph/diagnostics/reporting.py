@@ -29,6 +29,7 @@ from daskgraph.diagnostics.inspection import describe
 from daskgraph.framework.graph import Graph
 from daskgraph.runtime.planner.lowering import Plan, task_group
 from daskgraph.runtime.planner.placement import Placement
+from daskgraph.runtime.program import op_names
 
 __all__ = ["Reporter", "reporter_for"]
 
@@ -136,6 +137,17 @@ class Reporter:
             logger.debug("could not publish daskgraph events", exc_info=True)
 
 
+def _entry(ins: Any) -> str:
+    """An instruction as the page lists it: its op, or a fused kernel and the ops it holds.
+
+    >>> from types import SimpleNamespace as NS
+    >>> _entry(NS(op_name="y", kernel=NS(op_names=("a", "y"))))
+    'y (fused: a, y)'
+    """
+    names = op_names(ins)
+    return ins.op_name if len(names) == 1 else f"{ins.op_name} (fused: {', '.join(names)})"
+
+
 def plan_event(new: _NewPlan) -> dict[str, Any]:
     """The ``"plan"`` event of a new plan (see :mod:`daskgraph.diagnostics.board`)."""
     n_ops = sum(len(p.program.instructions) for p in new.plan.partitions)
@@ -148,7 +160,7 @@ def plan_event(new: _NewPlan) -> dict[str, Any]:
             "worker": str(p.worker),
             "label": p.label,
             "n_ops": len(p.program.instructions),
-            **({"ops": [i.op_name for i in p.program.instructions]} if small else {}),
+            **({"ops": [_entry(i) for i in p.program.instructions]} if small else {}),
         }
         for p in new.plan.partitions
     ]

@@ -27,6 +27,7 @@ __all__ = [
     "StagedFeed",
     "StepPart",
     "WorkerStep",
+    "op_names",
     "select_outputs",
 ]
 
@@ -50,6 +51,16 @@ class Instruction(NamedTuple):
     stateful: bool
     deref: tuple[int, ...]  # positions in ``args`` holding variable refs to read
     free: tuple[int, ...] = ()  # slots last read here (not outputs): dropped after it runs
+
+
+def op_names(ins: Instruction) -> tuple[str, ...]:
+    """The graph ops ``ins`` runs: its own, or those of a fused kernel (its ``op_names``, see
+    :mod:`daskgraph.runtime.planner.fusion`).
+
+    >>> op_names(Instruction("two", "Const", print, {}, (), 0, False, ()))
+    ('two',)
+    """
+    return getattr(ins.kernel, "op_names", None) or (ins.op_name,)
 
 
 @dataclass(frozen=True, slots=True)

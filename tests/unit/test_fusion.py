@@ -196,3 +196,21 @@ def test_log_device_placement_names_the_fused_kernels(capsys):
     err = capsys.readouterr().err
     assert "y: (Fused: a, y): /job:localhost/replica:0/task:0/device:CPU:0" in err
     assert "a: (Mul): /job:localhost/replica:0/task:0/device:CPU:0" in err  # placement's own
+
+
+def test_the_placement_plan_and_the_page_show_a_fused_kernel_and_its_ops():
+    from daskgraph.diagnostics.inspection import describe
+    from daskgraph.diagnostics.reporting import _entry
+
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [4], name="x")
+        y = dg.add(dg.multiply(x, 2.0, name="a"), 1.0, name="y")
+    devices = [Device(CPU0, worker="CPU:0", kind="cpu")]
+    placement = place(g, devices)
+    plan = lower(placement, [y], [x], fusion=True)
+    described = describe(g, placement, plan)
+    assert {"a", "y"} <= {op.name for op in described.ops}  # every op's placement, fused too
+    (partition,) = described.partitions
+    assert {"a", "y"} <= set(partition.ops)
+    (fused,) = _fused(plan.partitions[0].program)
+    assert _entry(fused) == "y (fused: a, y)"  # one entry on the /daskgraph page
