@@ -40,12 +40,14 @@ class OpPlacement:
 
 @dataclass(frozen=True)
 class PartitionPlan:
-    """One partition: its index, device, the worker it is restricted to, and its ops."""
+    """One partition: its index, device, the worker it is restricted to, its ops, and the
+    ops of each of its fused kernels (named by the last of them)."""
 
     index: int
     device: str
     worker: str
     ops: tuple[str, ...]
+    fused: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class PlacementPlan:
         """The plan that :meth:`to_dict` (or JSON read back) gave ``data``."""
         return cls(
             tuple(OpPlacement(**{**o, "inputs": tuple(o.get("inputs", ()))}) for o in data["ops"]),
-            tuple(PartitionPlan(**{**p, "ops": tuple(p["ops"])}) for p in data["partitions"]),
+            tuple(_partition_from(p) for p in data["partitions"]),
             tuple(Transfer(**t) for t in data["transfers"]),
         )
 
@@ -95,6 +97,7 @@ class PlacementPlan:
         lines.append("")
         for p in self.partitions:
             lines.append(f"partition {p.index} on {p.device}: {len(p.ops)} ops")
+            lines += [f"  fused kernel {ops[-1]}: {', '.join(ops)}" for ops in p.fused]
         for t in self.transfers:
             size = "size unknown" if t.nbytes is None else f"{t.nbytes:,} bytes"
             lines.append(f"transfer {t.tensor}: {t.source_device} -> {t.target_device} ({size})")
@@ -127,10 +130,16 @@ def describe(graph: Graph, placement: Placement, plan: Plan) -> PlacementPlan:
             p.device,
             str(p.worker),
             tuple(name for ins in p.program.instructions for name in op_names(ins)),
+            tuple(names for ins in p.program.instructions if len(names := op_names(ins)) > 1),
         )
         for p in plan.partitions
     )
     return PlacementPlan(tuple(ops), partitions, tuple(_transfers(graph, plan)))
+
+
+def _partition_from(data: dict[str, Any]) -> PartitionPlan:
+    fused = tuple(tuple(ops) for ops in data.get("fused", ()))
+    return PartitionPlan(**{**data, "ops": tuple(data["ops"]), "fused": fused})
 
 
 def _transfers(graph: Graph, plan: Plan) -> list[Transfer]:

@@ -212,5 +212,8 @@ def test_the_placement_plan_and_the_page_show_a_fused_kernel_and_its_ops():
     assert {"a", "y"} <= {op.name for op in described.ops}  # every op's placement, fused too
     (partition,) = described.partitions
     assert {"a", "y"} <= set(partition.ops)
+    assert partition.fused == (("a", "y"),)  # the group, named
+    assert "fused kernel y: a, y" in str(described)
+    assert type(described).from_dict(described.to_dict()) == described
     (fused,) = _fused(plan.partitions[0].program)
     assert _entry(fused) == "y (fused: a, y)"  # one entry on the /daskgraph page
