@@ -83,11 +83,12 @@ class FusedKernel:
         How many inputs the kernel takes.
     """
 
-    __slots__ = ("n_inputs", "source", "steps")
+    __slots__ = ("_loops", "n_inputs", "source", "steps")
 
     def __init__(self, steps: tuple[tuple[str, str, tuple[int, ...]], ...], n_inputs: int):
         self.steps, self.n_inputs = steps, n_inputs
         self.source = _source(steps, n_inputs)
+        self._loops: dict[tuple, _Loop] = {}  # this kernel's compiled loops, by input kinds
 
     @property
     def op_names(self) -> tuple[str, ...]:
@@ -98,15 +99,20 @@ class FusedKernel:
         if xp is np:
             shape = _loop_shape(inputs)
             if shape is not None:
-                loop = _CACHE.lookup(self, inputs)
-                if loop is not None:
-                    out = np.empty(shape, loop.out_dtype)
-                    flat = [x.reshape(-1) if x.ndim else x[()] for x in inputs]
-                    try:
-                        loop(out.reshape(-1), *flat)
-                    except TypeError:  # (inputs of a kind it was not compiled for)
+                kinds = (_big(inputs), *map(_kind, inputs))
+                loop = self._loops.get(kinds)
+                if loop is None:
+                    loop = _CACHE.lookup(self, kinds)
+                    if loop is None:
                         return self.one_by_one(xp, inputs)
-                    return out
+                    self._loops[kinds] = loop
+                out = np.empty(shape, loop.out_dtype)
+                flat = [x.reshape(-1) if x.ndim else x[()] for x in inputs]
+                try:
+                    loop(out.reshape(-1), *flat)
+                except TypeError:  # (inputs of a kind it was not compiled for)
+                    return self.one_by_one(xp, inputs)
+                return out
         return self.one_by_one(xp, inputs)
 
     def one_by_one(self, xp: Any, inputs: tuple) -> Any:
@@ -252,9 +258,10 @@ class _Compiled:
         self._seen: set[tuple] = set()
         self._pool: ThreadPoolExecutor | None = None
 
-    def lookup(self, kernel: FusedKernel, inputs: tuple) -> Any:
-        """The ufunc for ``inputs``, or None (not compiled yet, or not fusable)."""
-        key = (kernel.source, _big(inputs), *map(_kind, inputs))
+    def lookup(self, kernel: FusedKernel, kinds: tuple) -> Any:
+        """The loop for inputs of ``kinds`` (whether they are big, then each one's
+        :func:`_kind`), or None (not compiled yet, or not fusable)."""
+        key = (kernel.source, *kinds)
         found = self._ufuncs.get(key, "")
         if found != "":
             return None if isinstance(found, str) else found
