@@ -38,11 +38,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask.config
+import numpy as np
+
 from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Tensor, get_default_graph
 from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
+from daskgraph.ops.fused import FusedKernel
 from daskgraph.ops.state import Variable
 
 __all__ = ["apply_adam", "apply_gradient_descent", "apply_momentum"]
@@ -72,13 +76,43 @@ def _apply_momentum(xp, store, var, accum, lr, grad, momentum, *, use_nesterov):
     return _updated(xp, store, var, store.read(var.name) - step)
 
 
+#: Adam's update as fused loops (:mod:`daskgraph.ops.fused`), NumPy's operations in NumPy's
+#: order: ``m`` from (grad, m, 1 - beta1); ``v`` from (grad, v, 1 - beta2); the variable from
+#: (grad, m, 1 - beta1, v, 1 - beta2, lr_t, epsilon, var), computing m and v again on the way
+#: (one pass over every array instead of one per NumPy call)
+_ADAM_M = FusedKernel(
+    (("d", "subtract", (0, 1)), ("s", "multiply", (3, 2)), ("m", "add", (1, 4))), 3
+)
+_ADAM_V = FusedKernel(
+    (("g2", "multiply", (0, 0)), ("d", "subtract", (3, 1)), ("s", "multiply", (4, 2)),
+     ("v", "add", (1, 5))), 3,
+)  # fmt: skip
+_ADAM_VAR = FusedKernel(
+    (
+        ("dm", "subtract", (0, 1)), ("sm", "multiply", (8, 2)), ("m", "add", (1, 9)),
+        ("g2", "multiply", (0, 0)), ("dv", "subtract", (11, 3)), ("sv", "multiply", (12, 4)),
+        ("v", "add", (3, 13)), ("num", "multiply", (10, 5)), ("root", "sqrt", (14,)),
+        ("den", "add", (16, 6)), ("step", "divide", (15, 17)), ("var", "subtract", (7, 18)),
+    ),
+    8,
+)  # fmt: skip
+
+
 def _apply_adam(
     xp, store, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, *, use_nesterov
 ):
     lr_t = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
     old_m = store.read(m.name)
-    new_m = old_m + (grad - old_m) * (1 - beta1)
     old_v = store.read(v.name)
+    if xp is np and not use_nesterov and dask.config.get("daskgraph.fusion"):  # same bits
+        c1, c2 = 1 - beta1, 1 - beta2
+        new_m = _ADAM_M(xp, grad, old_m, c1)
+        new_v = _ADAM_V(xp, grad, old_v, c2)
+        new_var = _ADAM_VAR(xp, grad, old_m, c1, old_v, c2, lr_t, epsilon, store.read(var.name))
+        _updated(xp, store, m, new_m)
+        _updated(xp, store, v, new_v)
+        return _updated(xp, store, var, new_var)
+    new_m = old_m + (grad - old_m) * (1 - beta1)
     new_v = old_v + (grad * grad - old_v) * (1 - beta2)
     if use_nesterov:
         step = (new_m * beta1 + (1 - beta1) * grad) * lr_t / (xp.sqrt(new_v) + epsilon)
