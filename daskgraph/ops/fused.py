@@ -4,14 +4,14 @@ A partition runs its ops one NumPy call at a time; a chain of small elementwise 
 pays a call, an allocation and a pass over memory per op. Lowering groups such chains
 (:mod:`daskgraph.runtime.planner.fusion`) into one instruction whose kernel is a
 :class:`FusedKernel`: the chain as plain data (each step an array function of NumPy's and
-where its arguments come from). On NumPy, the chain is compiled by Numba into one ufunc (a
+where its arguments come from). On NumPy, the chain is compiled by Numba into one loop (a
 single loop over the elements, no intermediate arrays) for the dtypes it meets and for
 which of its inputs are scalars, once per process. Inputs of one shape (C-contiguous) and
 scalars take the loop; other broadcasts, and other array modules (CuPy), run op by op.
 
 **Rent or buy**, as :mod:`daskgraph.runtime.worker.codegen` does for programs: a kernel's
 first call runs the ops one by one; its second starts the compilation on a background thread
-and keeps running them one by one until the ufunc is there, so a program run twice never
+and keeps running them one by one until the loop is there, so a program run twice never
 waits for a compiler. A chain that Numba cannot compile (or a process without Numba) keeps
 running op by op.
 
@@ -254,7 +254,7 @@ class _Compiled:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ufuncs: dict[tuple, Any] = {}  # key -> ufunc, None (not fused) or "pending"
+        self._loops: dict[tuple, Any] = {}  # key -> _Loop, None (not fused) or "pending"
         self._seen: set[tuple] = set()
         self._pool: ThreadPoolExecutor | None = None
 
@@ -262,16 +262,16 @@ class _Compiled:
         """The loop for inputs of ``kinds`` (whether they are big, then each one's
         :func:`_kind`), or None (not compiled yet, or not fusable)."""
         key = (kernel.source, *kinds)
-        found = self._ufuncs.get(key, "")
+        found = self._loops.get(key, "")
         if found != "":
             return None if isinstance(found, str) else found
         with self._lock:
-            if key in self._ufuncs:
+            if key in self._loops:
                 return None
             if key not in self._seen:  # the first call rents
                 self._seen.add(key)
                 return None
-            self._ufuncs[key] = "pending"  # the second buys
+            self._loops[key] = "pending"  # the second buys
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="daskgraph-fusion")
         self._pool.submit(self._build, key, kernel)
@@ -279,18 +279,18 @@ class _Compiled:
 
     def _build(self, key: tuple, kernel: FusedKernel) -> Any:
         try:
-            ufunc = build(kernel, key[2:], parallel=key[1])
+            loop = build(kernel, key[2:], parallel=key[1])
         except Exception as exc:  # (no Numba, or a chain it cannot type): op by op
             logger.debug("fused chain %r not compiled: %s", kernel, exc)
-            ufunc = None
-        self._ufuncs[key] = ufunc
-        return ufunc
+            loop = None
+        self._loops[key] = loop
+        return loop
 
     def now(self, kernel: FusedKernel, inputs: tuple) -> Any:
         """Compile ``kernel`` for ``inputs`` (their dtypes and which are scalars) in this
         thread (tests, benchmarks' warm-up)."""
         key = (kernel.source, _big(inputs), *map(_kind, inputs))
-        found = self._ufuncs.get(key, "pending")
+        found = self._loops.get(key, "pending")
         if isinstance(found, str):
             found = self._build(key, kernel)
         return found

@@ -14,6 +14,7 @@ import dask
 import numpy as np
 import pytest
 from distributed import Client
+from worker_probes import step_counts, transitions
 
 import daskgraph as dg
 from daskgraph.cluster.local import local_cluster
@@ -33,23 +34,6 @@ def cluster():
     cluster.close()
 
 
-def _transitions(client: Client) -> int:
-    """How many task transitions the scheduler has made (every task makes several)."""
-    return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
-
-
-def _counts(client: Client) -> dict[str, dict[str, int]]:
-    """Each worker's compiled-step counters, by device name (the worker's name)."""
-
-    def counts(dask_worker):
-        service = dask_worker.extensions.get(EXTENSION)
-        return {} if service is None else dict(service.counts)
-
-    by_address = client.run(counts)
-    names = {w["id"]: a for a, w in client.scheduler_info()["workers"].items()}
-    return {str(name)[-5:]: by_address[address] for name, address in names.items()}
-
-
 def _two_gpus_and_a_sum():
     a = dg.placeholder(dg.float32, [64, 64], name="a")
     products = []
@@ -67,17 +51,17 @@ def test_repeated_steps_skip_the_scheduler_and_are_right(cluster):
     with dg.Graph().as_default(), dg.Session(cluster) as session:
         a, total = _two_gpus_and_a_sum()
         np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
-        before, steps_before = _transitions(cluster), _counts(cluster)
+        before, steps_before = transitions(cluster), step_counts(cluster)
         for _ in range(20):
             np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
-        assert _transitions(cluster) == before  # not one task went through the scheduler
-        steps = _counts(cluster)
+        assert transitions(cluster) == before  # not one task went through the scheduler
+        steps = step_counts(cluster)
         for device in ("GPU:0", "GPU:1", "CPU:0"):
             assert steps[device]["steps"] - steps_before[device].get("steps", 0) == 20
         # with the switch off, the same runs are the scheduler's tasks again
         with dask.config.set({"daskgraph.compiled-steps": False}):
             np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
-        assert _transitions(cluster) > before
+        assert transitions(cluster) > before
 
 
 def test_tensors_go_worker_to_worker(cluster):
@@ -92,10 +76,10 @@ def test_tensors_go_worker_to_worker(cluster):
             out = dg.reduce_sum(second, name="out")
         expected = np.tanh((value @ value) * np.float32(0.001)).sum()
         session.run(out, {a: value})
-        before = _counts(cluster)
+        before = step_counts(cluster)
         for _ in range(10):
             np.testing.assert_allclose(session.run(out, {a: value}), expected, rtol=1e-5)
-        after = _counts(cluster)
+        after = step_counts(cluster)
     gpu0 = next(
         a for a, w in cluster.scheduler_info()["workers"].items() if w["id"].endswith("GPU:0")
     )

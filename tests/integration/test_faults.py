@@ -10,7 +10,6 @@ with soft placement, and reported by name without it.
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import threading
 import time
@@ -19,6 +18,7 @@ import dask
 import numpy as np
 import pytest
 from distributed import Client
+from worker_probes import kill, wait_for_devices
 
 import daskgraph as dg
 from daskgraph.cluster.liveness import cluster_workers
@@ -27,13 +27,6 @@ from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.testing import within
 
 N = 500
-
-
-def _kill(client: Client, address: str) -> None:
-    try:
-        client.run(os._exit, 1, workers=[address])
-    except Exception:  # the worker's connection dies with it: expected
-        pass
 
 
 def _graph():
@@ -81,7 +74,7 @@ def test_runs_survive_a_worker_killed_at_a_random_point(process_cluster):
             for trial in range(TRIALS):
                 _wait_for_both(client)  # the last victim's nanny may still be restarting it
                 victim = rng.choice(sorted(client.scheduler_info(n_workers=-1)["workers"]))
-                killer = threading.Timer(rng.uniform(0.0, 0.3), _kill, (client, victim))
+                killer = threading.Timer(rng.uniform(0.0, 0.3), kill, (client, victim))
                 killer.start()
                 result = within(90, lambda s=session: s.run(out, {a: value}))
                 killer.join()
@@ -93,22 +86,8 @@ def test_runs_survive_a_worker_killed_at_a_random_point(process_cluster):
 
 
 def _wait_for_both(client: Client, timeout: float = 60) -> None:
-    """Until both devices' workers run, and so do their nannies.
-
-    After a kill the dead worker may still be listed for a moment, so running workers are
-    counted by name. A worker registers before its nanny has finished starting, and a nanny
-    that is still starting does not restart a worker that dies (distributed's
-    ``Nanny._on_worker_exit``): the next kill must wait for the nannies too.
-    """
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        workers = client.scheduler_info(n_workers=-1)["workers"].values()
-        if len({w["name"] for w in workers if w.get("status") == "running"}) == 2:
-            nannies = client.run(lambda dask_worker: dask_worker.status.name, nanny=True)
-            if len(nannies) == 2 and set(nannies.values()) == {"running"}:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"the workers did not come back within {timeout} s")
+    """Until both devices' workers (CPU and GPU, each a process) and their nannies run."""
+    wait_for_devices(client, devices=2, nannies=2, timeout=timeout)
 
 
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
@@ -136,7 +115,7 @@ def test_a_restarting_worker_is_left_to_its_nanny():
         for _ in range(3):
             workers = client.scheduler_info()["workers"].items()
             (address,) = [a for a, w in workers if w["name"] == GPU0]
-            _kill(client, address)
+            kill(client, address)
             time.sleep(1.0)  # several lost-worker timeouts pass while it restarts
             _wait_for_both(client)
             assert GPU0 in cluster.workers
@@ -170,7 +149,7 @@ def test_variables_of_a_restarted_worker_are_reported_lost_by_name(process_clust
             session.run(v.initializer)
             np.testing.assert_array_equal(session.run(doubled), [2.0, 2.0, 2.0])
             (gpu,) = [d.worker for d in session.list_devices() if d.name.endswith("GPU:0")]
-            victim = threading.Timer(0.0, _kill, (client, gpu))
+            victim = threading.Timer(0.0, kill, (client, gpu))
             victim.start()
             victim.join()
             box = within(60, lambda: session.run(doubled))
@@ -245,7 +224,7 @@ def test_an_assign_on_a_surviving_worker_is_not_applied_twice(process_cluster, c
         try:
             session.run(counter.initializer)
             (gpu,) = [d.worker for d in session.list_devices() if d.name.endswith("GPU:0")]
-            killer = threading.Timer(0.5, _kill, (client, gpu))
+            killer = threading.Timer(0.5, kill, (client, gpu))
             killer.start()
             with caplog.at_level("INFO", logger="daskgraph"):
                 box = within(120, lambda: session.run(out, {a: value}))

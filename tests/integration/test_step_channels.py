@@ -9,14 +9,13 @@ there) are one-round steps. Every test compares with Dask's comm
 
 from __future__ import annotations
 
-import os
 import threading
-import time
 
 import dask
 import numpy as np
 import pytest
 from distributed import Client
+from worker_probes import kill, step_counts, transitions, wait_for_devices
 
 import daskgraph as dg
 from daskgraph.cluster.local import local_cluster
@@ -39,24 +38,8 @@ def cluster():
     cluster.close()
 
 
-def _counts(client: Client) -> dict[str, dict[str, int]]:
-    """Each worker's compiled-step counters by device (the end of the worker's name)."""
-
-    def counts(dask_worker):
-        service = dask_worker.extensions.get(EXTENSION)
-        return {} if service is None else dict(service.counts)
-
-    by_address = client.run(counts)
-    names = {w["id"]: a for a, w in client.scheduler_info()["workers"].items()}
-    return {str(name)[-5:]: by_address[address] for name, address in names.items()}
-
-
 def _gained(before: dict, after: dict, device: str, counter: str) -> int:
     return after[device].get(counter, 0) - before[device].get(counter, 0)
-
-
-def _transitions(client: Client) -> int:
-    return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
 
 
 def _products_summed_on_the_cpu():
@@ -77,11 +60,11 @@ def test_one_round_steps_go_through_the_channels(cluster):
     with dg.Graph().as_default(), dg.Session(cluster) as session:
         a, total = _products_summed_on_the_cpu()
         np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
-        before, transitions = _counts(cluster), _transitions(cluster)
+        before, moved = step_counts(cluster), transitions(cluster)
         for _ in range(20):
             np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
-        after = _counts(cluster)
-        assert _transitions(cluster) == transitions  # no task through the scheduler
+        after = step_counts(cluster)
+        assert transitions(cluster) == moved  # no task through the scheduler
         for gpu in ("GPU:0", "GPU:1"):
             assert _gained(before, after, gpu, "channel steps") == 20
             assert _gained(before, after, gpu, "steps") == 20
@@ -89,7 +72,7 @@ def test_one_round_steps_go_through_the_channels(cluster):
         with dask.config.set({"daskgraph.step-channels": False}):  # Dask's comm again
             for _ in range(5):
                 np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
-        off = _counts(cluster)
+        off = step_counts(cluster)
         assert _gained(after, off, "GPU:0", "channel steps") == 0
         assert _gained(after, off, "GPU:0", "steps") == 5
 
@@ -137,10 +120,10 @@ def _towers_training(client: Client, towers: int, steps: int) -> list[float]:
     ids=["dask-comm", "scheduler"],
 )
 def test_tower_losses_are_those_of_the_other_paths(cluster, switches):
-    before = _counts(cluster)
+    before = step_counts(cluster)
     with dg.Graph().as_default():
         channels = _towers_training(cluster, GPUS, 12)
-    assert _gained(before, _counts(cluster), "GPU:1", "channel steps") >= 10
+    assert _gained(before, step_counts(cluster), "GPU:1", "channel steps") >= 10
     with dg.Graph().as_default(), dask.config.set(switches):
         other = _towers_training(cluster, GPUS, 12)
     assert channels == other  # identical, step by step
@@ -195,32 +178,17 @@ def test_a_worker_without_a_channel_here_takes_dask_comm(cluster, monkeypatch):
     with dg.Graph().as_default(), dg.Session(cluster) as session:
         session._compiled_steps.channels.pool = channel_steps.POOL
         a, total = _products_summed_on_the_cpu()
-        before = _counts(cluster)
+        before = step_counts(cluster)
         for _ in range(5):
             np.testing.assert_allclose(session.run(total, {a: value}), value @ value * 3)
-        after = _counts(cluster)
+        after = step_counts(cluster)
     assert _gained(before, after, "GPU:0", "channel steps") == 0
     assert _gained(before, after, "GPU:0", "steps") == 5
 
 
-def _kill(client: Client, address: str) -> None:
-    try:
-        client.run(os._exit, 1, workers=[address])
-    except Exception:  # the worker's connection dies with it: expected
-        pass
-
-
 def _wait_for_all(client: Client, timeout: float = 60) -> None:
-    """Until every device's worker and its nanny run again."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        workers = client.scheduler_info(n_workers=-1)["workers"].values()
-        if len({w["name"] for w in workers if w.get("status") == "running"}) == GPUS + 1:
-            nannies = client.run(lambda dask_worker: dask_worker.status.name, nanny=True)
-            if len(nannies) == GPUS and set(nannies.values()) == {"running"}:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"the workers did not come back within {timeout} s")
+    """Until every device's worker, and each GPU worker's nanny, run again."""
+    wait_for_devices(client, devices=GPUS + 1, nannies=GPUS, timeout=timeout)
 
 
 def test_a_gpu_worker_killed_mid_step_runs_the_step_again_and_assigns_once(cluster, caplog):
@@ -250,9 +218,9 @@ def test_a_gpu_worker_killed_mid_step_runs_the_step_again_and_assigns_once(clust
             for _ in range(2):  # compiled: the second run goes through the channel
                 session.run(out, {a: value})
             (gpu,) = [d.worker for d in session.list_devices() if d.name.endswith("GPU:0")]
-            before = _counts(cluster)["GPU:0"].get("channel steps", 0)
+            before = step_counts(cluster)["GPU:0"].get("channel steps", 0)
             assert before >= 1
-            killer = threading.Timer(0.3, _kill, (cluster, gpu))
+            killer = threading.Timer(0.3, kill, (cluster, gpu))
             killer.start()
             with caplog.at_level("INFO", logger="daskgraph"):
                 box = within(120, lambda: session.run(out, {a: value}))

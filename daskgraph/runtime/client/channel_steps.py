@@ -67,6 +67,18 @@ class StepOutcome:
     failures: list[tuple[int, Any]]
     timing: dict[int, StepTiming]
 
+    @classmethod
+    def of(cls, replies: Sequence[dict[str, Any]]) -> StepOutcome:
+        """The outcome of a step from its workers' replies (:func:`~daskgraph.runtime.worker.
+        step_run.reply_of`)."""
+        outcome = cls({}, [], {})
+        for reply in replies:
+            outcome.outputs.update(reply["outputs"])
+            if reply.get("failure") is not None:
+                outcome.failures.append(reply["failure"])
+            outcome.timing.update(reply.get("timing") or {})
+        return outcome
+
 
 class ChannelPool:
     """Open step channels of this process, by worker address: idle connections are reused
@@ -260,11 +272,10 @@ class ChannelSteps:
         indices = {i for part in plan.parts for i in part.feed_indices}
         loaded = self.loaded.get(target.address, {}).get(compiled.token) == signature
         arrivals = [
-            (producer, ordered.sent(part, target.name))
+            (part.index, ordered.sent(part, target.name))
             for name in near
             for part in compiled.worker_steps[name].parts
-            for producer in (part.index,)
-            if producer in ordered.results and target.name in dict(part.sends)
+            if part.index in ordered.results and target.name in dict(part.sends)
         ]
         target.message = {
             "session": self.session_id,
@@ -362,11 +373,4 @@ def _outcome(
     """The step's outputs, failures and timing: the replies', and those of the partitions
     that ran here."""
     parts = [part for name in near for part in compiled.worker_steps[name].parts]
-    here = reply_of(parts, ordered.results, False, ordered.timing, [])
-    outcome = StepOutcome({}, [], {})
-    for reply in [*replies, here]:
-        outcome.outputs.update(reply["outputs"])
-        if reply.get("failure") is not None:
-            outcome.failures.append(reply["failure"])
-        outcome.timing.update(reply.get("timing") or {})
-    return outcome
+    return StepOutcome.of([*replies, reply_of(parts, ordered.results, False, ordered.timing, [])])

@@ -319,14 +319,9 @@ class CompiledSteps:
             self._abort(targets)
             return self._troubled(compiled, trouble, started, tick)
         signature = _signature(peers)
-        outcome = StepOutcome({}, [], {})
-        for target, reply in zip(targets, replies, strict=True):
+        for target in targets:
             self._loaded.setdefault(target.address, {})[compiled.token] = signature
-            outcome.outputs.update(reply["outputs"])
-            if reply.get("failure") is not None:
-                outcome.failures.append(reply["failure"])
-            outcome.timing.update(reply.get("timing") or {})
-        return self._finish(compiled, outcome)
+        return self._finish(compiled, StepOutcome.of(replies))
 
     def _finish(self, compiled: CompiledRun, outcome: StepOutcome) -> dict[int, tuple]:
         """The outputs by partition; reports the step's timing, then raises the first

@@ -117,23 +117,14 @@ def _fusable(ins: tuple, dtype: str | None) -> bool:
 
 def _fused(instructions: Sequence[tuple], members: list[int]) -> tuple:
     """One instruction for the group ``members`` (in order; the last is its root)."""
-    made = {instructions[m][5]: k for k, m in enumerate(members)}
-    inputs: list[int] = []
+    made = {instructions[m][5]: k for k, m in enumerate(members)}  # slot -> its step
+    inputs = list(dict.fromkeys(s for m in members for s in instructions[m][4] if s not in made))
+    n_inputs = len(inputs)
     steps = []
     for m in members:
-        name, _, kernel, _, args, _, _, _ = instructions[m][:8]
-        refs = []
-        for slot in args:
-            if slot in made and made[slot] < members.index(m):
-                refs.append(-1 - made[slot])
-            else:
-                if slot not in inputs:
-                    inputs.append(slot)
-                refs.append(inputs.index(slot))
-        steps.append((name, kernel.name, tuple(refs)))
-    n_inputs = len(inputs)
-    steps = [(name, fn, tuple(r if r >= 0 else n_inputs + (-1 - r) for r in refs))
-             for name, fn, refs in steps]  # fmt: skip
+        name, _, kernel, _, args = instructions[m][:5]
+        refs = tuple(n_inputs + made[s] if s in made else inputs.index(s) for s in args)
+        steps.append((name, kernel.name, refs))
     root = instructions[members[-1]]
     kernel = FusedKernel(tuple(steps), n_inputs)
     return (root[0], FUSED, kernel, {}, tuple(inputs), root[5], False, ())

@@ -344,7 +344,7 @@ class _Emitter:
             fed_ops = self.fed_ops
             dtypes = [_dtype_name(op) for op in self.cut.members[p] if op.id not in fed_ops]
             instructions, moved = fuse(instructions, dtypes, kept)
-            read_at = {slot: moved[i] if i < len(moved) else i for slot, i in read_at.items()}
+            read_at = {slot: moved[i] for slot, i in read_at.items()}
         instructions = with_frees(instructions, kept, self.n_slots(p), read_at)
         program = PartitionProgram(
             device.name,
