@@ -46,7 +46,7 @@ from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Tensor, get_default_graph
 from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.fused import FusedKernel
+from daskgraph.ops.fused import SMALL_ELEMENTS, FusedKernel
 from daskgraph.ops.state import Variable
 
 __all__ = ["apply_adam", "apply_gradient_descent", "apply_momentum"]
@@ -104,7 +104,12 @@ def _apply_adam(
     lr_t = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
     old_m = store.read(m.name)
     old_v = store.read(v.name)
-    if xp is np and not use_nesterov and dask.config.get("daskgraph.fusion"):  # same bits
+    if (
+        xp is np
+        and not use_nesterov
+        and np.size(grad) >= SMALL_ELEMENTS  # (below: NumPy's 11 calls cost less than 3 loops')
+        and dask.config.get("daskgraph.fusion")
+    ):  # same bits
         c1, c2 = 1 - beta1, 1 - beta2
         new_m = _ADAM_M(xp, grad, old_m, c1)
         new_v = _ADAM_V(xp, grad, old_v, c2)

@@ -65,6 +65,13 @@ def _edge_values(dtype):
     return values.astype(dtype)
 
 
+def _looped(kernel, inputs):
+    """The result of ``kernel``'s compiled loop (whatever the inputs' size)."""
+    out = kernel.looped(np.shape(inputs[0]), inputs)
+    assert out is not None, "no compiled loop ran"
+    return out
+
+
 def _same_bits(a, b):
     """Equal bit for bit, NaNs apart: a NaN is a NaN in both, its sign and payload bits
     being left open by IEEE 754 (x86 and LLVM pick operands of commutative ops freely)."""
@@ -96,11 +103,13 @@ def test_every_fusable_function_gives_the_bits_numpy_gives(name, dtype):
     inputs = (x, y) if binary else (x,)
     with np.errstate(all="ignore"):
         assert compile_now(kernel, *inputs) is not None
-        fused = kernel(np, *inputs)
+        fused = _looped(kernel, inputs)
         unfused = kernel.one_by_one(np, inputs)
         scalar_second = (x, y[3]) if binary else None
         if scalar_second is not None:
-            assert _same_bits(kernel(np, *scalar_second), kernel.one_by_one(np, scalar_second))
+            compile_now(kernel, *scalar_second)
+            looped = _looped(kernel, scalar_second)
+            assert _same_bits(looped, kernel.one_by_one(np, scalar_second))
     assert _same_bits(fused, unfused), name
 
 
@@ -240,4 +249,28 @@ def test_the_fused_adam_update_gives_the_bits_of_numpy_s(dtype):
         (_ADAM_VAR, (grad, m, c1, v, c2, lr_t, eps, var), expected_var),
     ):
         assert compile_now(kernel, *inputs) is not None
-        assert _same_bits(kernel(np, *inputs), expected)
+        assert _same_bits(_looped(kernel, inputs), expected)
+
+
+def test_a_short_chain_over_a_small_array_runs_op_by_op_and_a_large_one_takes_the_loop():
+    from daskgraph.ops.fused import SMALL_ELEMENTS
+
+    kernel = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
+    small = np.arange(100, dtype=np.float32)
+    large = np.arange(SMALL_ELEMENTS, dtype=np.float32)
+    for _ in range(3):  # the second call of a kind would queue its compilation
+        np.testing.assert_array_equal(kernel(np, small, small), small * small + small)
+    settle()
+    kernel(np, small, small)
+    assert not kernel._loops  # two NumPy calls cost less than the loop's one
+    for _ in range(3):
+        np.testing.assert_array_equal(kernel(np, large, large), large * large + large)
+    settle()
+    np.testing.assert_array_equal(kernel(np, large, large), large * large + large)
+    assert kernel._loops  # one pass over memory instead of two
+    long_chain = FusedKernel(tuple((f"s{i}", "add", (i + 1, 0)) for i in range(6)), 2)
+    for _ in range(3):
+        long_chain(np, small, small)
+    settle()
+    long_chain(np, small, small)
+    assert long_chain._loops  # six calls cost more than the loop's one, however small

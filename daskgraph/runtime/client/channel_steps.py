@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Client as connect_channel
 from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_for_replies
 from typing import Any
 
 import dask.config
@@ -292,23 +293,31 @@ class ChannelSteps:
         self, compiled: CompiledRun, away: list[_Away], tick: float
     ) -> list[dict[str, Any]] | None:
         """Send every message and read every reply (a worker that had lost the plan gets it
-        again); None, every channel closed, where a channel failed but no worker left."""
-        unread: set[Connection] = set()
-        replies: list[dict[str, Any]] = []
+        again); None, every channel closed, where a channel failed but no worker left.
+
+        Each message goes as soon as it is encoded (its worker starts while the next one is
+        made), and the replies are read as they come, in any order; between them, every
+        liveness tick, the plan's workers are checked to be there."""
+        unread: dict[Connection, _Away] = {}
+        replies: dict[str, dict[str, Any]] = {}
         try:
-            encoded = [encode(target.message) for target in away]  # then sent back to back
-            for target, frames in zip(away, encoded, strict=True):
-                write(target.conn, frames)
-                unread.add(target.conn)
-            for target in away:  # the step ends with the last reply, whatever the order
-                reply = self._reply(compiled, target.conn, tick)
-                if reply.get("status") == "missing" and target.message["load"] is None:
-                    self.loaded.get(target.address, {}).pop(compiled.token, None)
-                    target.message["load"] = target.load
-                    send_message(target.conn, target.message)
-                    reply = self._reply(compiled, target.conn, tick)
-                unread.discard(target.conn)
-                replies.append(reply)
+            for target in away:
+                write(target.conn, encode(target.message))
+                unread[target.conn] = target
+            while unread:
+                ready = wait_for_replies(list(unread), tick)
+                if not ready:
+                    raise_if_devices_left(self.watch, compiled.plan, [], max_age=tick)
+                for conn in ready:
+                    target = unread[conn]  # type: ignore[index]
+                    reply = recv_message(conn)  # type: ignore[arg-type]
+                    if reply.get("status") == "missing" and target.message["load"] is None:
+                        self.loaded.get(target.address, {}).pop(compiled.token, None)
+                        target.message["load"] = target.load
+                        send_message(target.conn, target.message)  # (its reply still owed)
+                        continue
+                    del unread[conn]  # type: ignore[arg-type]
+                    replies[target.name] = reply
         except (EOFError, OSError) as exc:
             return self._broken(compiled, away, exc, tick)
         except BaseException:  # interrupted: replies still on their way spoil the channels
@@ -320,17 +329,11 @@ class ChannelSteps:
             raise
         for target in away:
             self.pool.give_back(target.address, target.conn)
-        if any(r.get("status") != "ok" for r in replies):
-            logger.warning("a step channel failed: %s", replies)
+        ordered = [replies[target.name] for target in away]
+        if any(r.get("status") != "ok" for r in ordered):
+            logger.warning("a step channel failed: %s", ordered)
             return None
-        return replies
-
-    def _reply(self, compiled: CompiledRun, conn: Connection, tick: float) -> dict[str, Any]:
-        """The reply on ``conn``, waiting at most a liveness tick at a time and checking in
-        between that the plan's workers are there."""
-        while not conn.poll(tick):
-            raise_if_devices_left(self.watch, compiled.plan, [], max_age=tick)
-        return recv_message(conn)
+        return ordered
 
     def _broken(
         self, compiled: CompiledRun, away: list[_Away], cause: BaseException, tick: float
