@@ -94,3 +94,39 @@ def test_closing_the_server_ends_its_connections_and_removes_the_socket():
     with pytest.raises(RuntimeError, match="closed"):
         server.endpoint()
     server.close()  # twice is fine
+
+
+def test_a_message_larger_than_the_socket_takes_at_once_arrives_whole():
+    a, b = Pipe()
+    frames = [np.full(3 << 20, i, dtype=np.uint8) for i in range(3)]  # 9 MiB, many writes
+    message = {"frames": frames, "small": np.arange(5)}
+    got: list = []
+    reader = threading.Thread(target=lambda: got.append(recv_message(b)))
+    reader.start()
+    send_message(a, message)
+    reader.join(60)
+    (received,) = got
+    for sent, came in zip(frames, received["frames"], strict=True):
+        assert came.tobytes() == sent.tobytes()
+    np.testing.assert_array_equal(received["small"], np.arange(5))
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
+def test_a_channel_thread_runs_as_batch_work():
+    policies: list[int] = []
+
+    def serve(message):
+        policies.append(os.sched_getscheduler(0))
+        return {"status": "ok"}
+
+    server = ChannelServer(serve, "test")
+    endpoint = server.endpoint()
+    try:
+        conn = connect(endpoint["path"], "AF_UNIX", authkey=endpoint["authkey"])
+        send_message(conn, {})
+        assert recv_message(conn)["status"] == "ok"
+        conn.close()
+    finally:
+        server.close()
+    assert policies == [os.SCHED_BATCH]
+    assert os.sched_getscheduler(0) != os.SCHED_BATCH  # (the caller's thread is left alone)

@@ -131,6 +131,19 @@ def recv_message(conn: Connection) -> Any:
     return pickle.loads(memoryview(head)[4 + 8 * count :], buffers=frames)
 
 
+def run_as_batch_work() -> None:
+    """Mark the calling thread as batch work for the OS (Linux's ``SCHED_BATCH``; elsewhere,
+    or where refused, nothing): its wake-up then does not preempt the thread running on its
+    core. A client writes a step's messages to several workers back to back; where a worker
+    woken by the first message preempted the client on a busy machine, the other messages
+    waited for the client to get its core back (measured on 2 cores, 4 workers: 3-7% of a
+    4-tower step). The thread still gets its fair share of the CPU."""
+    batch = getattr(os, "SCHED_BATCH", None)
+    if batch is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, batch, os.sched_param(0))
+
+
 class ChannelServer:
     """A worker's step channels (see the module): listens once asked for its
     :meth:`endpoint`, and answers each message of a connection with ``serve(message)``.
@@ -195,6 +208,7 @@ class ChannelServer:
 
     def _serve(self, conn: Connection) -> None:
         """Answer the messages of ``conn`` until its client closes it (or the worker does)."""
+        run_as_batch_work()
         try:
             while True:
                 try:
