@@ -219,3 +219,29 @@ def test_groups_are_not_merged_where_an_op_may_wait_for_another(blocking: bool) 
     assert_topological(plan)
     cpu = [p for p in plan.partitions if p.device == CPU0]
     assert len(cpu) == (2 if blocking else 1)
+
+
+def test_adam_on_two_large_cpu_variables_splits_into_an_acyclic_plan() -> None:
+    """Adam's ``beta1``/``beta2`` are constants made under control dependencies on the
+    updates (TensorFlow's ``_finish``): not sources. Counted as sources, they stayed with the
+    sources' partition, which then read the updates' partition: a cycle (the plan ran
+    partitions before their inputs). Slot variables, which do no work, start no branch of
+    their own."""
+    n = 1024  # 1M elements per variable: at the default threshold
+    with dg.Graph().as_default() as g:
+        with dg.device("/cpu:0"):
+            a = dg.Variable(np.ones((n, n), np.float32), name="a")
+            b = dg.Variable(np.ones((n, n), np.float32), name="b")
+            loss = dg.reduce_sum(a * a) + dg.reduce_sum(b * 2.0)
+            train = dg.train.AdamOptimizer(0.01).minimize(loss)
+    plan = lower(place(g, devices(0)), [train, loss])
+    assert_topological(plan)
+    slots = {f"{v}/Adam{s}" for v in "ab" for s in ("", "_1")}
+    for p in plan.partitions:  # no partition of a lone slot variable
+        names = {ins.op_name for ins in p.program.instructions}
+        assert not names or not names <= slots, names
+    with dg.Session(graph=g) as session:
+        session.run(dg.global_variables_initializer())
+        first = session.run([train, loss])[1]
+        second = session.run([train, loss])[1]
+    assert first == pytest.approx(3 * n * n) and second < first

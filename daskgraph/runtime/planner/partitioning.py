@@ -388,8 +388,8 @@ def _label_branches(ops: list[Operation], p: int, branches: _Branches) -> list[i
     sizes: dict[Any, int] = {}  # shape -> elements
     for op in ops:
         i = op.id
-        if i in fed_ops or op.type == "Const":
-            continue
+        if i in fed_ops or (op.type == "Const" and not op.control_inputs):
+            continue  # a source (a constant made after others, Adam's ``beta1``, is not)
         found = None  # the one label among the inputs' so far, or _JOIN for several
         for t in op.inputs:
             j = t.op.id
@@ -408,7 +408,7 @@ def _label_branches(ops: list[Operation], p: int, branches: _Branches) -> list[i
             found = i
             started.append(i)
         label[i] = found
-        if found != _JOIN and op.type not in _MULTITHREADED:
+        if found != _JOIN and op.inputs and op.type not in _MULTITHREADED:  # (a variable: none)
             outputs = op.outputs
             if outputs:
                 shape = outputs[0].shape
