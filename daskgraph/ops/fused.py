@@ -37,12 +37,23 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FUSABLE", "SMALL_ELEMENTS", "FusedKernel", "compile_now", "settle", "worth_a_loop"]
+__all__ = [
+    "FUSABLE",
+    "KERNELS",
+    "KERNEL_NAMES",
+    "SMALL_ELEMENTS",
+    "FusedKernel",
+    "compile_now",
+    "fusable_kernel",
+    "settle",
+    "worth_a_loop",
+]
 
 logger = logging.getLogger("daskgraph.ops.fused")
 
@@ -65,11 +76,45 @@ FUSABLE: dict[str, str] = {
     "logical_and": "({0} and {1})",
     "logical_or": "({0} or {1})",
     "logical_not": "(not {0})",
+    # NumPy's maximum and minimum: the second operand where the two compare equal (so
+    # maximum(-0.0, 0.0) is 0.0), a NaN where either is one
+    "maximum": "({0} if ({0} > {1} or {0} != {0}) else {1})",
+    "minimum": "({0} if ({0} < {1} or {0} != {0}) else {1})",
+    "where": "({1} if {0} else {2})",
 }
+#: daskgraph's kernels a chain may hold, by their name in :data:`FUSABLE` (see
+#: :func:`fusable_kernel`): ``kernel(xp, *inputs)``
+KERNELS: dict[str, Callable[..., Any]] = {}
+#: the other way round: kernel -> its name
+KERNEL_NAMES: dict[Callable[..., Any], str] = {}
 _COMPARES = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
 _LOGICAL = {"logical_and", "logical_or", "logical_not"}
 #: dtypes a fused chain computes in
 DTYPES = frozenset({"float32", "float64", "bool"})
+
+
+def fusable_kernel(name: str, expression: str) -> Callable[[Any], Any]:
+    """Register an elementwise kernel ``kernel(xp, *inputs)`` of daskgraph's (not one NumPy
+    function) as fusable: ``expression`` is what it computes for one element, over fields
+    ``{0}``, ``{1}``, ... for its inputs, giving NumPy's bits (as :data:`FUSABLE`'s do).
+
+    >>> @fusable_kernel("twice", "({0} + {0})")
+    ... def _twice(xp, x):
+    ...     return x + x
+    >>> KERNEL_NAMES[_twice], FUSABLE["twice"]
+    ('twice', '({0} + {0})')
+    >>> for table in (FUSABLE, KERNELS):
+    ...     del table["twice"]
+    >>> del KERNEL_NAMES[_twice]
+    """
+
+    def register(kernel: Any) -> Any:
+        FUSABLE[name] = expression
+        KERNELS[name] = kernel
+        KERNEL_NAMES[kernel] = name
+        return kernel
+
+    return register
 
 
 class FusedKernel:
@@ -131,7 +176,11 @@ class FusedKernel:
         """The chain's result, op by op (what the unfused ops compute)."""
         values = list(inputs)
         for _, name, args in self.steps:
-            values.append(getattr(xp, name)(*[values[a] for a in args]))
+            kernel = KERNELS.get(name)
+            if kernel is None:
+                values.append(getattr(xp, name)(*[values[a] for a in args]))
+            else:
+                values.append(kernel(xp, *[values[a] for a in args]))
         return values[-1]
 
     def __reduce__(self) -> tuple:
@@ -207,6 +256,8 @@ def _step_dtypes(steps: tuple, inputs: list[np.dtype]) -> list[np.dtype] | None:
     for _, name, args in steps:
         if name in _COMPARES or name in _LOGICAL:
             dtype = np.dtype(bool)
+        elif name == "where":  # (the condition's dtype does not count)
+            dtype = np.result_type(*[dtypes[a] for a in args[1:]])
         else:
             dtype = np.result_type(*[dtypes[a] for a in args])
         if dtype.name not in DTYPES or (dtype.kind == "b" and name not in _COMPARES | _LOGICAL):

@@ -3,6 +3,8 @@ those of the ops one by one."""
 
 from __future__ import annotations
 
+import re
+
 import dask
 import numpy as np
 import pytest
@@ -91,26 +93,25 @@ def test_every_fusable_function_gives_the_bits_numpy_gives(name, dtype):
     values = _edge_values(dtype)
     x = values > 0 if logical else values
     y = np.roll(values, 7) <= 0 if logical else np.roll(values, 7)
-    binary = "{1}" in FUSABLE[name]
-    steps = (("op", name, (0, 1) if binary else (0,)),)
-    if not logical:  # and a second op, so that the chain computes through a temporary
-        steps += (
-            (("then", "multiply", (2, 1) if binary else (1, 0)),)
-            if name not in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
-            else ()
-        )
-    kernel = FusedKernel(steps, 2 if binary else 1)
-    inputs = (x, y) if binary else (x,)
+    arity = len(set(re.findall(r"\{(\d)\}", FUSABLE[name])))
+    inputs = {1: (x,), 2: (x, y), 3: (np.roll(values, 3) > 0, x, y)}[arity]
+    steps = (("op", name, tuple(range(arity))),)
+    if not logical and name not in COMPARES:  # a second op: the chain computes through a temporary
+        steps += (("then", "multiply", (arity, arity - 1)),)
+    kernel = FusedKernel(steps, arity)
     with np.errstate(all="ignore"):
         assert compile_now(kernel, *inputs) is not None
         fused = _looped(kernel, inputs)
         unfused = kernel.one_by_one(np, inputs)
-        scalar_second = (x, y[3]) if binary else None
-        if scalar_second is not None:
-            compile_now(kernel, *scalar_second)
-            looped = _looped(kernel, scalar_second)
-            assert _same_bits(looped, kernel.one_by_one(np, scalar_second))
+        if arity > 1:  # the last input a scalar
+            scalar_last = (*inputs[:-1], inputs[-1][3])
+            compile_now(kernel, *scalar_last)
+            looped = _looped(kernel, scalar_last)
+            assert _same_bits(looped, kernel.one_by_one(np, scalar_last)), name
     assert _same_bits(fused, unfused), name
+
+
+COMPARES = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -132,6 +133,38 @@ def test_a_session_gives_the_same_bits_fused_and_unfused():
     assert _fused(_program(g, [y, z], [x]))  # (the fused run did hold a fused kernel)
     for fused, unfused in zip(*results, strict=True):
         assert _same_bits(fused, unfused)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_activations_selects_and_their_gradients_fuse_and_keep_their_bits():
+    """ReLU and its gradient, maximum, minimum and where (select) join fused chains; a
+    small MLP's forward and backward passes give the same bits fused and unfused."""
+    rng = np.random.default_rng(3)
+    value = rng.standard_normal((64, 16)).astype(np.float32)
+    value[:4, 0] = [0.0, -0.0, np.inf, -np.inf]
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [64, 16], name="x")
+        w = dg.constant(rng.standard_normal((16, 16)).astype(np.float32), name="w")
+        h = dg.nn.relu(dg.matmul(x, w) * 0.5 + 0.1, name="h")
+        clipped = dg.minimum(dg.maximum(h - 0.2, -1.0), 1.0, name="clipped")
+        picked = dg.where(dg.greater(clipped, 0.0), clipped * 2.0, clipped - x, name="picked")
+        loss = dg.reduce_sum(picked * picked, name="loss")
+        (grad,) = dg.gradients(loss, [x])
+    forward = {n for ins in _fused(_program(g, [picked], [x])) for n in ins.kernel.op_names}
+    assert {"h", "clipped", "Maximum", "picked"} <= forward
+    # (with the gradients, results their gradients read too end the chains there)
+    both = {n for ins in _fused(_program(g, [loss, grad], [x])) for n in ins.kernel.op_names}
+    assert {"h", "picked"} <= both
+    assert any(name.endswith("ReluGrad") for name in both)
+    results = []
+    for fusion in (True, False):
+        with dask.config.set({"daskgraph.fusion": fusion}), dg.Session(graph=g) as session:
+            for _ in range(3):  # the second run queues the compilations
+                session.run([loss, grad], {x: value})
+            settle()
+            results.append(session.run([loss, grad], {x: value}))
+    for fused, unfused in zip(*results, strict=True):
+        assert _same_bits(np.asarray(fused), np.asarray(unfused))
 
 
 def test_a_traced_run_shows_a_fused_kernel_as_one_entry_listing_its_ops():

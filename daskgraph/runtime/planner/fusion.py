@@ -5,8 +5,9 @@ elementwise ops that can run as one kernel (:class:`~daskgraph.ops.fused.FusedKe
 rewrites each group as one instruction at the place of its last op. An op joins the group of
 the op that reads its result when
 
-* its kernel is one of NumPy's exactly rounded array functions
-  (:data:`~daskgraph.ops.fused.FUSABLE`) with no attributes, it holds no state and reads
+* its kernel is one of NumPy's exactly rounded array functions, or a kernel of daskgraph's
+  registered as fusable (ReLU and its gradient; :data:`~daskgraph.ops.fused.FUSABLE`), with
+  no attributes, it holds no state and reads
   no variable reference, and its result is a float32, float64 or bool tensor;
 * its result is read by that op alone (several times is fine), and is neither an output of
   the partition (fetched, or read by another partition) nor fed.
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from daskgraph.framework.op_registry import ArrayFunction
-from daskgraph.ops.fused import DTYPES, FUSABLE, FusedKernel
+from daskgraph.ops.fused import DTYPES, FUSABLE, KERNEL_NAMES, FusedKernel
 
 __all__ = ["FUSED", "format_fusion_log", "fuse"]
 
@@ -102,11 +103,20 @@ def fuse(
     return out, moved
 
 
+def fused_name(kernel: Any) -> str | None:
+    """The name of ``kernel`` in :data:`~daskgraph.ops.fused.FUSABLE`, or None."""
+    if isinstance(kernel, ArrayFunction):
+        return kernel.name if kernel.name in FUSABLE else None
+    try:
+        return KERNEL_NAMES.get(kernel)
+    except TypeError:  # (an unhashable kernel)
+        return None
+
+
 def _fusable(ins: tuple, dtype: str | None) -> bool:
     kernel, attrs, out, stateful, deref = ins[2], ins[3], ins[5], ins[6], ins[7]
     return (
-        isinstance(kernel, ArrayFunction)
-        and kernel.name in FUSABLE
+        fused_name(kernel) is not None
         and not attrs
         and not stateful
         and not deref
@@ -124,7 +134,7 @@ def _fused(instructions: Sequence[tuple], members: list[int]) -> tuple:
     for m in members:
         name, _, kernel, _, args = instructions[m][:5]
         refs = tuple(n_inputs + made[s] if s in made else inputs.index(s) for s in args)
-        steps.append((name, kernel.name, refs))
+        steps.append((name, fused_name(kernel), refs))
     root = instructions[members[-1]]
     kernel = FusedKernel(tuple(steps), n_inputs)
     return (root[0], FUSED, kernel, {}, tuple(inputs), root[5], False, ())
