@@ -117,6 +117,10 @@ class SessionConfig:
     operation_timeout_in_ms
         Deadline of every run, in milliseconds (0: none); a run past it is cancelled with
         ``DeadlineExceededError``. ``RunOptions.timeout_in_ms`` overrides it for one run.
+    place_pruned_graph
+        Place only the ops each run needs (TensorFlow's ``GraphOptions.place_pruned_graph``,
+        on for ``InteractiveSession``): an op no run needs may ask for a device there is not.
+        Off, the whole graph is placed at the first run, and such an op fails every run.
     """
 
     log_device_placement: bool = False
@@ -124,11 +128,16 @@ class SessionConfig:
     gpu_options: GPUOptions = field(default_factory=GPUOptions)
     device_count: dict[str, int] = field(default_factory=dict)
     operation_timeout_in_ms: int = 0
+    place_pruned_graph: bool = False
+
+    def places_pruned_graph(self) -> bool:
+        """Whether sessions of this config place each run's pruned graph."""
+        return self.place_pruned_graph
 
     def validate(self) -> SessionConfig:
         """Check every field (and the GPU options); return ``self`` or raise ``TypeError`` /
         ``ValueError`` naming the bad field."""
-        for name in ("log_device_placement", "allow_soft_placement"):
+        for name in ("log_device_placement", "allow_soft_placement", "place_pruned_graph"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
         if not isinstance(self.gpu_options, GPUOptions):

@@ -28,7 +28,7 @@ from daskgraph.cluster.liveness import forget_client
 from daskgraph.cluster.local import EmbeddedCluster, scheduler_spec, worker_specs
 from daskgraph.cluster.shutdown import quiet_close
 from daskgraph.config import GPUOptions, SessionConfig, virtual_gpu_count
-from daskgraph.framework.device import GPU
+from daskgraph.framework.device import CPU, GPU
 
 __all__ = ["ClusterShape", "acquire", "release", "running", "shape_for", "shutdown"]
 
@@ -46,6 +46,7 @@ class ClusterShape:
     visible_device_list: str = ""
     virtual_devices: tuple[int, ...] = ()
     cpu_threads: int | None = None
+    cpu_devices: int = 1
     processes: bool = True
     cpu_in_process: bool = True
 
@@ -62,7 +63,8 @@ class ClusterShape:
 
 def shape_for(config: SessionConfig) -> ClusterShape:
     """The cluster a session with ``config`` runs on, from the ``daskgraph`` Dask config and
-    the GPUs NVML finds (none with ``device_count={"GPU": 0}``)."""
+    the GPUs NVML finds (none with ``device_count={"GPU": 0}``); ``device_count={"CPU": n}``
+    gives it n CPU devices (TensorFlow's logical CPUs)."""
     options = config.gpu_options
     gpus = () if config.device_count.get(GPU) == 0 else tuple(visible_gpus())
     # memory options shape only real GPU workers: without GPUs, one cluster serves every config
@@ -74,6 +76,7 @@ def shape_for(config: SessionConfig) -> ClusterShape:
         visible_device_list=options.visible_device_list if gpus else "",
         virtual_devices=tuple(options.virtual_devices) if gpus else (),
         cpu_threads=dask.config.get("daskgraph.local.cpu-threads"),
+        cpu_devices=max(1, config.device_count.get(CPU, 1)),
         processes=bool(dask.config.get("daskgraph.local.processes")),
         cpu_in_process=bool(dask.config.get("daskgraph.local.cpu-in-process")),
     )
@@ -138,6 +141,7 @@ def _start(shape: ClusterShape) -> _Running:
         gpus=shape.gpus,
         gpu_options=shape.gpu_options,
         cpu_threads=shape.cpu_threads,
+        cpu_devices=shape.cpu_devices,
         processes=shape.processes,
         cpu_in_process=shape.cpu_in_process,
     )

@@ -86,6 +86,7 @@ def worker_specs(
     gpus: Sequence[GPUInfo] = (),
     gpu_options: GPUOptions | None = None,
     cpu_threads: int | None = None,
+    cpu_devices: int = 1,
     processes: bool = True,
     cpu_in_process: bool = False,
     job: str = "localhost",
@@ -113,6 +114,11 @@ def worker_specs(
         memory options give each worker's pool.
     cpu_threads
         Threads of the CPU worker; all cores by default.
+    cpu_devices
+        CPU devices (TensorFlow's ``device_count={"CPU": n}``): ``/cpu:0`` ... ``/cpu:n-1``,
+        one worker each, living where the CPU worker lives (in this process by default, as
+        TensorFlow's logical devices do) and sharing its threads out among them (at least one
+        each), so that their partitions run at the same time.
     processes
         Run each worker in its own process (a ``Nanny``) or in this process.
     cpu_in_process
@@ -134,22 +140,27 @@ def worker_specs(
     """
     if virtual_gpus < 0:
         raise ValueError(f"virtual_gpus must be >= 0; got {virtual_gpus}")
+    if isinstance(cpu_devices, bool) or not isinstance(cpu_devices, int) or cpu_devices < 1:
+        raise ValueError(f"cpu_devices must be an int >= 1; got {cpu_devices!r}")
     threads = cpu_threads or os.cpu_count() or 1
+    if cpu_devices > 1:
+        threads = max(1, threads // cpu_devices)
     gpu_options = gpu_options or GPUOptions()
     gpu_workers = cuda_worker_options(gpus, gpu_options)
     cpu_process = processes and not cpu_in_process
-    own_processes = int(cpu_process) + len(gpu_workers) + (virtual_gpus if processes else 0)
+    own_processes = cpu_devices * int(cpu_process) + len(gpu_workers)
+    own_processes += virtual_gpus if processes else 0
 
     def memory(own_process: bool) -> str | int:
         return _memory_limit(memory_limit, own_process, own_processes)
 
     common = {"host": host, "security": security}
-    cpu = _device_name(job, task, CPU, 0)
-    specs = {
-        cpu: _worker_spec(
+    specs = {}
+    for index in range(cpu_devices):
+        cpu = _device_name(job, task, CPU, index)
+        specs[cpu] = _worker_spec(
             cpu, threads, {CPU: 1}, cpu_process, memory_limit=memory(cpu_process), **common
         )
-    }
     specs.update(_gpu_specs(gpu_workers, job, task, gpu_options.allow_growth, memory(True), common))
     for index in range(len(gpu_workers), len(gpu_workers) + virtual_gpus):
         name = _device_name(job, task, GPU, index)
@@ -401,12 +412,14 @@ def local_cluster(
     cpu_threads: int | None = None,
     processes: bool | None = None,
     cpu_in_process: bool = False,
+    cpu_devices: int = 1,
 ) -> EmbeddedCluster:
     """Start an embedded cluster; unset arguments come from the ``daskgraph`` Dask config,
     and ``gpus`` from NVML (:func:`daskgraph.cluster.gpus.visible_gpus`: none without a driver).
     Sessions share one per process (:mod:`daskgraph.cluster.embedded`); this starts a private one,
     whose workers all have processes of their own with ``processes=True`` unless
-    ``cpu_in_process`` keeps the CPU worker in this one (see :func:`worker_specs`)."""
+    ``cpu_in_process`` keeps the CPU worker in this one; ``cpu_devices`` CPU devices (see
+    :func:`worker_specs`)."""
     if virtual_gpus is None:
         virtual_gpus = virtual_gpu_count()
     if gpus is None:
@@ -422,6 +435,7 @@ def local_cluster(
         cpu_threads=cpu_threads,
         processes=processes,
         cpu_in_process=cpu_in_process,
+        cpu_devices=cpu_devices,
     )
     return EmbeddedCluster(workers, scheduler_spec())
 

@@ -63,6 +63,7 @@ from daskgraph.cluster.shutdown import close_workers, quiet_close
 from daskgraph.cluster.tls import https_settings, require_client_certificates
 from daskgraph.config import SessionConfig, virtual_gpu_count
 from daskgraph.errors import InvalidArgumentError, UnknownError
+from daskgraph.framework.device import CPU, GPU
 
 __all__ = ["ClusterSpec", "Server", "free_ports"]
 
@@ -252,11 +253,12 @@ class Server:
             )
         elif self._answers_for_scheduler:
             await self._answer_at_own_address()
-        gpus = [] if self.config.device_count.get("GPU") == 0 else visible_gpus()
+        gpus = [] if self.config.device_count.get(GPU) == 0 else visible_gpus()
         specs = worker_specs(
             virtual_gpus=self._virtual_gpus,
             gpus=gpus,
             gpu_options=self.config.gpu_options,
+            cpu_devices=max(1, self.config.device_count.get(CPU, 1)),
             processes=False,
             job=self.job_name,
             task=self.task_index,

@@ -172,13 +172,18 @@ def list_logical_devices(device_type: str | None = None) -> list[LogicalDevice]:
     with _lock:
         settings.initialized = True
     gpus = sum(_logical_count(d) for d in settings.visible if d.device_type == "GPU")
-    found = [LogicalDevice("/device:CPU:0", "CPU")]
+    found = [LogicalDevice(f"/device:CPU:{i}", "CPU") for i in range(_cpu_count(settings))]
     found += [LogicalDevice(f"/device:GPU:{i}", "GPU") for i in range(gpus)]
     return [d for d in found if device_type in (None, d.device_type)]
 
 
 def _logical_count(device: PhysicalDevice) -> int:
     return len(_current().logical.get(device) or [None])
+
+
+def _cpu_count(settings: _Settings) -> int:
+    """The logical CPUs (TensorFlow splits the CPU into several as ``device_count`` does)."""
+    return max([_logical_count(d) for d in settings.physical if d.device_type == "CPU"] or [1])
 
 
 def _is_virtual(device: PhysicalDevice) -> bool:
@@ -272,7 +277,7 @@ def set_logical_device_configuration(device: PhysicalDevice, logical_devices: An
     """Split a physical GPU into logical GPUs, one per :class:`LogicalDeviceConfiguration`
     (``memory_limit`` MiB each): on an NVIDIA GPU one worker each, capped at its limit; a
     virtual GPU becomes that many virtual GPU workers (the limits have nothing to cap). The
-    CPU cannot be split (daskgraph has one CPU device)."""
+    CPU splits into that many CPU devices, as ``device_count={"CPU": n}`` makes them."""
     settings = _current()
     _known(device)
     logical_devices = list(logical_devices)
@@ -293,8 +298,8 @@ def _check_logical(device: PhysicalDevice, logical_devices: list) -> None:
             raise ValueError(
                 "Setting memory limit on CPU virtual devices is currently not supported"
             )
-        if len(logical_devices) != 1:
-            raise ValueError("daskgraph has one CPU device: the CPU cannot be split")
+        if not logical_devices:
+            raise ValueError("the CPU needs at least one logical device")
         return
     for v in logical_devices:
         if v.memory_limit is None:
@@ -387,8 +392,11 @@ def session_config() -> ConfigProto:
         inter_op_parallelism_threads=settings.inter_op_threads,
     )
     gpus = [d for d in settings.visible if d.device_type == "GPU"]
+    counts = {"CPU": _cpu_count(settings)} if _cpu_count(settings) > 1 else {}
     if not gpus and len(settings.physical) > 1:
-        proto.device_count = {"GPU": 0}
+        counts["GPU"] = 0
+    if counts:
+        proto.device_count = counts
     proto.gpu_options = _gpu_options(settings, [d for d in gpus if not _is_virtual(d)])
     return proto
 

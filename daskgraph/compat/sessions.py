@@ -30,6 +30,7 @@ import warnings
 from typing import Any, ClassVar
 
 from daskgraph import config
+from daskgraph.config import default_session_config
 from daskgraph.framework import default_session
 from daskgraph.runtime.client import session
 
@@ -136,7 +137,11 @@ class RPCOptions(_Message):
 
 
 _GPU_NATIVE = tuple(f.name for f in dataclasses.fields(config.GPUOptions))
-_CONFIG_NATIVE = tuple(f.name for f in dataclasses.fields(config.SessionConfig))
+#: ConfigProto's fields that are the native config's (``place_pruned_graph`` is in its
+#: ``graph_options``, as TensorFlow's)
+_CONFIG_NATIVE = tuple(
+    f.name for f in dataclasses.fields(config.SessionConfig) if f.name != "place_pruned_graph"
+)
 
 
 class GPUOptions(config.GPUOptions):
@@ -201,6 +206,10 @@ class ConfigProto(config.SessionConfig):
         if self.rpc_options is None:
             self.rpc_options = RPCOptions()
 
+    def places_pruned_graph(self) -> bool:
+        """``graph_options.place_pruned_graph`` (or the native field)."""
+        return self.place_pruned_graph or bool(self.graph_options.place_pruned_graph)
+
     def validate(self) -> ConfigProto:
         """Check the native fields (see :meth:`SessionConfig.validate`) and the thread counts."""
         super().validate()
@@ -262,6 +271,11 @@ class InteractiveSession(session.Session):
     _active_session_count = 0  # open interactive sessions, as TensorFlow counts them
 
     def __init__(self, target: Any = None, graph: Any = None, config: Any = None) -> None:
+        config = config if config is not None else default_session_config()
+        if isinstance(config, ConfigProto):  # interactive sessions place pruned graphs (as TF)
+            config.graph_options.place_pruned_graph = True
+        else:
+            config = dataclasses.replace(config, place_pruned_graph=True)
         super().__init__(target, graph, config)
         if InteractiveSession._active_session_count > 0:
             warnings.warn(

@@ -127,7 +127,8 @@ DIFFERENCES: dict[str, str] = {
     "(`daskgraph.local.cpu-threads`); the intra-op count is kept, not used",
     "config.set_logical_device_configuration": "the visible NVIDIA GPUs must all be split alike "
     "(one `virtual_devices` list); a virtual GPU split in n makes n virtual GPU workers (their "
-    "memory limits unused); the CPU cannot be split; no priorities or ordinals",
+    "memory limits unused); the CPU split in n makes n CPU devices, as `device_count`; no "
+    "priorities or ordinals",
     "config.set_visible_devices": "the CPU cannot be hidden; hiding a virtual GPU starts one "
     "virtual GPU worker fewer (the visible ones are GPU:0, GPU:1, ...); hiding every NVIDIA GPU "
     "while a virtual one stays visible is refused",

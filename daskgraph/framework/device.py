@@ -103,7 +103,8 @@ class DeviceSpec:
 
     Every field is optional; ``None`` means "not specified". ``cpu``/``gpu`` device
     types are upper-cased, so equal specs compare and hash equal whatever their
-    spelling. A ``device_index`` needs a ``device_type``.
+    spelling. A ``device_index`` without a ``device_type`` is kept (TensorFlow 1's mutable
+    spec sets them in any order) but written only with one.
 
     Examples
     --------
@@ -135,8 +136,7 @@ class DeviceSpec:
                     f"{quote(str(value))}"
                 )
         if self.device_type is None:
-            if self.device_index is not None:
-                raise ValueError("DeviceSpec.device_index needs a device_type")
+            pass  # (an index without a type is kept, and written only with one: TensorFlow's)
         elif isinstance(self.device_type, str) and _TYPE_RE.match(self.device_type):
             object.__setattr__(self, "device_type", _normalise_type(self.device_type))
         else:
@@ -269,6 +269,8 @@ class DeviceSpec:
         }
         if other.device_type is not None:
             merged.update(device_type=other.device_type, device_index=other.device_index)
+        elif other.device_index is not None:
+            merged.update(device_index=other.device_index)
         return dataclasses.replace(self, **merged)
 
     def replace(self, **fields: Any) -> DeviceSpec:

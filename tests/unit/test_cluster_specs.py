@@ -180,3 +180,24 @@ def test_scheduler_dashboard_on_loopback_with_bokeh(monkeypatch: pytest.MonkeyPa
 def test_scheduler_host_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
     _with_bokeh(monkeypatch, installed=False)
     assert scheduler_spec(host="0.0.0.0")["options"]["host"] == "0.0.0.0"
+
+
+@pytest.mark.parametrize("cpu_in_process", [True, False])
+def test_logical_cpu_devices_are_cpu_workers_sharing_the_threads(cpu_in_process: bool) -> None:
+    specs = worker_specs(
+        cpu_devices=3, cpu_threads=6, virtual_gpus=1, cpu_in_process=cpu_in_process
+    )
+    assert list(specs) == [f"{LOCAL}CPU:{i}" for i in range(3)] + [LOCAL + "GPU:0"]
+    cpus = [spec for name, spec in specs.items() if "CPU" in name]
+    assert all(worker_options(s)["resources"] == {"CPU": 1} for s in cpus)
+    assert [worker_options(s)["nthreads"] for s in cpus] == [2, 2, 2]
+    assert len({s["cls"] for s in cpus}) == 1  # all where CPU:0 lives
+    assert (cpus[0]["cls"] is Worker) == cpu_in_process
+    one_thread_each = worker_specs(cpu_devices=4, cpu_threads=2)
+    assert [worker_options(s)["nthreads"] for s in one_thread_each.values()] == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_a_cpu_device_count_must_be_a_positive_int(bad) -> None:
+    with pytest.raises(ValueError, match="cpu_devices must be an int >= 1"):
+        worker_specs(cpu_devices=bad)

@@ -150,3 +150,25 @@ def test_sessions_without_a_config_take_the_settings(fresh, monkeypatch):
         "/job:localhost/replica:0/task:0/device:GPU:0",
         "/job:localhost/replica:0/task:0/device:GPU:1",
     ]
+
+
+def test_logical_devices_split_the_cpu_as_device_count_does(fresh):
+    (cpu,) = tf.config.list_physical_devices("CPU")
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
+    assert config.session_config().device_count == {"CPU": 3}
+    assert embedded.shape_for(native_config.default_session_config()).cpu_devices == 3
+    assert [d.name for d in tf.config.list_logical_devices("CPU")] == [
+        "/device:CPU:0", "/device:CPU:1", "/device:CPU:2",
+    ]  # fmt: skip
+    with pytest.raises(RuntimeError, match="cannot be modified after being initialized"):
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()])
+
+
+def test_a_cpu_cannot_be_split_into_none_or_given_a_memory_limit(fresh):
+    (cpu,) = tf.config.list_physical_devices("CPU")
+    with pytest.raises(ValueError, match="at least one"):
+        tf.config.set_logical_device_configuration(cpu, [])
+    with pytest.raises(ValueError, match="memory limit on CPU"):
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration(memory_limit=64)]
+        )

@@ -178,7 +178,7 @@ def test_constructor_normalises(kwargs: dict, canonical: str) -> None:
         ({"task": -1}, ValueError),
         ({"replica": -2}, ValueError),
         ({"device_type": "GPU", "device_index": -1}, ValueError),
-        ({"device_index": 0}, ValueError),
+        ({"device_index": -1}, ValueError),
         ({"job": "bad job"}, ValueError),
         ({"job": 3}, ValueError),
         ({"device_type": "G:PU"}, ValueError),
@@ -191,7 +191,7 @@ def test_constructor_normalises(kwargs: dict, canonical: str) -> None:
         "neg-task",
         "neg-replica",
         "neg-index",
-        "index-without-type",
+        "neg-index-without-type",
         "bad-job",
         "job-int",
         "bad-type",
@@ -397,3 +397,39 @@ def test_a_4mb_malformed_string_is_quoted_shortened(text: str) -> None:
     message = str(info.value)
     assert len(message) < 1_000
     assert f"... ({len(text)} characters)" in message
+
+
+def test_an_index_without_a_type_is_kept_but_written_only_with_one() -> None:
+    """As TensorFlow's specs (``DeviceSpecV1``'s fields are set in any order)."""
+    spec = DeviceSpec(job="foo", device_index=2)
+    assert spec.device_index == 2 and spec.to_string() == "/job:foo"
+    assert spec.replace(device_type="gpu").to_string() == "/job:foo/device:GPU:2"
+    merged = DeviceSpec.from_string("/job:w/device:CPU:0").make_merged_spec(spec)
+    assert merged.to_string() == "/job:foo/device:CPU:2"
+
+
+def test_the_mutable_spec_takes_its_fields_in_any_order() -> None:
+    """TensorFlow's own ``device_spec_test`` (``test_device_spec_v1_mutability``)."""
+    import daskgraph.compat.v1 as tf
+
+    d = tf.DeviceSpec()
+    d.job = "foo"
+    assert d.to_string() == "/job:foo"
+    d.task = 3
+    assert d.to_string() == "/job:foo/task:3"
+    d.device_type = "CPU"
+    d.device_index = 0
+    assert d.to_string() == "/job:foo/task:3/device:CPU:0"
+    d.task = None
+    d.replica = 12
+    assert d.to_string() == "/job:foo/replica:12/device:CPU:0"
+    d.device_type = "GPU"
+    d.device_index = 2
+    assert d.to_string() == "/job:foo/replica:12/device:GPU:2"
+    d.device_type = None  # the type first, the index after
+    d.device_index = None
+    assert d.to_string() == "/job:foo/replica:12"
+    e = tf.DeviceSpec()
+    e.device_index = 1  # the index first
+    e.device_type = "gpu"
+    assert e.to_string() == "/device:GPU:1"

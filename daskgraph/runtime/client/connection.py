@@ -29,6 +29,8 @@ from daskgraph.cluster.liveness import ClusterWatch, release_watch, watch_for
 from daskgraph.cluster.shutdown import quiet_close
 from daskgraph.cluster.topology import Device, claims_gpu, devices_from_workers
 from daskgraph.config import SessionConfig
+from daskgraph.errors import InvalidArgumentError
+from daskgraph.framework.device import CPU
 from daskgraph.runtime.worker.session_plugin import SessionPlugin
 
 __all__ = ["Connection", "cuda_probes", "limit_devices"]
@@ -79,9 +81,17 @@ class Connection:
             self._seen = self.watch.version
             self._await_restarts(target)
             self.devices = self.discover()
+            check_cpu_devices(self.devices, self.config.device_count, self._where(target))
         except BaseException:
             self.close()
             raise
+
+    def _where(self, target: Any) -> str:
+        """The cluster, as messages name it."""
+        if self._shape is not None:
+            return "the embedded cluster"
+        address = getattr(self.client.scheduler, "address", None) or target
+        return f"the cluster at {address}"
 
     def _open(self, target: Any, security: Any) -> Client:
         if target is None or target == "":
@@ -259,6 +269,31 @@ def cuda_probes(
             answer = said.get(address)
             known[address] = answer if isinstance(answer, dict) else None
     return {a: answer for a in workers if (answer := known.get(a)) is not None}
+
+
+def check_cpu_devices(devices: list[Device], device_count: dict[str, int], where: str) -> None:
+    """Raise :class:`~daskgraph.errors.InvalidArgumentError` where ``device_count`` asks for
+    more CPU devices than the cluster has. TensorFlow makes ``device_count={"CPU": n}``'s
+    logical CPUs in the session's process, and so does the embedded cluster; a cluster of
+    one's own has the CPU workers it was started with.
+
+    >>> cpu = Device("/job:localhost/replica:0/task:0/device:CPU:0", "tcp://a:1", "cpu")
+    >>> check_cpu_devices([cpu], {"CPU": 1}, "the cluster at tcp://a:0")
+    >>> check_cpu_devices([cpu], {"CPU": 2}, "the cluster at tcp://a:0")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    daskgraph.errors.InvalidArgumentError: ConfigProto(device_count={'CPU': 2}) asks for 2 CPU ...
+    """
+    wanted = device_count.get(CPU, 0)
+    found = [d for d in devices if d.device_type == CPU]
+    if wanted > len(found):
+        names = ", ".join(f"/cpu:{d.spec.device_index}" for d in found) or "none"
+        raise InvalidArgumentError(
+            f"ConfigProto(device_count={{'CPU': {wanted}}}) asks for {wanted} CPU devices, "
+            f"but {where} has {len(found)} ({names}). Logical CPU devices are made on the "
+            "embedded cluster (a Session without a target); on a cluster of your own, start "
+            f"one CPU worker per device, or ask for at most {len(found)}."
+        )
 
 
 def limit_devices(devices: list[Device], limits: dict[str, int]) -> list[Device]:

@@ -78,7 +78,7 @@ class Recovery:
         placement = self._session.placement_now()
         if placement is None or not restarted:
             return
-        for op in placement.ops:
+        for op in placement.placed_ops:
             if op.type == "VariableV2" and placement.device_of(op).name in restarted:
                 self.lost[op.name] = placement.device_of(op).name
 

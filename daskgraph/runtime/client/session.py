@@ -64,7 +64,7 @@ from daskgraph.runtime.client.inprocess import InProcessDevices
 from daskgraph.runtime.client.plan_cache import PlanCache
 from daskgraph.runtime.client.recovery import Recovery
 from daskgraph.runtime.planner.fusion import format_fusion_log
-from daskgraph.runtime.planner.lowering import Plan, lower
+from daskgraph.runtime.planner.lowering import Plan, lower, needed_ops
 from daskgraph.runtime.planner.placement import Placement, format_placement_log, place
 from daskgraph.runtime.program import RunStep
 from daskgraph.runtime.worker.execution import DeviceStepStats
@@ -167,7 +167,12 @@ class Session:
         self._steps = 0
         self._under_way = _RunsUnderWay()
         self._closed = True  # until connected
-        self._placement: Placement | None = None
+        self._placement: Placement | None = None  # the whole graph's, or the last run's
+        #: placing pruned graphs: each run's own placement, by run signature
+        self._pruned: dict[tuple, Placement] | None = (
+            {} if self._config.places_pruned_graph() else None
+        )
+        self._last_run: tuple[list, list] = ([], [])  # (fetched items, feeds) of the last plan
         self._plans: PlanCache[CompiledRun] = PlanCache(
             int(dask.config.get("daskgraph.plan-cache-size")), self._release_plan
         )
@@ -343,7 +348,7 @@ class Session:
         if self._conn.changed:
             self._recovery.follow_cluster()
         compiled = self._plan(items, feeds)
-        return describe(self._graph, self._current_placement(), compiled.plan)
+        return describe(self._graph, self._current_placement(items, feeds), compiled.plan)
 
     def _run_attempts(
         self, items: list, feeds: list[Tensor], step: RunStep, values: list[Any], trace: bool
@@ -370,7 +375,7 @@ class Session:
             attempt += 1
 
     def _plan(self, items: list[Tensor | Operation], feeds: list[Tensor]) -> CompiledRun:
-        placement = self._current_placement()
+        placement = self._current_placement(items, feeds)
         key = (
             placement.graph_version,
             id(placement),
@@ -399,12 +404,15 @@ class Session:
         return self._placement
 
     def place_again(self) -> Placement:
-        """Place the graph on the devices there are now (raises InvalidArgumentError)."""
-        return self._current_placement(replace_devices=True)
+        """Place the graph (placing pruned graphs: the last run's) on the devices there are
+        now (raises InvalidArgumentError)."""
+        return self._current_placement(*self._last_run, replace_devices=True)
 
     def forget_placement(self) -> None:
         """Drop the placement and its plans: the next run places the graph again."""
         self._placement = None
+        if self._pruned is not None:
+            self._pruned.clear()
         self._plans.clear()
 
     def forget_paths(self) -> None:
@@ -413,21 +421,46 @@ class Session:
         self._in_process.forget()
         self._compiled_steps.forget()
 
-    def _current_placement(self, replace_devices: bool = False) -> Placement:
-        """The graph's placement, placed again when the graph changed, or when the cluster's
-        devices changed (``replace_devices``)."""
+    def _current_placement(
+        self, items: list, feeds: list[Tensor], replace_devices: bool = False
+    ) -> Placement:
+        """The placement a run of ``items`` fed ``feeds`` uses: the graph's, placed again when
+        the graph changed or the cluster's devices did (``replace_devices``); placing pruned
+        graphs, the ops that run needs, one placement per run signature."""
+        self._last_run = (items, feeds)
+        if self._pruned is not None:
+            return self._pruned_placement(items, feeds, replace_devices)
         placement = self._placement
         if replace_devices or placement is None or placement.graph_version != self._graph.version:
-            placement = place(
-                self._graph,
-                self._conn.devices,
-                allow_soft_placement=self._config.allow_soft_placement,
-                local_task=self._local_task,
-            )
-            self._placement = placement
+            placement = self._place(None)
             self._plans.clear()
-            if self._config.log_device_placement:
-                self._log_placement(placement)
+        return placement
+
+    def _pruned_placement(
+        self, items: list, feeds: list[Tensor], replace_devices: bool
+    ) -> Placement:
+        key = (*(item_key(i) for i in items), "|", *(t.name for t in feeds))
+        placement = self._pruned.get(key)  # type: ignore[union-attr]
+        stale = placement is None or placement.graph_version != self._graph.version
+        if replace_devices or stale:
+            if replace_devices or len(self._pruned) > 1024:  # type: ignore[arg-type]
+                self._pruned.clear()  # type: ignore[union-attr]
+            placement = self._place(needed_ops(self._graph.get_operations(), items, feeds))
+            self._pruned[key] = placement  # type: ignore[index]
+        self._placement = placement
+        return placement
+
+    def _place(self, only: list[Operation] | None) -> Placement:
+        placement = place(
+            self._graph,
+            self._conn.devices,
+            allow_soft_placement=self._config.allow_soft_placement,
+            local_task=self._local_task,
+            only=only,
+        )
+        self._placement = placement
+        if self._config.log_device_placement:
+            self._log_placement(placement)
         return placement
 
     def _execute(

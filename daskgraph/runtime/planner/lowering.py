@@ -38,7 +38,15 @@ from daskgraph.runtime.planner.slot_frees import with_frees
 from daskgraph.runtime.planner.task_graph import build_task_graph, main_ops, task_group
 from daskgraph.runtime.program import PartitionProgram
 
-__all__ = ["Partition", "Plan", "build_task_graph", "lower", "main_ops", "task_group"]
+__all__ = [
+    "Partition",
+    "Plan",
+    "build_task_graph",
+    "lower",
+    "main_ops",
+    "needed_ops",
+    "task_group",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +113,23 @@ def lower(
         emitter = _Emitter(parts, placement, fed, fed_ops)
         emitter.fusion = bool(dask.config.get("daskgraph.fusion")) if fusion is None else fusion
         return emitter.plan(fetches, feeds)
+
+
+def needed_ops(
+    ops: Sequence[Operation], fetches: Sequence[Tensor | Operation], feeds: Sequence[Tensor] = ()
+) -> list[Operation]:
+    """The ops a run of ``fetches`` fed ``feeds`` needs, in graph order: TensorFlow's pruned
+    graph, which :func:`~daskgraph.runtime.planner.placement.place` places alone under
+    ``place_pruned_graph``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        If a placeholder the fetches depend on is not fed.
+    """
+    fed = set(feeds)
+    fed_ops = {t.op.id for t in feeds if all(o in fed for o in t.op.outputs)}
+    return _needed_ops(ops, fetches, fed_ops)
 
 
 def _needed_ops(

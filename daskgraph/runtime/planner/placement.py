@@ -55,6 +55,8 @@ EXPLICIT = "explicit"
 AUTOMATIC = "automatic"
 COLOCATED = "colocated"
 SOFT = "soft"
+#: the reason of an op outside a pruned placement's ops (see :func:`place`'s ``only``): not placed
+PRUNED = "pruned"
 
 _TYPE_PRIORITY = {GPU: 0, CPU: 2}
 
@@ -112,6 +114,15 @@ class Placement:
         """The :class:`~daskgraph.cluster.topology.Device` ``op`` is placed on."""
         return self.devices[self._where[op.id]]
 
+    def placed(self, op: Operation) -> bool:
+        """Whether ``op`` was placed (False outside a pruned placement's ops)."""
+        return self._reasons[op.id] != PRUNED
+
+    @property
+    def placed_ops(self) -> list[Operation]:
+        """The ops placed, in graph order (every op but those a pruned placement left out)."""
+        return [op for op in self._ops if self._reasons[op.id] != PRUNED]
+
     def __getitem__(self, op: Operation | str) -> PlacedOp:
         if isinstance(op, str):
             op = self._ops[0].graph.get_operation_by_name(op)
@@ -124,8 +135,8 @@ class Placement:
         return len(self._where)
 
     def items(self) -> Iterator[tuple[str, PlacedOp]]:
-        """(op name, PlacedOp) for every op, in graph order."""
-        for op in self._ops:
+        """(op name, PlacedOp) for every op placed, in graph order."""
+        for op in self.placed_ops:
             yield op.name, self[op]
 
     def soft_fallbacks(self) -> dict[str, str]:
@@ -139,8 +150,9 @@ def place(
     *,
     allow_soft_placement: bool = False,
     local_task: tuple[str, int] | None = None,
+    only: Sequence[Operation] | None = None,
 ) -> Placement:
-    """Choose a device for every operation of ``graph``.
+    """Choose a device for every operation of ``graph`` (or of ``only``).
 
     Among the devices a request allows (every device, for an op without a request), the
     placer takes the first in TensorFlow's order: ``DeviceSet::SortPrioritizedDeviceVector``
@@ -165,6 +177,11 @@ def place(
         ``(job, task)`` of the master's task (the :class:`~daskgraph.cluster.server.Server` whose
         target the session was created on): its devices go before other tasks' devices of the
         same type. ``None``: no device is local (only type priority, then name, decide).
+    only
+        Place these ops only (in graph order), as TensorFlow places a *pruned* graph (the ops a
+        run needs; ``place_pruned_graph``, ``InteractiveSession``): the others get no device
+        (reason :data:`PRUNED`), so a request none of the placed ops makes cannot fail, and
+        colocation binds only the placed members of a group.
 
     Raises
     ------
@@ -202,13 +219,14 @@ def place(
             available=[],
         )
     ops = graph.get_operations()
+    placing = ops if only is None else only
     roots = colocation_groups(ops)
     # only groups of several ops need their requests merged; a lone op's is its own
     shared = set(compress(roots, map(ne, roots, count())))  # the roots of other ops
-    members = [op for op in ops if roots[op.id] in shared] if shared else []
+    members = [op for op in placing if roots[op.id] in shared] if shared else []
     requests = group_requests(members, roots, allow_soft_placement)
     chooser = _Chooser(devices, allow_soft_placement, local_task)
-    where, reasons, details = _choose_devices(ops, roots, requests, chooser)
+    where, reasons, details = _choose_devices(placing, roots, requests, chooser, len(ops))
     return Placement(devices, ops, where, reasons, details, graph.version)
 
 
@@ -426,12 +444,14 @@ def _choose_devices(
     roots: Sequence[int],
     requests: dict[int, GroupRequest],
     chooser: _Chooser,
+    n_ops: int,
 ) -> tuple[list[int], list[str], dict[int, str]]:
-    """Every op's device index, reason, and (for soft fallbacks) detail: one choice per
-    colocation group of several ops (``requests``), made when its first op (the root) comes
-    up, and one per distinct (device request, op type, dtypes) of the ops on their own."""
-    where = [0] * len(ops)
-    reasons = [AUTOMATIC] * len(ops)
+    """Every op's device index, reason, and (for soft fallbacks) detail, in lists of the
+    graph's ``n_ops`` (the ops not in ``ops``: device 0, reason :data:`PRUNED`): one choice
+    per colocation group of several ops (``requests``), made when its first op (the root)
+    comes up, and one per distinct (device request, op type, dtypes) of the ops on their own."""
+    where = [0] * n_ops
+    reasons = [AUTOMATIC if len(ops) == n_ops else PRUNED] * n_ops
     details: dict[int, str] = {}
     decided: dict[int, tuple[int, str, str]] = {}
     alone: dict[tuple, tuple[int, str, str]] = {}  # a lone op's key -> (index, reason, detail)
@@ -590,6 +610,9 @@ def format_placement_log(placement: Placement) -> list[str]:
     Lines look like ``MatMul: (MatMul): /job:localhost/replica:0/task:0/device:GPU:0``.
     """
     names = [d.name for d in placement.devices]
-    lines = [f"{op.name}: ({op.type}): {names[placement.device_index(op)]}" for op in placement.ops]
+    lines = [
+        f"{op.name}: ({op.type}): {names[placement.device_index(op)]}"
+        for op in placement.placed_ops
+    ]
     lines += [f"{name}: soft placement: {why}" for name, why in placement.soft_fallbacks().items()]
     return lines
