@@ -579,8 +579,36 @@ def render(items: list[Entry], programs: list[SuiteProgram], source: str = "") -
     ]
     for namespace, group in groups.items():
         lines += _namespace_section(namespace, group)
+    lines += _contrib_section()
     lines += _suite_section(programs)
     return "\n".join(lines)
+
+
+#: the parts of ``tf.contrib`` (TensorFlow 1.15 only) daskgraph provides
+CONTRIB = ("layers", "slim", "framework")
+
+
+def _contrib_section() -> list[str]:
+    """``tf.contrib``'s names provided (every public name of each part's module)."""
+    lines = [
+        "## `tf.contrib`",
+        "",
+        "TensorFlow 1.15's `tf.contrib` (gone from `tf.compat.v1`): daskgraph provides the "
+        "common subset multi-GPU and distributed TF1 programs use, with TF 1.15's names, "
+        "defaults and variable names. Any other name raises an `AttributeError` pointing here.",
+        "",
+    ]
+    for part in CONTRIB:
+        module = importlib.import_module(f"daskgraph.compat.contrib.{part}")
+        names = sorted(n for n in module.__all__ if n not in CONTRIB)
+        lines.append(f"- `tf.contrib.{part}`: {', '.join(f'`{n}`' for n in names)}")
+    lines += [
+        "- not provided: everything else (`tf.contrib.rnn`, `seq2seq`, `learn`, "
+        "`distribute`, `slim.learning`, `slim.nets`, ...); `layers.dropout`'s "
+        "`is_training` must be a Python bool",
+        "",
+    ]
+    return lines
 
 
 def main() -> None:

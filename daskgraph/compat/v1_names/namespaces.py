@@ -12,6 +12,7 @@ from daskgraph import (
 from daskgraph.compat import (
     app,
     config,
+    contrib,
     data,
     dtypes,
     flags,
@@ -47,6 +48,7 @@ __all__ = [
     "app",
     "compat",
     "config",
+    "contrib",
     "data",
     "dtypes",
     "errors",
