@@ -52,6 +52,7 @@ class Variable(ops.Variable):
             dtype=dtype,
             validate_shape=validate_shape,
             collections=collections,
+            caching_device=caching_device,
         )
 
     def assign(
@@ -200,6 +201,7 @@ def get_variable(
         trainable=trainable,
         collections=collections,
         validate_shape=validate_shape,
+        caching_device=caching_device,
     )
 
 

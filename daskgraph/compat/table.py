@@ -60,7 +60,7 @@ DIFFERENCES: dict[str, str] = {
     "RunMetadata": "`step_stats` says each partition's device and worker; no timings",
     "device": "a field given twice (`'/job:a/job:b'`) or a negative task is refused; "
     "TensorFlow keeps the last one / accepts it",
-    "Variable": "reference variables only; `caching_device`, `variable_def`, `expected_shape`, "
+    "Variable": "reference variables only; `variable_def`, `expected_shape`, "
     "`import_scope`, `use_resource`, `synchronization`, `aggregation` are ignored; `constraint` "
     "is refused",
     "get_variable": "`partitioner`, `custom_getter` and `constraint` are refused",

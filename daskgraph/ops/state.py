@@ -135,6 +135,10 @@ class Variable:
         Whether optimizers train it: it joins the ``TRAINABLE_VARIABLES`` collection too.
     collections
         The graph collections it joins (default ``[GLOBAL_VARIABLES]``), as in TensorFlow.
+    caching_device
+        Where the variable's value is read for its users (a device string or function), as
+        TF1's: ``name/read`` goes there, fed by a read on the variable's own device
+        (``name/read/value``); by default the read lives with the variable.
     """
 
     def __init__(
@@ -145,8 +149,10 @@ class Variable:
         dtype: Any = None,
         validate_shape: bool = True,
         collections: Any = None,
+        caching_device: Any = None,
     ) -> None:
         graph = get_default_graph()
+        self._caching_device = caching_device
         with scopes.control_dependencies(None):  # as TF1's init_scope: a variable's ops
             self._build(graph, initial_value, name, dtype, validate_shape)  # depend on nothing
         collections = [GLOBAL_VARIABLES] if collections is None else list(collections)
@@ -179,7 +185,10 @@ class Variable:
         ref = self._variable_op.outputs[0]
         with graph_name_scope(graph, base + "/"):
             self._initializer_op = _make_assign(ref, initial, validate_shape, name="Assign")
-            self._snapshot = _read(ref)
+            if self._caching_device is None:
+                self._snapshot = _read(ref)
+            else:
+                self._snapshot = _cached_read(ref, self._caching_device)
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -315,6 +324,21 @@ def _read(ref: Tensor) -> Tensor:
     return ref.graph.create_op(
         "Identity", [ref], dtype=ref.dtype, shape=ref.shape, name="read", colocate_with=ref.op
     ).outputs[0]
+
+
+def _cached_read(ref: Tensor, caching_device: Any) -> Tensor:
+    """``name/read`` on ``caching_device``, reading the value a read on the variable's own
+    device (``name/read/value``) makes: the value crosses devices once per run, as TF1's
+    ``caching_device`` reads do."""
+    graph = ref.graph
+    value = graph.create_op(
+        "Identity", [ref], dtype=ref.dtype, shape=ref.shape, name="read/value",
+        colocate_with=ref.op,
+    ).outputs[0]  # fmt: skip
+    with scopes.device(caching_device):
+        return graph.create_op(
+            "Identity", [value], dtype=ref.dtype, shape=ref.shape, name="read"
+        ).outputs[0]
 
 
 def _make_assign(ref: Tensor, value: Tensor, validate_shape: bool, name: str) -> Operation:

@@ -95,6 +95,7 @@ class VariableScope:
         self.initializer = initializer
         self.original_name_scope = name_scope
         self.dtype = dtypes.as_dtype(dtype)
+        self.caching_device: Any = None  # the default of get_variable's, inherited
 
     @property
     def reuse(self) -> Any:
@@ -242,9 +243,11 @@ def variable_scope(
         Whether to open the name scope too.
     regularizer
         The default regularizer of ``get_variable`` in the scope (inherited).
-    caching_device, use_resource
-        Accepted, as TF1's; daskgraph reads variables where they live and has reference
-        variables only.
+    caching_device
+        The default ``caching_device`` of ``get_variable`` in the scope (inherited): where
+        the variables' values are read for their users.
+    use_resource
+        Accepted, as TF1's; daskgraph has reference variables only.
     partitioner, custom_getter, constraint
         Refused when given (ValueError), as by ``get_variable``.
 
@@ -280,6 +283,8 @@ def variable_scope(
                 stack.enter_context(graph.name_scope(scope_name)) if auxiliary_name_scope else ""
             )
             new = _extend(stack, store, old, name_or_scope, defaults, opened)
+        if caching_device is not None:
+            new.caching_device = caching_device
         token = _current.set((graph, new))
         stack.callback(_current.reset, token)
         yield new
@@ -327,6 +332,7 @@ def _reenter(
         dtype if dtype is not None else scope.dtype,
         regularizer if regularizer is not None else scope.regularizer,
     )
+    new.caching_device = scope.caching_device
     store.open_scope(scope.name)
     saved = dict(store.scope_counts)
     stack.callback(setattr, store, "scope_counts", saved)
@@ -354,6 +360,7 @@ def _extend(
         dtype if dtype is not None else old.dtype,
         regularizer if regularizer is not None else old.regularizer,
     )
+    new.caching_device = old.caching_device
     store.open_scope(new_name)
     stack.callback(store.close_subscopes, new_name)
     return new
@@ -369,6 +376,7 @@ def get_variable(
     trainable: bool | None = None,
     collections: Any = None,
     validate_shape: bool = True,
+    caching_device: Any = None,
 ) -> Variable:
     """The variable ``<scope>/<name>``: a new one, or an existing one under ``reuse``.
 
@@ -392,6 +400,9 @@ def get_variable(
         Whether optimizers train it (default True).
     collections
         The graph collections it joins (default ``[GLOBAL_VARIABLES]``).
+    caching_device
+        Where its value is read for its users (default: the scope's, else with the
+        variable; see :class:`~daskgraph.ops.state.Variable`).
 
     Examples
     --------
@@ -422,6 +433,8 @@ def get_variable(
         initializer = scope.initializer
     if regularizer is None:
         regularizer = scope.regularizer
+    if caching_device is None:
+        caching_device = scope.caching_device
     if dtype is None and (initializer is None or callable(initializer)):
         dtype = scope.dtype
     variable = new_variable(
@@ -432,6 +445,7 @@ def get_variable(
         True if trainable is None else bool(trainable),
         collections,
         validate_shape,
+        caching_device,
     )
     store.variables[full] = variable
     store.origins[full] = _where_defined()
@@ -533,6 +547,7 @@ def new_variable(
     trainable: bool = True,
     collections: Any = None,
     validate_shape: bool = True,
+    caching_device: Any = None,
 ) -> Variable:
     """A new variable called ``name`` (made unique), whose initial value is computed by ops
     named ``<name>/Initializer/...`` and colocated with it, ignoring the name scope and the
@@ -579,6 +594,7 @@ def new_variable(
             name=base,
             validate_shape=validate_shape,
             collections=collections,
+            caching_device=caching_device,
         )
     _colocate(graph, start, variable)
     return variable

@@ -36,3 +36,26 @@ def test_towers_run_on_their_gpus_and_sum_on_cpu(dg_session):
     assert stats.worker_of(towers[0].op.name) == _worker_of(dg_session, "GPU:0")
     assert stats.worker_of(towers[1].op.name) == _worker_of(dg_session, "GPU:1")
     assert stats.worker_of(total.op.name) == _worker_of(dg_session, "CPU:0")
+
+
+@pytest.mark.virtual_gpus(1)
+def test_a_caching_device_reads_the_variable_there(dg_session):
+    """TF1's ``caching_device``: ``v/read`` runs on it, fed by a read where the variable
+    lives; an update is seen by the next run's read."""
+    import daskgraph.compat.v1 as tf
+
+    with dg.device("/cpu:0"):
+        v = tf.Variable([1.0, 2.0], name="v", caching_device="/gpu:0")
+        with tf.variable_scope("scope", caching_device="/gpu:0"):
+            w = tf.get_variable("w", [2], initializer=tf.ones_initializer())
+    with dg.device("/gpu:0"):
+        y = v * 3.0 + w
+    assert v.value().op.name == "v/read" and v.value().op.device == "/device:GPU:0"
+    assert w.value().op.device == "/device:GPU:0" and v.op.device == "/device:CPU:0"
+    dg_session.run(dg.global_variables_initializer())
+    md = RunMetadata()
+    np.testing.assert_allclose(dg_session.run(y, options=TRACE, run_metadata=md), [4.0, 7.0])
+    assert md.step_stats.worker_of("v/read") == _worker_of(dg_session, "GPU:0")
+    assert md.step_stats.worker_of("v/read/value") == _worker_of(dg_session, "CPU:0")
+    dg_session.run(v.assign([5.0, 6.0]))
+    np.testing.assert_allclose(dg_session.run(y), [16.0, 19.0])
