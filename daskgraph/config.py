@@ -121,6 +121,10 @@ class SessionConfig:
         Place only the ops each run needs (TensorFlow's ``GraphOptions.place_pruned_graph``,
         on for ``InteractiveSession``): an op no run needs may ask for a device there is not.
         Off, the whole graph is placed at the first run, and such an op fails every run.
+    global_jit
+        Compile every op that can be (TensorFlow's ``global_jit_level`` ``ON_1``/``ON_2``):
+        fused kernels also take transcendental functions, within a few units in the last
+        place of NumPy's results (:data:`daskgraph.ops.fused.RELAXED_RTOL`).
     """
 
     log_device_placement: bool = False
@@ -129,15 +133,27 @@ class SessionConfig:
     device_count: dict[str, int] = field(default_factory=dict)
     operation_timeout_in_ms: int = 0
     place_pruned_graph: bool = False
+    global_jit: bool = False
 
     def places_pruned_graph(self) -> bool:
         """Whether sessions of this config place each run's pruned graph."""
         return self.place_pruned_graph
 
+    def jit_compiles_graph(self) -> bool:
+        """Whether sessions of this config compile every op they can, as under TensorFlow's
+        ``global_jit_level`` (their fused kernels then take transcendental functions too;
+        see :mod:`daskgraph.ops.fused`)."""
+        return self.global_jit
+
     def validate(self) -> SessionConfig:
         """Check every field (and the GPU options); return ``self`` or raise ``TypeError`` /
         ``ValueError`` naming the bad field."""
-        for name in ("log_device_placement", "allow_soft_placement", "place_pruned_graph"):
+        for name in (
+            "log_device_placement",
+            "allow_soft_placement",
+            "place_pruned_graph",
+            "global_jit",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
         if not isinstance(self.gpu_options, GPUOptions):

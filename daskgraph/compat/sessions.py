@@ -137,10 +137,12 @@ class RPCOptions(_Message):
 
 
 _GPU_NATIVE = tuple(f.name for f in dataclasses.fields(config.GPUOptions))
-#: ConfigProto's fields that are the native config's (``place_pruned_graph`` is in its
-#: ``graph_options``, as TensorFlow's)
+#: ConfigProto's fields that are the native config's (``place_pruned_graph`` and the JIT
+#: level are in its ``graph_options``, as TensorFlow's)
 _CONFIG_NATIVE = tuple(
-    f.name for f in dataclasses.fields(config.SessionConfig) if f.name != "place_pruned_graph"
+    f.name
+    for f in dataclasses.fields(config.SessionConfig)
+    if f.name not in ("place_pruned_graph", "global_jit")
 )
 
 
@@ -209,6 +211,12 @@ class ConfigProto(config.SessionConfig):
     def places_pruned_graph(self) -> bool:
         """``graph_options.place_pruned_graph`` (or the native field)."""
         return self.place_pruned_graph or bool(self.graph_options.place_pruned_graph)
+
+    def jit_compiles_graph(self) -> bool:
+        """``graph_options.optimizer_options.global_jit_level`` ``ON_1`` or ``ON_2`` (or the
+        native field)."""
+        level = self.graph_options.optimizer_options.global_jit_level
+        return self.global_jit or (isinstance(level, int) and level > 0)
 
     def validate(self) -> ConfigProto:
         """Check the native fields (see :meth:`SessionConfig.validate`) and the thread counts."""

@@ -64,6 +64,8 @@ DIFFERENCES: dict[str, str] = {
     "`import_scope`, `use_resource`, `synchronization`, `aggregation` are ignored; `constraint` "
     "is refused",
     "get_variable": "`partitioner`, `custom_getter` and `constraint` are refused",
+    "xla": "`experimental.jit_scope` only: its ops' fused kernels take transcendental "
+    "functions (no XLA)",
     "assign": "`validate_shape` and `use_locking` are ignored",
     "matmul": "`a_is_sparse`/`b_is_sparse` and `grad_*` are ignored; `output_type` is refused",
     "linalg.matmul": "`a_is_sparse`/`b_is_sparse` and `grad_*` are ignored; `output_type` is "

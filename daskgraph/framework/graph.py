@@ -84,6 +84,7 @@ class Graph:
         self._unfetchable: set[Operation] = set()
         self._override_map: dict[str, str] = {}  # op type -> gradient name, in force
         self._gradient_names: dict[Operation, str] = {}  # op -> its overriding gradient
+        self._jit_ops: set[int] = set()  # ids of the ops made under a jit_scope
 
     # -- building ---------------------------------------------------------------------------
     @property
@@ -169,7 +170,13 @@ class Graph:
         self._ops.append(op)
         self._by_name[op.name] = op
         scopes.note_created(op)  # for the control-dependency blocks in force, if any
+        if scopes.jit_compiles(op):
+            self._jit_ops.add(op.id)
         return op
+
+    def jit_compiled(self, op: Operation) -> bool:
+        """Whether ``op`` was made under a ``jit_scope`` that compiles it."""
+        return op.id in self._jit_ops
 
     def _check_members(
         self, op_type: str, inputs: Sequence[Tensor], others: Sequence[Operation | None]

@@ -208,6 +208,8 @@ class Operation:
         ValueError in TensorFlow's words when there is none."""
         if name in self.attrs:
             return self.attrs[name]
+        if name == "_XlaCompile" and self.graph.jit_compiled(self):
+            return True  # (made under a jit_scope)
         if name == "dtype" and self.outputs:
             return self.outputs[0].dtype
         if name == "T" and (self.inputs or self.outputs):  # most ops' element type

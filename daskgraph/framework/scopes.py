@@ -1,4 +1,5 @@
-"""Construction scopes: ``device``, ``colocate_with`` and ``control_dependencies``.
+"""Construction scopes: ``device``, ``colocate_with``, ``control_dependencies`` and
+``jit_scope``.
 
 Each scope is a :class:`contextvars.ContextVar`, as ``dask.annotate`` does it: entering a scope
 merges the new request into the current value, and leaving resets it in ``finally``, so scopes
@@ -97,6 +98,8 @@ class DeviceScope:
 _EMPTY_SCOPE = DeviceScope()
 _device_scope: ContextVar[DeviceScope] = ContextVar("daskgraph_device", default=_EMPTY_SCOPE)
 _colocation: ContextVar[Operation | None] = ContextVar("daskgraph_colocation", default=None)
+#: the compile_ops of the jit_scope in force (None: none)
+_jit: ContextVar[Any] = ContextVar("daskgraph_jit", default=None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,3 +230,36 @@ def control_dependencies(ops: Iterable[Any] | None) -> Iterator[None]:
         yield
     finally:
         _control_blocks.reset(token)
+
+
+def jit_compiles(op: Operation) -> bool:
+    """Whether ``op``, just made, is under a :func:`jit_scope` that compiles it."""
+    compile_ops = _jit.get()
+    if compile_ops is None:
+        return False
+    if callable(compile_ops):
+        return bool(compile_ops(op.node_def))
+    return bool(compile_ops)
+
+
+@contextmanager
+def jit_scope(compile_ops: Any = True, separate_compiled_gradients: bool = False) -> Iterator[None]:
+    """Mark the ops made in this block for compilation, as TensorFlow's
+    ``tf.xla.experimental.jit_scope``: ``compile_ops`` is a bool or a function of an op's
+    ``node_def``. daskgraph's compiled form of marked ops is its fused kernels, which then
+    take transcendental functions too (:mod:`daskgraph.ops.fused`); a marked op says so with
+    ``op.get_attr("_XlaCompile")``. ``separate_compiled_gradients`` is accepted.
+
+    >>> import daskgraph as dg
+    >>> with dg.Graph().as_default():
+    ...     with jit_scope():
+    ...         y = dg.tanh(dg.constant(1.0))
+    ...     z = dg.tanh(y)
+    >>> y.op.get_attr("_XlaCompile"), z.op.graph.jit_compiled(z.op)
+    (True, False)
+    """
+    token = _jit.set(compile_ops)
+    try:
+        yield
+    finally:
+        _jit.reset(token)

@@ -34,6 +34,7 @@ from daskgraph.framework.graph import Operation, Tensor, get_default_graph
 from daskgraph.framework.op_registry import ArrayFunction, register
 from daskgraph.ops import backprop
 from daskgraph.ops.array import convert_to_tensor
+from daskgraph.ops.fused import fusable_kernel
 from daskgraph.ops.gradients import unbroadcast
 from daskgraph.ops.logic import greater, where
 from daskgraph.ops.math import _as_pair, _binary, _unary, broadcast_shape, divide, maximum, negative
@@ -55,6 +56,7 @@ _NUM = dtypes.NUMERIC
 
 
 # -- kernels --------------------------------------------------------------------------------------
+@fusable_kernel("sigmoid", "(1 / (1 + np.exp(-{0})))", relaxed=True)
 def _sigmoid(xp, x):
     """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees ``-|x|``."""
     e = xp.exp(-xp.abs(x))
@@ -62,6 +64,7 @@ def _sigmoid(xp, x):
     return xp.where(x >= 0, r, e * r)
 
 
+@fusable_kernel("sigmoid_grad", "({1} * {0} * (1 - {0}))", relaxed=True)
 def _sigmoid_grad(xp, y, dy):
     return dy * y * (1 - y)
 

@@ -25,6 +25,13 @@ equals the unfused one, bit for bit; a NaN is a NaN in both, its sign and payloa
 left open by IEEE 754 (the compiler may swap the operands of a commutative op, and x86
 returns the first NaN operand).
 
+**Relaxed, under the JIT switches.** TensorFlow 1 programs turn XLA on for a session
+(``graph_options.optimizer_options.global_jit_level``) or for the ops of a block
+(``tf.xla.experimental.jit_scope()``); there daskgraph also fuses the transcendental functions
+(:data:`RELAXED`: ``exp``, ``log``, ``tanh``, ``sin``, ``cos``, ``log1p``, ``expm1``, the
+sigmoid), whose compiled results may differ from NumPy's in the last bits
+(:data:`RELAXED_RTOL`), as XLA's differ from TensorFlow's kernels.
+
 >>> import numpy as np
 >>> k = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
 >>> k(np, np.float32(3.0), np.float32(2.0))  # 3 * 2 + 3
@@ -47,9 +54,12 @@ __all__ = [
     "FUSABLE",
     "KERNELS",
     "KERNEL_NAMES",
+    "RELAXED",
+    "RELAXED_RTOL",
     "SMALL_ELEMENTS",
     "FusedKernel",
     "compile_now",
+    "expression_of",
     "fusable_kernel",
     "settle",
     "worth_a_loop",
@@ -81,7 +91,23 @@ FUSABLE: dict[str, str] = {
     "maximum": "({0} if ({0} > {1} or {0} != {0}) else {1})",
     "minimum": "({0} if ({0} < {1} or {0} != {0}) else {1})",
     "where": "({1} if {0} else {2})",
+    "reciprocal": "(1 / {0})",
 }
+#: functions fused only under TensorFlow's JIT switches (``global_jit_level``,
+#: ``jit_scope``): Numba's (LLVM's) transcendental functions, whose results may differ from
+#: NumPy's in the last bits (within :data:`RELAXED_RTOL` of them)
+RELAXED: dict[str, str] = {
+    "exp": "np.exp({0})",
+    "log": "np.log({0})",
+    "tanh": "np.tanh({0})",
+    "sin": "np.sin({0})",
+    "cos": "np.cos({0})",
+    "log1p": "np.log1p({0})",
+    "expm1": "np.expm1({0})",
+}
+#: the relative difference a relaxed (JIT) fused result may have from the unfused one, by
+#: dtype: a few units in the last place of each function (the tolerance of TensorFlow's XLA tests)
+RELAXED_RTOL = {"float32": 1e-5, "float64": 1e-13}
 #: daskgraph's kernels a chain may hold, by their name in :data:`FUSABLE` (see
 #: :func:`fusable_kernel`): ``kernel(xp, *inputs)``
 KERNELS: dict[str, Callable[..., Any]] = {}
@@ -93,10 +119,17 @@ _LOGICAL = {"logical_and", "logical_or", "logical_not"}
 DTYPES = frozenset({"float32", "float64", "bool"})
 
 
-def fusable_kernel(name: str, expression: str) -> Callable[[Any], Any]:
+def expression_of(name: str) -> str:
+    """The compiled loop's expression of fusable function ``name`` (exact or relaxed)."""
+    found = FUSABLE.get(name)
+    return RELAXED[name] if found is None else found
+
+
+def fusable_kernel(name: str, expression: str, relaxed: bool = False) -> Callable[[Any], Any]:
     """Register an elementwise kernel ``kernel(xp, *inputs)`` of daskgraph's (not one NumPy
     function) as fusable: ``expression`` is what it computes for one element, over fields
-    ``{0}``, ``{1}``, ... for its inputs, giving NumPy's bits (as :data:`FUSABLE`'s do).
+    ``{0}``, ``{1}``, ... for its inputs, giving NumPy's bits (as :data:`FUSABLE`'s do), or,
+    ``relaxed``, within :data:`RELAXED_RTOL` of them (fused only under the JIT switches).
 
     >>> @fusable_kernel("twice", "({0} + {0})")
     ... def _twice(xp, x):
@@ -109,7 +142,7 @@ def fusable_kernel(name: str, expression: str) -> Callable[[Any], Any]:
     """
 
     def register(kernel: Any) -> Any:
-        FUSABLE[name] = expression
+        (RELAXED if relaxed else FUSABLE)[name] = expression
         KERNELS[name] = kernel
         KERNEL_NAMES[kernel] = name
         return kernel
@@ -241,7 +274,7 @@ def _source(steps: tuple, n_inputs: int) -> str:
     names = [f"{{x{i}}}" for i in range(n_inputs)]
     lines = ["    for i in {range}(out.size):"]
     for k, (_, name, args) in enumerate(steps):
-        expression = FUSABLE[name].format(*[names[a] for a in args])
+        expression = expression_of(name).format(*[names[a] for a in args])
         lines.append(f"        t{k} = {{d{k}}}({expression})")
         names.append(f"t{k}")
     lines.append(f"        out[i] = t{len(steps) - 1}")

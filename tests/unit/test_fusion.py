@@ -3,6 +3,7 @@ those of the ops one by one."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 import dask
@@ -11,7 +12,7 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.cluster.topology import Device
-from daskgraph.ops.fused import FUSABLE, FusedKernel, compile_now, settle
+from daskgraph.ops.fused import FUSABLE, RELAXED, RELAXED_RTOL, FusedKernel, compile_now, settle
 from daskgraph.runtime.planner.fusion import FUSED
 from daskgraph.runtime.planner.lowering import lower
 from daskgraph.runtime.planner.placement import place
@@ -307,3 +308,74 @@ def test_a_short_chain_over_a_small_array_runs_op_by_op_and_a_large_one_takes_th
     settle()
     long_chain(np, small, small)
     assert long_chain._loops  # six calls cost more than the loop's one, however small
+
+
+RELAXED_NAMES = sorted(RELAXED)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", RELAXED_NAMES)
+def test_every_relaxed_function_stays_within_its_tolerance_of_numpy(name, dtype):
+    values = _edge_values(dtype)
+    arity = len(set(re.findall(r"\{(\d)\}", RELAXED[name])))
+    inputs = (values,) if arity == 1 else (np.abs(values) / (1 + np.abs(values)), values)
+    kernel = FusedKernel((("op", name, tuple(range(arity))),), arity)
+    with np.errstate(all="ignore"):
+        assert compile_now(kernel, *inputs) is not None
+        looped = _looped(kernel, inputs)
+        unfused = kernel.one_by_one(np, inputs)
+    finite = np.isfinite(unfused)
+    np.testing.assert_array_equal(np.isnan(looped), np.isnan(unfused))
+    np.testing.assert_array_equal(looped[np.isinf(unfused)], unfused[np.isinf(unfused)])
+    np.testing.assert_allclose(
+        looped[finite], unfused[finite], rtol=RELAXED_RTOL[dtype], atol=np.finfo(dtype).tiny
+    )
+
+
+def _transcendental_graph(jit_scope=None):
+    with dg.Graph().as_default() as g:
+        x = dg.placeholder(dg.float32, [16, 16], name="x")
+        h = dg.abs(x) * 0.5 + 0.1
+        with jit_scope() if jit_scope else contextlib.nullcontext():
+            y = dg.tanh(h, name="t") * dg.sigmoid(x, name="s") + dg.exp(-h, name="e")
+        z = dg.tanh(y, name="outer") + 1.0
+    return g, x, z
+
+
+def _fused_names(program):
+    return {n for ins in _fused(program) for n in ins.kernel.op_names}
+
+
+def test_transcendental_functions_fuse_only_under_the_jit_switches():
+    from daskgraph.framework.scopes import jit_scope
+
+    g, x, z = _transcendental_graph()
+    assert not {"t", "s", "e", "outer"} & _fused_names(_program(g, [z], [x]))
+    devices = [Device(CPU0, worker="CPU:0", kind="cpu")]
+    (partition,) = lower(place(g, devices), [z], [x], jit=True).partitions
+    assert {"t", "s", "e", "outer"} <= _fused_names(partition.program)  # global_jit_level
+    g, x, z = _transcendental_graph(jit_scope)
+    scoped = _fused_names(_program(g, [z], [x]))
+    assert {"t", "s", "e"} <= scoped and "outer" not in scoped  # the block's ops only
+    assert g.get_operation_by_name("t").get_attr("_XlaCompile") is True
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_session_under_global_jit_level_fuses_and_stays_within_tolerance():
+    import daskgraph.compat.v1 as tf
+
+    value = np.random.default_rng(6).standard_normal((16, 16)).astype(np.float32)
+    g, x, z = _transcendental_graph()
+    results = []
+    for level in (tf.OptimizerOptions.ON_1, tf.OptimizerOptions.OFF):
+        config = tf.ConfigProto()
+        config.graph_options.optimizer_options.global_jit_level = level
+        with tf.Session(graph=g, config=config) as session:
+            for _ in range(3):
+                session.run(z, {x: value})
+            settle()
+            results.append(session.run(z, {x: value}))
+            plan = str(session.placement(z, {x: value}))
+        fused_tanh = any("fused kernel" in line and " t, " in line for line in plan.splitlines())
+        assert fused_tanh == (level == tf.OptimizerOptions.ON_1)
+    np.testing.assert_allclose(results[0], results[1], rtol=RELAXED_RTOL["float32"])

@@ -27,6 +27,7 @@ from daskgraph.compat import (
     strings,
     test,
     train,
+    xla,
 )
 from daskgraph.compat import (
     tf_compat as compat,
@@ -70,4 +71,5 @@ __all__ = [
     "summary",
     "test",
     "train",
+    "xla",
 ]

@@ -385,7 +385,9 @@ class Session:
         )
         plan = self._plans.get(key)
         if plan is None:
-            plan = CompiledRun(lower(placement, items, feeds))
+            plan = CompiledRun(
+                lower(placement, items, feeds, jit=self._config.jit_compiles_graph())
+            )
             self._plans.put(key, plan)
             plan.number = next(self._plan_numbers)
             if self._config.log_device_placement:

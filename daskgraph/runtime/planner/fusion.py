@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from daskgraph.framework.op_registry import ArrayFunction
-from daskgraph.ops.fused import DTYPES, FUSABLE, KERNEL_NAMES, FusedKernel
+from daskgraph.ops.fused import DTYPES, FUSABLE, KERNEL_NAMES, RELAXED, FusedKernel
 
 __all__ = ["FUSED", "format_fusion_log", "fuse"]
 
@@ -39,7 +39,10 @@ FUSED = "Fused"
 
 
 def fuse(
-    instructions: Sequence[tuple], dtypes: Sequence[str | None], kept: set[int]
+    instructions: Sequence[tuple],
+    dtypes: Sequence[str | None],
+    kept: set[int],
+    relaxed: Sequence[bool] | None = None,
 ) -> tuple[list[tuple], list[int]]:
     """``instructions`` with each group of fusable ops (see the module) as one instruction,
     and where each instruction went (its index in the new list: a group's ops all go to the
@@ -53,9 +56,17 @@ def fuse(
         The dtype name of each instruction's (first) result, or None.
     kept
         Slots the partition outputs (fetched, or read by other partitions).
+    relaxed
+        Per instruction, whether its op is under TensorFlow's JIT switches (the session's
+        ``global_jit_level``, or a ``jit_scope``): then transcendental functions fuse too
+        (:data:`~daskgraph.ops.fused.RELAXED`). Default: none is.
     """
     n = len(instructions)
-    fusable = [_fusable(ins, dtype) for ins, dtype in zip(instructions, dtypes, strict=True)]
+    loose = relaxed if relaxed is not None else [False] * n
+    fusable = [
+        _fusable(ins, dtype, jit)
+        for ins, dtype, jit in zip(instructions, dtypes, loose, strict=True)
+    ]
     if sum(fusable) < 2:
         return list(instructions), list(range(n))
     producer: dict[int, int] = {}
@@ -103,20 +114,25 @@ def fuse(
     return out, moved
 
 
-def fused_name(kernel: Any) -> str | None:
-    """The name of ``kernel`` in :data:`~daskgraph.ops.fused.FUSABLE`, or None."""
+def fused_name(kernel: Any, relaxed: bool = True) -> str | None:
+    """The name of ``kernel`` in :data:`~daskgraph.ops.fused.FUSABLE` (or, ``relaxed``, in
+    :data:`~daskgraph.ops.fused.RELAXED`), or None."""
     if isinstance(kernel, ArrayFunction):
-        return kernel.name if kernel.name in FUSABLE else None
-    try:
-        return KERNEL_NAMES.get(kernel)
-    except TypeError:  # (an unhashable kernel)
-        return None
+        name: str | None = kernel.name
+    else:
+        try:
+            name = KERNEL_NAMES.get(kernel)
+        except TypeError:  # (an unhashable kernel)
+            return None
+    if name in FUSABLE or (relaxed and name in RELAXED):
+        return name
+    return None
 
 
-def _fusable(ins: tuple, dtype: str | None) -> bool:
+def _fusable(ins: tuple, dtype: str | None, relaxed: bool) -> bool:
     kernel, attrs, out, stateful, deref = ins[2], ins[3], ins[5], ins[6], ins[7]
     return (
-        fused_name(kernel) is not None
+        fused_name(kernel, relaxed) is not None
         and not attrs
         and not stateful
         and not deref

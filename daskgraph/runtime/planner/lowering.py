@@ -94,10 +94,13 @@ def lower(
     fetches: Sequence[Tensor | Operation],
     feeds: Sequence[Tensor] = (),
     fusion: bool | None = None,
+    jit: bool = False,
 ) -> Plan:
     """Compile the ops needed for ``fetches`` (given ``feeds``) into per-device partitions,
     chains of elementwise ops fused into one instruction each (:mod:`.fusion`) unless
-    ``fusion`` is false (default: the ``daskgraph.fusion`` setting).
+    ``fusion`` is false (default: the ``daskgraph.fusion`` setting); with ``jit`` (the
+    session's ``global_jit_level``) every op, else those made under a ``jit_scope``, may
+    fuse transcendental functions too.
 
     Raises
     ------
@@ -112,6 +115,7 @@ def lower(
         parts = split_parallel(partition_ops(needed, placement, fed_ops), placement, fed_ops)
         emitter = _Emitter(parts, placement, fed, fed_ops)
         emitter.fusion = bool(dask.config.get("daskgraph.fusion")) if fusion is None else fusion
+        emitter.jit = jit
         return emitter.plan(fetches, feeds)
 
 
@@ -225,6 +229,7 @@ class _Emitter:
         types = map(attrgetter("type"), chain.from_iterable(cut.members))
         self.ref_types = () if ref_types.isdisjoint(types) else ref_types
         self.fusion = True  # (lower() sets it from daskgraph.fusion)
+        self.jit = False  # every op under TensorFlow's JIT switch (lower() sets it)
 
     def n_slots(self, p: int) -> int:
         return self.n_own[p] + len(self.received[p])
@@ -367,8 +372,10 @@ class _Emitter:
         instructions, read_at = self.instructions[p], self.read_at[p]
         if self.fusion:
             fed_ops = self.fed_ops
-            dtypes = [_dtype_name(op) for op in self.cut.members[p] if op.id not in fed_ops]
-            instructions, moved = fuse(instructions, dtypes, kept)
+            ops = [op for op in self.cut.members[p] if op.id not in fed_ops]
+            dtypes = [_dtype_name(op) for op in ops]
+            relaxed = [self.jit or op.graph.jit_compiled(op) for op in ops]
+            instructions, moved = fuse(instructions, dtypes, kept, relaxed)
             read_at = {slot: moved[i] for slot, i in read_at.items()}
         instructions = with_frees(instructions, kept, self.n_slots(p), read_at)
         program = PartitionProgram(
