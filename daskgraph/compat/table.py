@@ -179,19 +179,14 @@ DIFFERENCES: dict[str, str] = {
     "event file's graph are daskgraph's GraphDef (no constants' values)",
     "train.write_graph": "a daskgraph graph is written as daskgraph's GraphDef (names, op types, "
     "inputs, devices, dtypes, shapes; no constants' values)",
-    "train.Saver": "checkpoints are NumPy `.npz` files (the `checkpoint` state file is TF's "
-    "text format): TensorFlow's checkpoints cannot be read; no meta graph is written "
+    "train.Saver": "writes TensorFlow's V2 checkpoints (`.index` and one data shard; TensorFlow "
+    "restores them) and reads them (partitioned variables assembled) and daskgraph's older "
+    "`.npz` files; no meta graph is written "
     "(`write_meta_graph` is ignored) and there is no `export_meta_graph`, `as_saver_def` or "
     "`to_proto`",
-    "train.NewCheckpointReader": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
-    "train.load_checkpoint": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
-    "train.load_variable": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
-    "train.list_variables": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
-    "train.init_from_checkpoint": "reads daskgraph's checkpoints (`.npz`), not TensorFlow's; "
-    "no partitioned variables (a list of variables is refused)",
-    "train.remove_checkpoint": "`checkpoint_format_version` is ignored: a daskgraph checkpoint "
-    "is one `.npz` file (and a `.meta` file if there is one)",
-    "train.get_checkpoint_mtimes": "the times of daskgraph's checkpoint files (`.npz`)",
+    "train.init_from_checkpoint": "no partitioned variables (a list of variables is refused)",
+    "train.remove_checkpoint": "`checkpoint_format_version` is ignored: the files there are "
+    "removed (TensorFlow's V2 files, or an older `.npz`, and a `.meta` file)",
     "train.SyncReplicasOptimizer": "every replica is built in the one graph (an "
     "`apply_gradients` call each) and a step is one run: the call completing "
     "`max(total_num_replicas, replicas_to_aggregate)` replicas applies the mean of all their "
@@ -204,7 +199,7 @@ DIFFERENCES: dict[str, str] = {
     "allocations) and no run metadata goes to an event file; each op's time is its kernel's "
     "call on its partition's worker (one thread lane per device)",
     "train.warm_start": "no `var_name_to_vocab_info` (vocabulary remapping; `VocabInfo` is "
-    "missing); reads daskgraph's checkpoints (`.npz`), not TensorFlow's",
+    "missing)",
     "train.Supervisor": "no meta graph: none in the event file, no `.meta` checkpoint files; "
     "`graph.pbtxt` and the event file's graph are daskgraph's GraphDef; checkpoints as "
     "`Saver`'s",

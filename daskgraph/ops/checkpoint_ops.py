@@ -1,7 +1,8 @@
 """Reading a checkpoint in a run: the ``RestoreV2`` op, one saved tensor by name.
 
-A checkpoint written by :class:`daskgraph.training.saver.Saver` is the NumPy file ``<prefix>.npz``
-holding each variable's value under its checkpoint name. ``restore_v2(prefix, name, dtype)``
+A checkpoint written by :class:`daskgraph.training.saver.Saver` (TensorFlow's V2 format, or
+daskgraph's older ``<prefix>.npz``: :mod:`daskgraph.ops.checkpoint_files`) holds each
+variable's value under its checkpoint name. ``restore_v2(prefix, name, dtype)``
 is an op (CPU only, as TensorFlow's) that reads one of them each time it runs, so that an
 initializer built from it (``tf.train.init_from_checkpoint``) loads the checkpoint when the
 initializer runs, not when the graph is built. A missing file or key raises
@@ -12,7 +13,8 @@ initializer runs, not when the graph is built. A missing file or key raises
 >>> import numpy as np
 >>> import daskgraph as dg
 >>> prefix = os.path.join(tempfile.mkdtemp(), "model")
->>> np.savez(prefix + CHECKPOINT_SUFFIX, w=np.array([1.5, 2.5], np.float32))
+>>> from daskgraph.ops.checkpoint_files import write_checkpoint
+>>> write_checkpoint(prefix, {"w": np.array([1.5, 2.5], np.float32)})
 >>> with dg.Graph().as_default():
 ...     value = restore_v2(prefix, "w", dg.float32)
 ...     with dg.Session() as sess:
@@ -26,16 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.errors import InvalidArgumentError, NotFoundError
+from daskgraph.errors import InvalidArgumentError
 from daskgraph.framework import dtypes, scopes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Tensor, get_default_graph
 from daskgraph.framework.op_registry import register
+from daskgraph.ops.checkpoint_files import NPZ_SUFFIX, read_checkpoint
 
 __all__ = ["CHECKPOINT_SUFFIX", "checkpoint_data_path", "restore_v2", "tf_dtype_name"]
 
-#: the suffix of a checkpoint's data file: ``<prefix>.npz``
-CHECKPOINT_SUFFIX = ".npz"
+#: the suffix of the data file of daskgraph's older checkpoints: ``<prefix>.npz``
+CHECKPOINT_SUFFIX = NPZ_SUFFIX
 
 #: TensorFlow's names of dtypes in messages (``DT_FLOAT`` without its ``DT_``, lower case)
 _TF_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
@@ -62,19 +65,7 @@ def tf_dtype_name(dtype: Any) -> str:
 
 
 def _restore_kernel(xp, *, prefix, tensor_name, dtype):
-    path = checkpoint_data_path(prefix)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            if tensor_name not in data.files:
-                raise NotFoundError(f"Key {tensor_name} not found in checkpoint", op=None)
-            value = data[tensor_name]
-    except FileNotFoundError:
-        raise NotFoundError(
-            "Unsuccessful TensorSliceReader constructor: Failed to find any matching files for "
-            f"{prefix}",
-            op=None,
-            path=path,
-        ) from None
+    value = read_checkpoint(prefix, [tensor_name])[tensor_name]
     if value.dtype != np.dtype(dtype):
         raise InvalidArgumentError(
             f"tensor_name = {tensor_name}; expected dtype {tf_dtype_name(dtype)} does not equal "

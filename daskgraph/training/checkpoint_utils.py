@@ -38,7 +38,6 @@ import logging
 import os
 import re
 import time
-import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -47,7 +46,8 @@ import numpy as np
 from daskgraph.errors import NotFoundError
 from daskgraph.framework import dtypes, scopes
 from daskgraph.framework.graph import GLOBAL_VARIABLES, TRAINABLE_VARIABLES, get_default_graph
-from daskgraph.ops.checkpoint_ops import checkpoint_data_path, restore_v2, tf_dtype_name
+from daskgraph.ops.checkpoint_files import checkpoint_shapes, read_checkpoint
+from daskgraph.ops.checkpoint_ops import restore_v2, tf_dtype_name
 from daskgraph.ops.state import Variable, assign
 from daskgraph.ops.variable_scope import stored_variables
 from daskgraph.training.saver import latest_checkpoint
@@ -66,8 +66,6 @@ __all__ = [
 
 logger = logging.getLogger("tensorflow")
 
-_NPY = ".npy"
-
 
 class CheckpointReader:
     """The tensors of one checkpoint, by name (TensorFlow's ``CheckpointReader``).
@@ -80,16 +78,7 @@ class CheckpointReader:
 
     def __init__(self, filepattern: str) -> None:
         self._prefix = os.fspath(filepattern)
-        self._path = checkpoint_data_path(self._prefix)
-        try:
-            self._headers = _headers(self._path)
-        except FileNotFoundError:
-            raise NotFoundError(
-                "Unsuccessful TensorSliceReader constructor: Failed to find any matching files "
-                f"for {self._prefix}",
-                op=None,
-                path=self._path,
-            ) from None
+        self._headers = checkpoint_shapes(self._prefix)
 
     def has_tensor(self, tensor_str: str) -> bool:
         """Whether the checkpoint holds a tensor named ``tensor_str``."""
@@ -102,8 +91,7 @@ class CheckpointReader:
             raise NotFoundError(
                 f"Key {tensor_str} not found in checkpoint", op=None, variable=tensor_str
             )
-        with np.load(self._path, allow_pickle=False) as data:
-            value = data[tensor_str]
+        value = read_checkpoint(self._prefix, [tensor_str])[tensor_str]
         return value[()] if value.ndim == 0 else value
 
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:
@@ -125,23 +113,6 @@ class CheckpointReader:
 
     def __repr__(self) -> str:
         return f"<CheckpointReader {self._prefix!r}: {len(self._headers)} tensors>"
-
-
-def _headers(path: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """Name -> (shape, dtype) of every array of an ``.npz`` file, from the headers only."""
-    found = {}
-    with zipfile.ZipFile(path) as archive:
-        for member in archive.namelist():
-            if not member.endswith(_NPY):
-                continue
-            with archive.open(member) as f:
-                version = np.lib.format.read_magic(f)
-                if version == (1, 0):
-                    shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-                else:
-                    shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-            found[member[: -len(_NPY)]] = (tuple(shape), dtype)
-    return found
 
 
 def NewCheckpointReader(filepattern: str) -> CheckpointReader:  # TensorFlow's name

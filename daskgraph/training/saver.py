@@ -1,15 +1,18 @@
 """Checkpoints: ``tf.train.Saver`` writes variables' values to disk and restores them.
 
 ``Saver.save(sess, "dir/model", global_step=n)`` fetches the variables with ``sess.run`` and
-writes them, by variable name, to ``dir/model-n.npz`` (NumPy's format), then records it in
+writes them, by variable name, as TensorFlow's V2 checkpoint ``dir/model-n``
+(``dir/model-n.data-00000-of-00001``, then ``dir/model-n.index``:
+:mod:`daskgraph.ops.checkpoint_files`), which TensorFlow restores too, then records it in
 ``dir/checkpoint`` (TensorFlow's CheckpointState text: ``model_checkpoint_path: "model-n"``
 and one ``all_model_checkpoint_paths`` line per kept checkpoint) and deletes the oldest beyond
-``max_to_keep``. Both files are written atomically (a temporary file in the same directory,
-flushed and ``fsync``-ed, then ``os.replace``-d into place), so a crash mid-save leaves the
-previous checkpoint and state intact; the temporary file a killed save leaves behind is
-removed by the next save or restore in that directory. ``restore`` reads the file back and
-assigns every variable, in a fresh process and graph too, whatever devices the variables are
-on now.
+``max_to_keep``. Every file is written atomically (a temporary file in the same directory,
+flushed and ``fsync``-ed, then ``os.replace``-d into place), the index after the data and the
+state after both, so a crash mid-save leaves the previous checkpoint and state intact; the
+temporary file a killed save leaves behind is removed by the next save or restore in that
+directory. ``restore`` reads the checkpoint back (TensorFlow's, or daskgraph's older
+``.npz`` files) and assigns every variable, in a fresh process and graph too, whatever
+devices the variables are on now.
 
 >>> import tempfile, os
 >>> import daskgraph as dg
@@ -52,7 +55,15 @@ from daskgraph.errors import InvalidArgumentError, NotFoundError
 from daskgraph.framework import scopes
 from daskgraph.framework.graph import Operation, Tensor, get_default_graph
 from daskgraph.ops.array import group, placeholder
-from daskgraph.ops.checkpoint_ops import CHECKPOINT_SUFFIX, checkpoint_data_path
+from daskgraph.ops.checkpoint_files import (
+    checkpoint_exists as _exists,
+)
+from daskgraph.ops.checkpoint_files import (
+    checkpoint_files,
+    read_checkpoint,
+    write_checkpoint,
+)
+from daskgraph.ops.checkpoint_ops import CHECKPOINT_SUFFIX
 from daskgraph.ops.state import Variable, assign, global_variables
 
 __all__ = [
@@ -251,8 +262,9 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def _write_arrays(out: IO[bytes], arrays: dict[str, np.ndarray]) -> None:
-    np.savez(out, **arrays)
+def _write_checkpoint(prefix: str, arrays: dict[str, np.ndarray]) -> None:
+    """Write the checkpoint ``prefix``, each of its files atomically (the index last)."""
+    write_checkpoint(prefix, arrays, _atomic_file)
 
 
 # -- the state file --------------------------------------------------------------------------------
@@ -352,7 +364,7 @@ def _relative(directory: str, path: str) -> str:
 
 def checkpoint_exists(checkpoint_prefix: str) -> bool:
     """Whether a checkpoint was written at ``checkpoint_prefix`` (``dir/model-7``)."""
-    return os.path.isfile(_data_path(checkpoint_prefix))
+    return _exists(checkpoint_prefix)
 
 
 def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
@@ -364,18 +376,15 @@ def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -
     return state.model_checkpoint_path
 
 
-def _data_path(prefix: str) -> str:
-    return checkpoint_data_path(prefix)
-
-
 def get_checkpoint_mtimes(checkpoint_prefixes: list[str]) -> list[float]:
     """When each checkpoint of ``checkpoint_prefixes`` was written (seconds since the
     Epoch), for those that exist: the list is shorter when some do not (as TensorFlow's)."""
     mtimes = []
     for prefix in checkpoint_prefixes:
+        files = checkpoint_files(prefix)  # (the index is written last)
         try:
-            mtimes.append(os.stat(_data_path(prefix)).st_mtime_ns / 1e9)
-        except OSError:
+            mtimes.append(os.stat(files[0]).st_mtime_ns / 1e9)
+        except (OSError, IndexError):
             continue
     return mtimes
 
@@ -383,9 +392,10 @@ def get_checkpoint_mtimes(checkpoint_prefixes: list[str]) -> list[float]:
 def remove_checkpoint(
     checkpoint_prefix: str, checkpoint_format_version: int = 2, meta_graph_suffix: str = "meta"
 ) -> None:
-    """Delete the checkpoint ``checkpoint_prefix`` (its data file, and a meta graph file
-    ``<prefix>.<meta_graph_suffix>`` if there is one); nothing when it is not there."""
-    for path in (_data_path(checkpoint_prefix), f"{checkpoint_prefix}.{meta_graph_suffix}"):
+    """Delete the checkpoint ``checkpoint_prefix`` (its index first, then its data file, or
+    its ``.npz`` file, and a meta graph file ``<prefix>.<meta_graph_suffix>`` if there is
+    one); nothing when it is not there."""
+    for path in (*checkpoint_files(checkpoint_prefix), f"{checkpoint_prefix}.{meta_graph_suffix}"):
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -478,7 +488,8 @@ class Saver:
         save_debug_info: bool = False,
     ) -> str:
         """Write the variables' values to ``save_path-<global_step>`` (or ``save_path``);
-        returns that path (the checkpoint's prefix, without the ``.npz`` suffix). No meta
+        returns that path (the checkpoint's prefix: TensorFlow's V2 format, ``<path>.index``
+        and ``<path>.data-00000-of-00001``, which TensorFlow restores too). No meta
         graph is written (daskgraph has no ``MetaGraphDef``): ``write_meta_graph`` and the
         arguments about it are accepted and ignored."""
         names = list(self._variables)
@@ -498,8 +509,7 @@ class Saver:
             os.makedirs(directory, exist_ok=True)
         arrays = {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
         _sweep_partial_files(directory)  # what saves killed mid-write left here
-        with _atomic_file(_data_path(prefix)) as out:
-            _write_arrays(out, arrays)
+        _write_checkpoint(prefix, arrays)
         old = self._record(prefix)
         if write_state:
             update_checkpoint_state(directory, prefix, self.last_checkpoints, latest_filename)
@@ -611,17 +621,7 @@ def _named_variables(var_list: Any) -> dict[str, Variable]:
 
 
 def _read(save_path: str) -> dict[str, np.ndarray]:
-    path = _data_path(save_path)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
-    except FileNotFoundError:
-        raise NotFoundError(
-            f"Unsuccessful TensorSliceReader constructor: Failed to find any matching files "
-            f"for {save_path} (no file {path})",
-            op=None,
-            path=path,
-        ) from None
+    return read_checkpoint(save_path)
 
 
 def _checked(value: np.ndarray, name: str, variable: Variable, save_path: str) -> np.ndarray:

@@ -17,6 +17,7 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.errors import InvalidArgumentError, NotFoundError
+from daskgraph.ops.checkpoint_files import read_checkpoint
 from daskgraph.training import saver as saver_module
 from daskgraph.training.namespace import (
     AdamOptimizer,
@@ -47,6 +48,11 @@ def _state(session) -> dict[str, np.ndarray]:
 
 def _files(directory) -> list[str]:
     return sorted(os.listdir(directory))
+
+
+def _bundles(*prefixes: str) -> list[str]:
+    """The files of TensorFlow's V2 checkpoints ``prefixes``, sorted."""
+    return sorted(f"{p}{suffix}" for p in prefixes for suffix in (".data-00000-of-00001", ".index"))
 
 
 def test_save_then_restore_in_a_fresh_session(dg_session, dg_client, tmp_path):
@@ -106,7 +112,7 @@ def test_max_to_keep_and_the_state_file(dg_session, tmp_path):
     for step in range(1, 5):
         dg_session.run(bump)
         assert saver.save(dg_session, prefix, global_step=step) == f"{prefix}-{step}"
-    assert _files(tmp_path) == ["checkpoint", "ckpt-3.npz", "ckpt-4.npz"]
+    assert _files(tmp_path) == ["checkpoint", *_bundles("ckpt-3", "ckpt-4")]
     assert (tmp_path / "checkpoint").read_text() == (
         'model_checkpoint_path: "ckpt-4"\n'
         'all_model_checkpoint_paths: "ckpt-3"\n'
@@ -116,13 +122,13 @@ def test_max_to_keep_and_the_state_file(dg_session, tmp_path):
     assert latest_checkpoint(str(tmp_path)) == f"{prefix}-4"
     state = get_checkpoint_state(str(tmp_path))
     assert state.all_model_checkpoint_paths == [f"{prefix}-3", f"{prefix}-4"]
-    assert np.load(f"{prefix}-4.npz")["w"].tolist() == [5.0]
+    assert read_checkpoint(f"{prefix}-4")["w"].tolist() == [5.0]
     # keep everything; no global step: the path itself
     keep_all = Saver(max_to_keep=None)
     for _ in range(3):
         keep_all.save(dg_session, str(tmp_path / "all"))
     assert latest_checkpoint(str(tmp_path)) == str(tmp_path / "all")
-    os.unlink(tmp_path / "all.npz")
+    os.unlink(tmp_path / "all.index")
     assert latest_checkpoint(str(tmp_path)) is None  # the state names a file that is gone
 
 
@@ -130,7 +136,7 @@ def test_var_list_as_a_dict_renames(dg_session, dg_client, tmp_path):
     w = dg.Variable([1.0, 2.0], name="w")
     dg_session.run(w.initializer)
     path = Saver({"layer/kernel": w}).save(dg_session, str(tmp_path / "m"))
-    assert np.load(path + ".npz").files == ["layer/kernel"]
+    assert list(read_checkpoint(path)) == ["layer/kernel"]
     with dg.Graph().as_default() as graph:
         other = dg.Variable([0.0, 0.0], name="other")
         with dg.Session(dg_client, graph=graph) as sess:
@@ -168,18 +174,19 @@ def test_a_crash_mid_save_leaves_the_previous_checkpoint(dg_session, tmp_path, m
     before = {name: (tmp_path / name).read_bytes() for name in _files(tmp_path)}
     dg_session.run(bump)
 
-    def write_half_then_fail(out, arrays):
-        out.write(b"PK\x03\x04" + b"\0" * 500)  # the start of a zip file, then the disk fails
-        raise OSError(28, "No space left on device")
+    def write_half_then_fail(prefix, arrays):
+        with saver_module._atomic_file(prefix + ".data-00000-of-00001") as out:
+            out.write(b"\0" * 500)  # the start of the data file, then the disk fails
+            raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(saver_module, "_write_arrays", write_half_then_fail)
+    monkeypatch.setattr(saver_module, "_write_checkpoint", write_half_then_fail)
     with pytest.raises(OSError, match="No space left"):
         saver.save(dg_session, str(tmp_path / "model"), global_step=2)
     # nothing partial is left, the state and the previous checkpoint are intact
     assert {name: (tmp_path / name).read_bytes() for name in _files(tmp_path)} == before
     assert not checkpoint_exists(str(tmp_path / "model-2"))
     assert latest_checkpoint(str(tmp_path)) == good
-    assert np.load(good + ".npz")["w"].tolist() == list(np.arange(1000.0))
+    assert read_checkpoint(good)["w"].tolist() == list(np.arange(1000.0))
     monkeypatch.undo()
 
     # a crash while the state file is written (before its rename): the old state stays whole
@@ -202,7 +209,7 @@ def test_a_crash_mid_save_leaves_the_previous_checkpoint(dg_session, tmp_path, m
     assert saver.save(dg_session, str(tmp_path / "model"), global_step=4) == str(
         tmp_path / "model-4"
     )
-    assert np.load(str(tmp_path / "model-4.npz"))["w"][0] == 1.0
+    assert read_checkpoint(str(tmp_path / "model-4"))["w"][0] == 1.0
 
 
 # -- a save killed mid-write ---------------------------------------------------------------------
@@ -217,15 +224,15 @@ KILLED_SAVE = textwrap.dedent(
         def run(self, fetches):
             return [np.full(200_000, 7.0) for _ in fetches]
 
-    def write_half_then_hang(out, arrays):
-        whole = io.BytesIO()
-        np.savez(whole, **arrays)
-        out.write(whole.getvalue()[: len(whole.getvalue()) // 2])
-        out.flush()
-        print("half written", flush=True)
-        threading.Event().wait()  # until the SIGKILL
+    def write_half_then_hang(prefix, arrays):
+        with saver_module._atomic_file(prefix + ".data-00000-of-00001") as out:
+            whole = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays.values())
+            out.write(whole[: len(whole) // 2])
+            out.flush()
+            print("half written", flush=True)
+            threading.Event().wait()  # until the SIGKILL
 
-    saver_module._write_arrays = write_half_then_hang
+    saver_module._write_checkpoint = write_half_then_hang
     w = dg.Variable(np.zeros(200_000), name="w")
     dg.train.Saver().save(Values(), sys.argv[1] + "/model", global_step=2)
     """
@@ -264,8 +271,8 @@ def test_a_save_killed_mid_write_leaves_nothing_after_the_next_save_or_restore(
     good = Saver().save(dg_session, str(tmp_path / "model"), global_step=1)
     _kill_mid_save(tmp_path)
     partial = [name for name in _files(tmp_path) if name.endswith(".tmp")]
-    assert len(partial) == 1 and partial[0].startswith(".model-2.npz.")  # the killed save's
-    assert (tmp_path / partial[0]).stat().st_size > 800_000  # half of 1.6 MB
+    assert len(partial) == 1 and partial[0].startswith(".model-2.data-")  # the killed save's
+    assert (tmp_path / partial[0]).stat().st_size >= 800_000  # half of 1.6 MB
     assert latest_checkpoint(str(tmp_path)) == good  # the kill did not touch the checkpoint
 
     dg_session.run(w.assign(np.zeros(200_000)))
@@ -273,11 +280,13 @@ def test_a_save_killed_mid_write_leaves_nothing_after_the_next_save_or_restore(
         assert Saver().save(dg_session, str(tmp_path / "model"), global_step=3) == str(
             tmp_path / "model-3"
         )
-        assert _files(tmp_path) == ["checkpoint", "killed_save.py", "model-1.npz", "model-3.npz"]
+        assert _files(tmp_path) == sorted(
+            ["checkpoint", "killed_save.py", *_bundles("model-1", "model-3")]
+        )
         Saver().restore(dg_session, good)
     else:
         Saver().restore(dg_session, latest_checkpoint(str(tmp_path)))
-        assert _files(tmp_path) == ["checkpoint", "killed_save.py", "model-1.npz"]
+        assert _files(tmp_path) == sorted(["checkpoint", "killed_save.py", *_bundles("model-1")])
     assert dg_session.run(w).tolist() == list(np.arange(200_000.0))
 
 

@@ -15,6 +15,7 @@ import pytest
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.errors import InvalidArgumentError, NotFoundError
+from daskgraph.ops.checkpoint_files import write_checkpoint
 from daskgraph.training import saver as saver_module
 from daskgraph.training.checkpoint_utils import (
     NewCheckpointReader,
@@ -180,7 +181,7 @@ def test_the_checkpoint_is_read_when_the_initializer_runs(tmp_path):
         with dg.variable_scope("new"):
             a = dg.get_variable("a", shape=[2], initializer=dg.zeros_initializer())
         init_from_checkpoint(prefix, {"old/a": "new/a"})
-        np.savez(prefix + ".npz", **{"old/a": np.array([8.0, 9.0], np.float32)})
+        write_checkpoint(prefix, {"old/a": np.array([8.0, 9.0], np.float32)})  # rewritten
         with dg.Session() as sess:
             sess.run(dg.global_variables_initializer())
             assert sess.run(a).tolist() == [8.0, 9.0]
@@ -221,12 +222,17 @@ def test_checkpoint_state_helpers_are_tensorflows(checkpoint, tmp_path):
     with pytest.raises(ValueError, match="Checkpoint timestamps, if provided, must match"):
         generate_checkpoint_state_proto("d", "d/m-2", ["d/m-2"], [1.0, 2.0])
     (mtime,) = get_checkpoint_mtimes([checkpoint, str(tmp_path / "missing")])
-    assert mtime == pytest.approx(os.stat(checkpoint + ".npz").st_mtime)
+    assert mtime == pytest.approx(os.stat(checkpoint + ".index").st_mtime)
     prefix = _write_checkpoint(tmp_path, step=5)
     (tmp_path / "model-5.meta").write_text("")
     remove_checkpoint(prefix)
     assert sorted(os.listdir(tmp_path)) == ["checkpoint"]
     remove_checkpoint(prefix)  # nothing left: no error
+
+
+def _files(*prefixes: str) -> list[str]:
+    """The files of TensorFlow's V2 checkpoints ``prefixes``, sorted."""
+    return sorted(f"{p}{suffix}" for p in prefixes for suffix in (".data-00000-of-00001", ".index"))
 
 
 def _saves(directory, saver, steps, clock=None, monkeypatch=None) -> None:
@@ -246,7 +252,7 @@ def _saves(directory, saver, steps, clock=None, monkeypatch=None) -> None:
 def test_max_to_keep_none_keeps_every_file_and_lists_the_latest(tmp_path, max_to_keep):
     saver = _saves(tmp_path, lambda: Saver(max_to_keep=max_to_keep), range(4))
     assert saver.last_checkpoints == []
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint"] + [f"m-{i}.npz" for i in range(4)]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", *_files("m-0", "m-1", "m-2", "m-3")]
     assert (tmp_path / "checkpoint").read_text() == (
         'model_checkpoint_path: "m-3"\nall_model_checkpoint_paths: "m-3"\n'
     )
@@ -263,7 +269,7 @@ def test_keep_checkpoint_every_n_hours_keeps_tensorflows_files(tmp_path, monkeyp
         clock,
     )
     assert saver.last_checkpoints == [str(tmp_path / "m-5")]
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-2.npz", "m-4.npz", "m-5.npz"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", *_files("m-2", "m-4", "m-5")]
 
 
 def test_save_takes_tensorflows_meta_graph_arguments(tmp_path):

@@ -96,8 +96,8 @@ def test_stop_at_step_checkpoints_and_restores(tmp_path) -> None:
         assert not graph.finalized  # un-finalized on close, as TensorFlow does
     assert runs == 5
     assert dg.train.latest_checkpoint(directory) == os.path.join(directory, "model.ckpt-5")
-    saved = sorted(n for n in os.listdir(directory) if n.endswith(".npz"))
-    assert saved == ["model.ckpt-0.npz", "model.ckpt-2.npz", "model.ckpt-4.npz", "model.ckpt-5.npz"]
+    saved = sorted(n for n in os.listdir(directory) if n.endswith(".index"))
+    assert saved == [f"model.ckpt-{i}.index" for i in (0, 2, 4, 5)]
     assert os.path.exists(os.path.join(directory, "graph.pbtxt"))
     events = read_events(directory)
     logged = [e.step for e in events if e.session_log.status == SessionLog.CHECKPOINT]
@@ -246,7 +246,7 @@ def test_summaries_and_step_rates_are_written_to_the_checkpoint_dir(tmp_path) ->
     np.testing.assert_allclose([v for _, v in losses], [5.0, 3.2, 2.048], rtol=1e-5)
     assert any(v.tag == "global_step/sec" for e in events for v in e.summary.value)
     assert [e.session_log.status for e in events if e.HasField("session_log")] == [SessionLog.START]
-    assert not [n for n in os.listdir(directory) if n.endswith(".npz")]  # no checkpoint hook
+    assert not [n for n in os.listdir(directory) if n.endswith(".index")]  # no checkpoint hook
 
 
 def test_checkpoint_listeners_and_saver_choice(tmp_path) -> None:

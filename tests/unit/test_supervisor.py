@@ -61,7 +61,7 @@ def test_the_chiefs_services_save_checkpoints_summaries_and_the_graph(tmp_path):
                 time.sleep(0.2)
     files = sorted(os.listdir(logdir))
     assert {"checkpoint", "graph.pbtxt"} <= set(files)
-    assert any(f.startswith("model.ckpt-") and f.endswith(".npz") for f in files)
+    assert any(f.startswith("model.ckpt-") and f.endswith(".index") for f in files)
     assert dg.train.latest_checkpoint(logdir).startswith(os.path.join(logdir, "model.ckpt-"))
     events = _events(logdir)
     kinds = [e.WhichOneof("what") for e in events]

@@ -1,0 +1,131 @@
+"""TensorFlow's V2 checkpoints (issue 26): one TensorFlow 2.21 wrote (tests/data/tf_checkpoint,
+made by its make.py) reads here with equal values; what daskgraph writes is TensorFlow's bytes
+and reads back; damage is reported, not returned; and, where TensorFlow is installed,
+TensorFlow restores a checkpoint daskgraph's Saver wrote."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import daskgraph as dg
+from daskgraph.errors import DataLossError, NotFoundError
+from daskgraph.ops import tensor_bundle
+from daskgraph.ops.checkpoint_files import checkpoint_shapes, read_checkpoint, write_checkpoint
+
+HERE = os.path.join(os.path.dirname(__file__), "..", "data", "tf_checkpoint")
+TF_PREFIX = os.path.join(HERE, "model")
+EXPECTED = np.load(os.path.join(HERE, "expected.npy"), allow_pickle=True).item()
+
+
+def _equal(got, want, name):
+    want = np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, name
+    np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_tensorflows_checkpoint_reads_with_equal_values():
+    got = read_checkpoint(TF_PREFIX)
+    assert sorted(got) == sorted(EXPECTED)
+    for name, value in EXPECTED.items():
+        _equal(got[name], value, name)
+    shapes = checkpoint_shapes(TF_PREFIX)
+    assert shapes["part"] == ((10, 4), np.dtype("float32")) and shapes["scope/step"][0] == ()
+    assert read_checkpoint(TF_PREFIX, ["big"])["big"].shape == (300, 2)  # two slices, joined
+
+
+def test_what_daskgraph_writes_is_tensorflows_bytes_for_every_tensor():
+    entries, data_path = tensor_bundle._entries(TF_PREFIX)
+    with open(data_path, "rb") as f:
+        data = f.read()
+    for name, value in EXPECTED.items():
+        if name in ("part", "big"):
+            continue  # (sliced by TensorFlow's partitioner)
+        entry = entries[name.encode()]
+        raw, crc = tensor_bundle._encoded(np.asarray(value))
+        assert raw == data[entry.offset : entry.offset + entry.size], name
+        assert crc == entry.crc, name
+
+
+def test_a_checkpoint_written_here_reads_back(tmp_path):
+    prefix = str(tmp_path / "model")
+    values = {k: v for k, v in EXPECTED.items()}
+    values["many"] = np.arange(100_000, dtype=np.float64)  # index entries over two blocks too
+    values.update({f"v{i:05d}": np.float32(i) for i in range(3000)})
+    write_checkpoint(prefix, values)
+    got = read_checkpoint(prefix)
+    assert sorted(got) == sorted(values)
+    for name, value in values.items():
+        _equal(got[name], value, name)
+
+
+def test_damage_and_missing_files_are_reported(tmp_path):
+    prefix = str(tmp_path / "model")
+    write_checkpoint(prefix, {"w": np.arange(4.0)})
+    data_path = prefix + tensor_bundle.DATA_SUFFIX
+    raw = bytearray(open(data_path, "rb").read())
+    raw[3] ^= 0xFF
+    open(data_path, "wb").write(bytes(raw))
+    with pytest.raises(DataLossError, match="'w' are damaged"):
+        read_checkpoint(prefix)
+    with open(prefix + ".index", "r+b") as f:
+        f.seek(2)
+        f.write(b"\xff\xff")
+    with pytest.raises(DataLossError, match="checksum"):
+        read_checkpoint(prefix)
+    with pytest.raises(NotFoundError, match="Failed to find any matching files"):
+        read_checkpoint(str(tmp_path / "nothing"))
+    with pytest.raises(NotFoundError, match="Key q not found"):
+        read_checkpoint(TF_PREFIX, ["q"])
+
+
+def test_a_saver_restores_tensorflows_checkpoint_into_variables():
+    with dg.Graph().as_default():
+        f32 = dg.Variable(np.zeros((2, 3), np.float32), name="f32")
+        step = dg.Variable(np.int64(0), name="scope/step")
+        part = dg.Variable(np.zeros((10, 4), np.float32), name="part")
+        with dg.Session() as sess:
+            dg.train.Saver([f32, step, part]).restore(sess, TF_PREFIX)
+            values = sess.run([f32, step, part])
+    _equal(values[0], EXPECTED["f32"], "f32")
+    assert values[1] == 42
+    _equal(values[2], EXPECTED["part"], "part")
+    assert dict(dg.train.list_variables(TF_PREFIX))["big"] == [300, 2]
+
+
+TF_READS = textwrap.dedent(
+    """
+    import json, sys
+    import tensorflow as tf
+    reader = tf.train.load_checkpoint(sys.argv[1])
+    names = reader.get_variable_to_shape_map()
+    print(json.dumps({n: reader.get_tensor(n).tolist() for n in names}))
+    """
+)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow") is None, reason="TensorFlow is not installed"
+)
+def test_tensorflow_restores_a_checkpoint_daskgraphs_saver_wrote(tmp_path):
+    with dg.Graph().as_default():
+        dg.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="layer/w")
+        dg.Variable(np.int64(9), name="n")
+        with dg.Session() as sess:
+            sess.run(dg.global_variables_initializer())
+            path = dg.train.Saver().save(sess, str(tmp_path / "model"), global_step=3)
+    script = tmp_path / "read.py"
+    script.write_text(TF_READS)
+    done = subprocess.run(
+        [sys.executable, str(script), path], capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    read = json.loads(done.stdout.strip().splitlines()[-1])
+    assert read == {"layer/w": [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], "n": 9}
