@@ -124,16 +124,22 @@ def test_a_session_gives_the_same_bits_fused_and_unfused():
         y = dg.sqrt(h * h + 1e-3) - h
         mask = dg.cast(dg.greater(y, x), dg.float32)
         z = y * mask + x * (1.0 - mask)
+    fused_run, unfused_run = _fused_and_unfused(g, [y, z], {x: value})
+    assert _fused(_program(g, [y, z], [x]))  # (the fused run did hold a fused kernel)
+    for fused, unfused in zip(fused_run, unfused_run, strict=True):
+        assert _same_bits(fused, unfused)
+
+
+def _fused_and_unfused(graph, fetches, feeds):
+    """The results of ``fetches`` fused (once the loops are compiled) and unfused."""
     results = []
     for fusion in (True, False):
-        with dask.config.set({"daskgraph.fusion": fusion}), dg.Session(graph=g) as session:
-            for _ in range(3):  # the second run queues the compilation
-                session.run([y, z], {x: value})
+        with dask.config.set({"daskgraph.fusion": fusion}), dg.Session(graph=graph) as session:
+            for _ in range(3):  # the second run queues the compilations
+                session.run(fetches, feeds)
             settle()
-            results.append(session.run([y, z], {x: value}))
-    assert _fused(_program(g, [y, z], [x]))  # (the fused run did hold a fused kernel)
-    for fused, unfused in zip(*results, strict=True):
-        assert _same_bits(fused, unfused)
+            results.append(session.run(fetches, feeds))
+    return results
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -157,14 +163,7 @@ def test_activations_selects_and_their_gradients_fuse_and_keep_their_bits():
     both = {n for ins in _fused(_program(g, [loss, grad], [x])) for n in ins.kernel.op_names}
     assert {"h", "picked"} <= both
     assert any(name.endswith("ReluGrad") for name in both)
-    results = []
-    for fusion in (True, False):
-        with dask.config.set({"daskgraph.fusion": fusion}), dg.Session(graph=g) as session:
-            for _ in range(3):  # the second run queues the compilations
-                session.run([loss, grad], {x: value})
-            settle()
-            results.append(session.run([loss, grad], {x: value}))
-    for fused, unfused in zip(*results, strict=True):
+    for fused, unfused in zip(*_fused_and_unfused(g, [loss, grad], {x: value}), strict=True):
         assert _same_bits(np.asarray(fused), np.asarray(unfused))
 
 
