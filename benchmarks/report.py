@@ -37,6 +37,7 @@ CASE_ORDER = (
     "trivial",
     "fine_grained",
     "fusion",
+    "fusion_adam",
     "compute_bound",
     "latency",
     "scale",
