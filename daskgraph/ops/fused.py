@@ -7,7 +7,8 @@ pays a call, an allocation and a pass over memory per op. Lowering groups such c
 where its arguments come from). On NumPy, the chain is compiled by Numba into one loop (a
 single loop over the elements, no intermediate arrays) for the dtypes it meets and for
 which of its inputs are scalars, once per process. Inputs of one shape (C-contiguous) and
-scalars take the loop; other broadcasts, and other array modules (CuPy), run op by op. So
+scalars take the loop; other broadcasts run op by op. On CuPy the chain is one
+``ElementwiseKernel`` (:mod:`daskgraph.ops.fused_cuda`), any broadcast included. So
 does a short chain over a small array (:func:`worth_a_loop`), where NumPy's calls cost less
 than checking and flattening the loop's inputs.
 
@@ -184,6 +185,12 @@ class FusedKernel:
                 out = self.looped(shape, inputs)
                 if out is not None:
                     return out
+        elif getattr(xp, "__name__", "") == "cupy":
+            from daskgraph.ops.fused_cuda import call_on_cupy  # (GPU workers only)
+
+            out = call_on_cupy(self, xp, inputs)
+            if out is not None:
+                return out
         return self.one_by_one(xp, inputs)
 
     def looped(self, shape: tuple[int, ...], inputs: tuple) -> np.ndarray | None:
