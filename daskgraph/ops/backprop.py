@@ -91,12 +91,17 @@ def _ones_like(xp, y):
     return xp.ones_like(xp.asarray(y))
 
 
+def _ones_seed(xp, *, shape, dtype):
+    return xp.ones(shape, dtype=dtype)
+
+
 register("SumToShapeOf", _sum_to_shape_of)
 register("ReduceGrad", _reduce_grad)
 register("ReshapeLike", _reshape_like)
 register("ExtremumGrad", _extremum_grad, cpu=dtypes.NUMERIC, gpu=dtypes.NUMERIC)
 register("ExtremumReduceGrad", _extremum_reduce_grad, cpu=_FLOAT, gpu=_FLOAT)
 register("OnesLikeSeed", _ones_like)
+register("OnesSeed", _ones_seed)
 
 
 def _op(op_type: str, inputs: list[Tensor], like: Tensor, name: str, **attrs: Any) -> Tensor:
@@ -165,5 +170,10 @@ def extremum_reduce_grad(x: Tensor, y: Tensor, grad: Tensor, axis: Any, keepdims
 
 
 def ones_like_seed(y: Tensor) -> Tensor:
-    """Ones of ``y``'s runtime shape: the gradient of ``y`` with respect to itself."""
+    """Ones of ``y``'s shape: the gradient of ``y`` with respect to itself. Where the static
+    shape is known, the ones do not read ``y`` (an op without inputs): a run that fetches
+    only gradients does not compute ``y`` (a loss) for its shape, as TensorFlow's constant
+    folding of ``shape(y)`` spares it; else they take ``y``'s runtime shape."""
+    if y.shape is not None and None not in y.shape:
+        return _op("OnesSeed", [], y, "grad_ys", shape=tuple(y.shape), dtype=y.dtype.numpy.str)
     return _op("OnesLikeSeed", [y], y, "grad_ys")

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.ops import fused
+from daskgraph.ops.fusable import expression_of, step_dtypes
 
 __all__ = ["call_on_cupy", "operation"]
 
@@ -59,13 +59,13 @@ _C_TYPES = {"float32": "float", "float64": "double", "bool": "bool"}
 def operation(steps: tuple, n_inputs: int, input_dtypes: list[np.dtype]) -> str | None:
     """The kernel's body for inputs of ``input_dtypes`` (``x0``, ``x1``, ...; the result
     ``out``), or None where a step would leave the fused dtypes."""
-    dtypes = fused._step_dtypes(steps, list(input_dtypes))
+    dtypes = step_dtypes(steps, list(input_dtypes))
     if dtypes is None:
         return None
     names = [f"x{i}" for i in range(n_inputs)]
     lines = []
     for k, (_, name, args) in enumerate(steps):
-        template = _C_EXPRESSIONS.get(name) or fused.expression_of(name)
+        template = _C_EXPRESSIONS.get(name) or expression_of(name)
         ctype = _C_TYPES[dtypes[k].name]
         expression = template.format(*[names[a] for a in args])
         lines.append(f"{ctype} t{k} = ({ctype})({expression});")
@@ -82,7 +82,7 @@ class _Kernels:
         self._kernels: dict[tuple, Any] = {}  # key -> kernel, or None (runs op by op)
         self._seen: set[tuple] = set()
 
-    def lookup(self, xp: Any, kernel: fused.FusedKernel, dtypes: list[np.dtype]) -> Any:
+    def lookup(self, xp: Any, kernel: Any, dtypes: list[np.dtype]) -> Any:
         key = (kernel.source, *dtypes)
         found = self._kernels.get(key, "")
         if found != "":
@@ -96,13 +96,13 @@ class _Kernels:
             self._kernels[key] = built
             return built
 
-    def drop(self, kernel: fused.FusedKernel, dtypes: list[np.dtype]) -> None:
+    def drop(self, kernel: Any, dtypes: list[np.dtype]) -> None:
         """Run ``kernel`` on inputs of ``dtypes`` op by op from now on."""
         self._kernels[(kernel.source, *dtypes)] = None
 
 
-def _build(xp: Any, kernel: fused.FusedKernel, dtypes: list[np.dtype], body: str) -> Any:
-    out = fused._step_dtypes(kernel.steps, list(dtypes))[-1]  # type: ignore[index]
+def _build(xp: Any, kernel: Any, dtypes: list[np.dtype], body: str) -> Any:
+    out = step_dtypes(kernel.steps, list(dtypes))[-1]  # type: ignore[index]
     params = ", ".join(f"{d.name} x{i}" for i, d in enumerate(dtypes))
     name = "daskgraph_fused_" + "_".join(step[1] for step in kernel.steps)[:60]
     try:
@@ -115,7 +115,7 @@ def _build(xp: Any, kernel: fused.FusedKernel, dtypes: list[np.dtype], body: str
 _KERNELS = _Kernels()
 
 
-def call_on_cupy(kernel: fused.FusedKernel, xp: Any, inputs: tuple) -> Any:
+def call_on_cupy(kernel: Any, xp: Any, inputs: tuple) -> Any:
     """The chain's result by one CuPy kernel, or None where there is none (yet) for such
     inputs (then the caller runs it op by op)."""
     dtypes = [np.dtype(getattr(x, "dtype", None) or np.asarray(x).dtype) for x in inputs]

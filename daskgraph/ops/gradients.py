@@ -335,6 +335,7 @@ for _op_type in (
     no_gradient(_op_type)
 no_gradient("ExtremumReduceGrad")  # second derivatives through it are not supported yet
 no_gradient("OnesLikeSeed")
+no_gradient("OnesSeed")
 
 
 # -- second derivatives: the gradients of the ops gradients build -------------------------------

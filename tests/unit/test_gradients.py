@@ -196,3 +196,25 @@ def test_every_op_type_says_how_it_differentiates():
     undecided = {t for t in registered_types() if t not in _GRADIENTS}
     undecided -= {t for t in undecided if t.startswith("Test")}  # this module's own test ops
     assert undecided == NO_SECOND_DERIVATIVE
+
+
+def test_gradients_alone_do_not_compute_the_value_they_differentiate():
+    """The seed (ones of the loss's static shape) reads no op: a run fetching only the
+    gradients leaves the loss (and whatever only it needs) out, as TensorFlow's constant
+    folding of ``shape(loss)`` does; with an unknown shape the seed reads the loss."""
+    with dg.Graph().as_default():
+        x = dg.placeholder(dg.float32, [4], name="x")
+        w = dg.Variable(np.ones(4, np.float32), name="w")
+        loss = dg.reduce_mean(dg.square(x * w), name="loss")
+        (grad,) = dg.gradients(loss, [w])
+        with dg.Session() as sess:
+            sess.run(w.initializer)
+            ran = {op.name for op in sess.placement(grad, {x: np.ones(4)}).ops}
+            value = sess.run(grad, {x: np.arange(4, dtype=np.float32)})
+        np.testing.assert_allclose(value, 2 * np.arange(4) ** 2 / 4)
+        assert "loss" not in ran
+        unknown = dg.placeholder(dg.float32, None, name="u")
+        (seeded,) = dg.gradients(dg.reduce_sum(unknown * 2.0, name="s"), [unknown])
+        with dg.Session() as sess:
+            ran = {op.name for op in sess.placement(seeded, {unknown: np.ones(2)}).ops}
+        assert "s" in ran

@@ -310,7 +310,8 @@ def test_slots_and_updates_sit_on_the_variables_device(dg_session, var_device, l
     step = get_or_create_global_step()
     opt = AdamOptimizer(0.1)
     train = opt.minimize(loss, global_step=step)
-    assigned = {op.name: op.assigned for op in dg_session.placement(train).ops}
+    # (the loss too: a train op alone needs its gradients, not its value)
+    assigned = {op.name: op.assigned for op in dg_session.placement([train, loss]).ops}
     on_var_device = [
         "w/Adam",
         "w/Adam_1",
