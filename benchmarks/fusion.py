@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import Way, per_call, ratio, run_interleaved, target_record, way_record
-from benchmarks.peer import Peers, SessionModel, numpy_model, peer_way
+from benchmarks.peer import Peers, SessionModel, numpy_and_tf_ways, numpy_model
 
 ELEMENTS = 16 * 1024 * 1024  # 64 MiB of float32
 LENGTH = 30
@@ -105,16 +105,9 @@ def run(client: Any, cpu_worker: str, peers: Peers, args: Any) -> dict[str, Any]
         ways = [
             _daskgraph_way("daskgraph", "daskgraph Session.run (fused)", True, stack),
             _daskgraph_way("daskgraph_unfused", "daskgraph, daskgraph.fusion: false", False, stack),
-            Way("numpy", "NumPy op by op (a process of its own)"),
-            Way("tensorflow", "TensorFlow 1 Session.run (a process of its own)"),
+            *numpy_and_tf_ways(peers, "benchmarks.fusion", CALLS, WARMUP_CALLS),
             triad_way(),
         ]
-        handle = peers.numpy.build("benchmarks.fusion:numpy_peer")
-        peer_way(ways[2], peers.numpy, handle, CALLS, WARMUP_CALLS)
-        ways[3].unavailable = peers.tf_missing
-        if peers.tensorflow is not None:
-            handle = peers.tensorflow.build("benchmarks.fusion:tf_model")
-            peer_way(ways[3], peers.tensorflow, handle, CALLS, WARMUP_CALLS)
         run_interleaved(ways, args.repeats, None)
     for way in ways[:2]:
         assert way.result.tobytes() == expected.tobytes(), way.key  # bit for bit

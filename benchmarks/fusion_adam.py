@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import Way, per_call, run_interleaved, way_record
-from benchmarks.peer import Peers, SessionModel, numpy_model, peer_way
+from benchmarks.peer import Peers, SessionModel, numpy_and_tf_ways, numpy_model
 
 PARAMETERS = 10_000_000
 WARMUP_CALLS = 3
@@ -98,15 +98,8 @@ def run(client: Any, cpu_worker: str, peers: Peers, args: Any) -> dict[str, Any]
         ways = [
             _daskgraph_way("daskgraph", "daskgraph Session.run (fused loops)", True, stack),
             _daskgraph_way("daskgraph_unfused", "daskgraph, daskgraph.fusion: false", False, stack),
-            Way("numpy", "NumPy op by op (a process of its own)"),
-            Way("tensorflow", "TensorFlow 1 Session.run (a process of its own)"),
+            *numpy_and_tf_ways(peers, "benchmarks.fusion_adam", CALLS, WARMUP_CALLS),
         ]
-        handle = peers.numpy.build("benchmarks.fusion_adam:numpy_peer")
-        peer_way(ways[2], peers.numpy, handle, CALLS, WARMUP_CALLS)
-        ways[3].unavailable = peers.tf_missing
-        if peers.tensorflow is not None:
-            handle = peers.tensorflow.build("benchmarks.fusion_adam:tf_model")
-            peer_way(ways[3], peers.tensorflow, handle, CALLS, WARMUP_CALLS)
         run_interleaved(ways, args.repeats, None)
     by = {w.key: way_record(w) for w in ways}
     return {

@@ -146,6 +146,19 @@ def peer_way(way: Way, peer: Peer | None, handle: int | None, calls: int, warmup
     way.warmup = timed(max(1, warmup))
 
 
+def numpy_and_tf_ways(peers: Peers, module: str, calls: int, warmup: int) -> tuple[Way, Way]:
+    """The ways of the NumPy peer (``<module>:numpy_peer``) and TensorFlow's
+    (``<module>:tf_model``, unavailable where TensorFlow is missing), each in its process."""
+    numpy_way = Way("numpy", "NumPy op by op (a process of its own)")
+    tf_way = Way("tensorflow", "TensorFlow 1 Session.run (a process of its own)")
+    peer_way(numpy_way, peers.numpy, peers.numpy.build(f"{module}:numpy_peer"), calls, warmup)
+    tf_way.unavailable = peers.tf_missing
+    if peers.tensorflow is not None:
+        handle = peers.tensorflow.build(f"{module}:tf_model")
+        peer_way(tf_way, peers.tensorflow, handle, calls, warmup)
+    return numpy_way, tf_way
+
+
 class Peers:
     """The suite's peer processes, started on first use and closed by :meth:`close`."""
 
