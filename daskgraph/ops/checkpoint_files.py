@@ -17,6 +17,7 @@ whose ``<prefix>.npz`` is (written by daskgraph before) is read from that.
 
 from __future__ import annotations
 
+import glob
 import os
 import zipfile
 from collections.abc import Callable, Sequence
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.errors import NotFoundError
+from daskgraph.errors import DataLossError, NotFoundError
 from daskgraph.ops import tensor_bundle
 
 __all__ = [
@@ -45,10 +46,14 @@ def _npz(prefix: str) -> str:
 
 
 def checkpoint_files(prefix: str) -> list[str]:
-    """The files of the checkpoint ``prefix`` as they are on disk: its index and data file
-    (TensorFlow's format), or its ``.npz`` file; empty when there is none."""
+    """The files of the checkpoint ``prefix`` as they are on disk: its index and data files
+    (TensorFlow's format: one per shard), or its ``.npz`` file; empty when there is none."""
     if tensor_bundle.bundle_exists(prefix):
-        return [p for p in tensor_bundle.bundle_files(prefix) if os.path.exists(p)]
+        try:
+            data = tensor_bundle.data_files(prefix)
+        except DataLossError:  # (an index too damaged to say: the files named like its shards)
+            data = sorted(glob.glob(glob.escape(prefix) + ".data-*-of-*"))
+        return [p for p in (prefix + tensor_bundle.INDEX_SUFFIX, *data) if os.path.exists(p)]
     return [_npz(prefix)] if os.path.isfile(_npz(prefix)) else []
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "bundle_exists",
     "bundle_files",
     "bundle_shapes",
+    "data_files",
     "read_bundle",
     "write_bundle",
 ]
@@ -299,15 +300,15 @@ def _checksummed_lengths(lengths: list[int]) -> bytes:
     )
 
 
-def _tensor(entry: _Entry, data: Any, name: str, path: str) -> np.ndarray:
+def _tensor(entry: _Entry, data: _DataFiles, name: str) -> np.ndarray:
     dtype = _DTYPES.get(entry.dtype)
+    path = data.path(entry.shard)
     if dtype is None:
         raise DataLossError(
             f"{path}: tensor {name!r} has TensorFlow dtype {entry.dtype}, which daskgraph "
             "does not read"
         )
-    data.seek(entry.offset)
-    raw = data.read(entry.size)
+    raw = data.read(entry)
     count = int(np.prod(entry.shape, dtype=np.int64))
     if dtype.kind == "O":
         value, covered = _strings(raw, count)
@@ -361,15 +362,62 @@ def write_bundle(
         _write_table(index, entries)
 
 
-def _entries(prefix: str) -> tuple[dict[bytes, _Entry], str]:
-    index_path, data_path = bundle_files(prefix)
+def _entries(prefix: str) -> tuple[dict[bytes, _Entry], int]:
+    """The entries of the checkpoint's index, by key, and its number of data shards."""
+    index_path = prefix + INDEX_SUFFIX
     try:
         with open(index_path, "rb") as f:
             index = f.read()
     except FileNotFoundError:
         raise NotFoundError(f"no checkpoint index {index_path}", op=None, path=index_path) from None
-    found = {key: _Entry(value) for key, value in _read_table(index, index_path) if key}
-    return found, data_path
+    found, shards = {}, 1
+    for key, value in _read_table(index, index_path):
+        if key:
+            found[key] = _Entry(value)
+        else:  # the BundleHeaderProto
+            shards = dict(_fields(value)).get(1, 1)
+    return found, shards
+
+
+def data_files(prefix: str) -> list[str]:
+    """The data files of the V2 checkpoint ``prefix``, one per shard (as its index says)."""
+    _, shards = _entries(prefix)
+    return [_shard_path(prefix, i, shards) for i in range(shards)]
+
+
+def _shard_path(prefix: str, shard: int, shards: int) -> str:
+    return f"{prefix}.data-{shard:05d}-of-{shards:05d}"
+
+
+class _DataFiles:
+    """A checkpoint's data files (a sharded save writes one per device), each opened when
+    a tensor is first read from it."""
+
+    def __init__(self, prefix: str, shards: int) -> None:
+        self.prefix, self.shards = prefix, shards
+        self._open: dict[int, Any] = {}
+
+    def path(self, shard: int) -> str:
+        return _shard_path(self.prefix, shard, self.shards)
+
+    def read(self, entry: _Entry) -> bytes:
+        f = self._open.get(entry.shard)
+        if f is None:
+            path = self.path(entry.shard)
+            try:
+                f = self._open[entry.shard] = open(path, "rb")
+            except FileNotFoundError:
+                raise NotFoundError(
+                    f"checkpoint {self.prefix}: its data file {path} is missing",
+                    op=None,
+                    path=path,
+                ) from None
+        f.seek(entry.offset)
+        return f.read(entry.size)
+
+    def close(self) -> None:
+        for f in self._open.values():
+            f.close()
 
 
 def _names(entries: dict[bytes, _Entry]) -> list[bytes]:
@@ -389,33 +437,30 @@ def bundle_shapes(prefix: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
 def read_bundle(prefix: str, names: Any = None) -> dict[str, np.ndarray]:
     """The tensors of the V2 checkpoint ``prefix`` by name (those of ``names``; all by
     default; a partitioned variable's slices assembled into one array); each read from the
-    data file where it lies. NotFoundError names a tensor it does not hold."""
-    entries, data_path = _entries(prefix)
+    data file (of its shard) where it lies. NotFoundError names a tensor it does not hold."""
+    entries, shards = _entries(prefix)
     wanted = _names(entries) if names is None else [n.encode() for n in names]
     for key in wanted:
         if key not in entries:
             raise NotFoundError(
                 f"Key {key.decode()} not found in checkpoint", op=None, variable=key.decode()
             )
+    data = _DataFiles(prefix, shards)
     try:
-        data = open(data_path, "rb")
-    except FileNotFoundError:
-        raise NotFoundError(
-            f"checkpoint {prefix}: its data file {data_path} is missing", op=None, path=data_path
-        ) from None
-    with data:
         out = {}
         for key in wanted:
             name, entry = key.decode(), entries[key]
             if entry.slices:
-                out[name] = _assembled(name, entry, entries, data, data_path)
+                out[name] = _assembled(name, entry, entries, data)
             else:
-                out[name] = _tensor(entry, data, name, data_path)
+                out[name] = _tensor(entry, data, name)
         return out
+    finally:
+        data.close()
 
 
 def _assembled(
-    name: str, entry: _Entry, entries: dict[bytes, _Entry], data: Any, path: str
+    name: str, entry: _Entry, entries: dict[bytes, _Entry], data: _DataFiles
 ) -> np.ndarray:
     """A partitioned variable: each slice (a ``TensorSliceProto``: start and length per
     dimension, no length for all of it) is stored under its own key
@@ -427,11 +472,13 @@ def _assembled(
         lengths = [_signed(e.get(2, (1 << 64) - 1)) for e in extents]
         key = _slice_key(name, starts, lengths)
         if key not in entries:
-            raise DataLossError(f"{path}: a slice of {name!r} ({starts}, {lengths}) is missing")
+            raise DataLossError(
+                f"checkpoint {data.prefix}: a slice of {name!r} ({starts}, {lengths}) is missing"
+            )
         index = tuple(
             slice(s, None if n == -1 else s + n) for s, n in zip(starts, lengths, strict=True)
         )
-        full[index] = _tensor(entries[key], data, name, path)
+        full[index] = _tensor(entries[key], data, name)
     return full
 
 

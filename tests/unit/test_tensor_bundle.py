@@ -42,7 +42,8 @@ def test_tensorflows_checkpoint_reads_with_equal_values():
 
 
 def test_what_daskgraph_writes_is_tensorflows_bytes_for_every_tensor():
-    entries, data_path = tensor_bundle._entries(TF_PREFIX)
+    entries, _ = tensor_bundle._entries(TF_PREFIX)
+    (data_path,) = tensor_bundle.data_files(TF_PREFIX)
     with open(data_path, "rb") as f:
         data = f.read()
     for name, value in EXPECTED.items():
@@ -129,3 +130,25 @@ def test_tensorflow_restores_a_checkpoint_daskgraphs_saver_wrote(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     read = json.loads(done.stdout.strip().splitlines()[-1])
     assert read == {"layer/w": [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], "n": 9}
+
+
+def test_a_sharded_checkpoint_reads_from_every_shard_and_is_removed_whole(tmp_path):
+    """TensorFlow's ``Saver(sharded=True)`` writes one data file per device
+    (tests/data/tf_sharded, made by its make.py)."""
+    import shutil
+
+    from daskgraph.ops.checkpoint_files import checkpoint_files
+
+    source = os.path.join(os.path.dirname(__file__), "..", "data", "tf_sharded")
+    for name in os.listdir(source):
+        if name.startswith("sharded."):
+            shutil.copy(os.path.join(source, name), tmp_path)
+    prefix = str(tmp_path / "sharded")
+    got = read_checkpoint(prefix)
+    _equal(got["a"], np.arange(3, dtype=np.float32), "a")
+    _equal(got["b"], np.array([[7, 8]], np.int64), "b")
+    assert [os.path.basename(p) for p in checkpoint_files(prefix)] == [
+        "sharded.index", "sharded.data-00000-of-00002", "sharded.data-00001-of-00002",
+    ]  # fmt: skip
+    dg.train.remove_checkpoint(prefix)
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("sharded.")]
