@@ -1,7 +1,7 @@
 """TensorFlow's V2 checkpoints (issue 26): one TensorFlow 2.21 wrote (tests/data/tf_checkpoint,
-made by its make.py) reads here with equal values; what daskgraph writes is TensorFlow's bytes
-and reads back; damage is reported, not returned; and, where TensorFlow is installed,
-TensorFlow restores a checkpoint daskgraph's Saver wrote."""
+made by its make_tf_checkpoint.py) reads here with equal values; what daskgraph writes is
+TensorFlow's bytes and reads back; damage is reported, not returned; and, where TensorFlow is
+installed, TensorFlow restores a checkpoint daskgraph's Saver wrote."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_tensorflow_restores_a_checkpoint_daskgraphs_saver_wrote(tmp_path):
 
 def test_a_sharded_checkpoint_reads_from_every_shard_and_is_removed_whole(tmp_path):
     """TensorFlow's ``Saver(sharded=True)`` writes one data file per device
-    (tests/data/tf_sharded, made by its make.py)."""
+    (tests/data/tf_sharded, made by its make_tf_checkpoint.py)."""
     import shutil
 
     from daskgraph.ops.checkpoint_files import checkpoint_files

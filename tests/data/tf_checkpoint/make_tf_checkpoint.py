@@ -1,6 +1,6 @@
 """Write the TensorFlow checkpoint next to this file (needs TensorFlow; run once, committed).
 
-    python tests/data/tf_checkpoint/make.py
+    python tests/data/tf_checkpoint/make_tf_checkpoint.py
 
 ``model`` holds a variable of every dtype daskgraph reads, scalars, a string tensor and two
 partitioned variables (``fixed_size_partitioner``), as TensorFlow 2.21's ``tf.compat.v1``

@@ -2,7 +2,7 @@
 committed): ``Saver(sharded=True)`` over two logical CPUs writes one data file per device
 (``sharded.data-0000{0,1}-of-00002``) and one index.
 
-    python tests/data/tf_sharded/make.py
+    python tests/data/tf_sharded/make_tf_sharded.py
 """
 
 import os
