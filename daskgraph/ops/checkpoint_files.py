@@ -53,7 +53,9 @@ def checkpoint_files(prefix: str) -> list[str]:
             data = tensor_bundle.data_files(prefix)
         except DataLossError:  # (an index too damaged to say: the files named like its shards)
             data = sorted(glob.glob(glob.escape(prefix) + ".data-*-of-*"))
-        return [p for p in (prefix + tensor_bundle.INDEX_SUFFIX, *data) if os.path.exists(p)]
+        older = [_npz(prefix)]  # (an older checkpoint at the same prefix, if any)
+        files = (prefix + tensor_bundle.INDEX_SUFFIX, *data, *older)
+        return [p for p in files if os.path.exists(p)]
     return [_npz(prefix)] if os.path.isfile(_npz(prefix)) else []
 
 
@@ -121,5 +123,8 @@ def write_checkpoint(
 ) -> None:
     """Write ``arrays`` as the checkpoint ``prefix`` in TensorFlow's V2 format (the data file,
     then the index: a checkpoint is there once its index is); ``opener(path)`` gives each
-    file to write (the Saver's atomic files)."""
+    file to write (the Saver's atomic files). An older ``.npz`` checkpoint at the same prefix
+    is removed once the new one is whole."""
     tensor_bundle.write_bundle(prefix, arrays, opener)
+    if os.path.exists(_npz(prefix)):
+        os.remove(_npz(prefix))

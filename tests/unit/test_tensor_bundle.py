@@ -152,3 +152,17 @@ def test_a_sharded_checkpoint_reads_from_every_shard_and_is_removed_whole(tmp_pa
     ]  # fmt: skip
     dg.train.remove_checkpoint(prefix)
     assert not [n for n in os.listdir(tmp_path) if n.startswith("sharded.")]
+
+
+def test_a_new_checkpoint_replaces_an_older_npz_one_at_its_prefix(tmp_path):
+    from daskgraph.ops.checkpoint_files import checkpoint_exists, checkpoint_files
+
+    prefix = str(tmp_path / "model")
+    np.savez(prefix + ".npz", w=np.zeros(2))  # (daskgraph's format before)
+    assert read_checkpoint(prefix)["w"].tolist() == [0.0, 0.0]
+    write_checkpoint(prefix, {"w": np.ones(2)})
+    assert read_checkpoint(prefix)["w"].tolist() == [1.0, 1.0]
+    assert not os.path.exists(prefix + ".npz")
+    np.savez(prefix + ".npz", w=np.zeros(2))  # (one left behind, however)
+    dg.train.remove_checkpoint(prefix)
+    assert not checkpoint_exists(prefix) and checkpoint_files(prefix) == []
