@@ -50,6 +50,7 @@ np.float32(9.0)
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -114,7 +115,7 @@ class FusedKernel:
     def __call__(self, xp: Any, *inputs: Any) -> Any:
         if xp is np:
             shape = _loop_shape(inputs)
-            if shape is not None and (not self.least or _size(shape) >= self.least):
+            if shape is not None and (not self.least or math.prod(shape) >= self.least):
                 out = self.looped(shape, inputs)
                 if out is not None:
                     return out
@@ -181,13 +182,6 @@ def worth_a_loop(n_steps: int, n_inputs: int, elements: int) -> bool:
     (False, True, True)
     """
     return elements >= SMALL_ELEMENTS or n_steps >= _LOOP_CALLS + n_inputs // 2
-
-
-def _size(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _loop_shape(inputs: tuple) -> tuple[int, ...] | None:

@@ -60,8 +60,11 @@ def operation(steps: tuple, n_inputs: int, input_dtypes: list[np.dtype]) -> str 
     """The kernel's body for inputs of ``input_dtypes`` (``x0``, ``x1``, ...; the result
     ``out``), or None where a step would leave the fused dtypes."""
     dtypes = step_dtypes(steps, list(input_dtypes))
-    if dtypes is None:
-        return None
+    return None if dtypes is None else _body(steps, n_inputs, dtypes)
+
+
+def _body(steps: tuple, n_inputs: int, dtypes: list[np.dtype]) -> str:
+    """The kernel's body, each step's result of ``dtypes``."""
     names = [f"x{i}" for i in range(n_inputs)]
     lines = []
     for k, (_, name, args) in enumerate(steps):
@@ -91,8 +94,8 @@ class _Kernels:
             if key not in self._seen:
                 self._seen.add(key)
                 return None
-            body = operation(kernel.steps, kernel.n_inputs, dtypes)
-            built = None if body is None else _build(xp, kernel, dtypes, body)
+            steps = step_dtypes(kernel.steps, list(dtypes))
+            built = None if steps is None else _build(xp, kernel, dtypes, steps)
             self._kernels[key] = built
             return built
 
@@ -101,8 +104,11 @@ class _Kernels:
         self._kernels[(kernel.source, *dtypes)] = None
 
 
-def _build(xp: Any, kernel: Any, dtypes: list[np.dtype], body: str) -> Any:
-    out = step_dtypes(kernel.steps, list(dtypes))[-1]  # type: ignore[index]
+def _build(xp: Any, kernel: Any, dtypes: list[np.dtype], steps: list[np.dtype]) -> Any:
+    """The ``ElementwiseKernel`` of ``kernel`` for inputs of ``dtypes`` (its steps' results
+    of ``steps``), or None where CuPy refuses it."""
+    body = _body(kernel.steps, kernel.n_inputs, steps)
+    out = steps[-1]
     params = ", ".join(f"{d.name} x{i}" for i, d in enumerate(dtypes))
     name = "daskgraph_fused_" + "_".join(step[1] for step in kernel.steps)[:60]
     try:
@@ -118,11 +124,11 @@ _KERNELS = _Kernels()
 def call_on_cupy(kernel: Any, xp: Any, inputs: tuple) -> Any:
     """The chain's result by one CuPy kernel, or None where there is none (yet) for such
     inputs (then the caller runs it op by op)."""
-    dtypes = [np.dtype(getattr(x, "dtype", None) or np.asarray(x).dtype) for x in inputs]
+    args = [x if hasattr(x, "dtype") else np.asarray(x)[()] for x in inputs]
+    dtypes = [np.dtype(x.dtype) for x in args]
     built = _KERNELS.lookup(xp, kernel, dtypes)
     if built is None:
         return None
-    args = [x if hasattr(x, "dtype") else np.asarray(x)[()] for x in inputs]
     try:
         return built(*args)
     except Exception as exc:  # (it compiles at its first launch: a body NVRTC refuses)

@@ -78,8 +78,8 @@ def _apply_momentum(xp, store, var, accum, lr, grad, momentum, *, use_nesterov):
 
 #: Adam's update as fused loops (:mod:`daskgraph.ops.fused`), NumPy's operations in NumPy's
 #: order: ``m`` from (grad, m, 1 - beta1); ``v`` from (grad, v, 1 - beta2); the variable from
-#: (grad, m, 1 - beta1, v, 1 - beta2, lr_t, epsilon, var), computing m and v again on the way
-#: (one pass over every array instead of one per NumPy call)
+#: (the new m, lr_t, the new v, epsilon, var) (one pass over every array instead of one per
+#: NumPy call)
 _ADAM_M = FusedKernel(
     (("d", "subtract", (0, 1)), ("s", "multiply", (3, 2)), ("m", "add", (1, 4))), 3
 )
@@ -88,13 +88,8 @@ _ADAM_V = FusedKernel(
      ("v", "add", (1, 5))), 3,
 )  # fmt: skip
 _ADAM_VAR = FusedKernel(
-    (
-        ("dm", "subtract", (0, 1)), ("sm", "multiply", (8, 2)), ("m", "add", (1, 9)),
-        ("g2", "multiply", (0, 0)), ("dv", "subtract", (11, 3)), ("sv", "multiply", (12, 4)),
-        ("v", "add", (3, 13)), ("num", "multiply", (10, 5)), ("root", "sqrt", (14,)),
-        ("den", "add", (16, 6)), ("step", "divide", (15, 17)), ("var", "subtract", (7, 18)),
-    ),
-    8,
+    (("num", "multiply", (0, 1)), ("root", "sqrt", (2,)), ("den", "add", (6, 3)),
+     ("step", "divide", (5, 7)), ("var", "subtract", (4, 8))), 5,
 )  # fmt: skip
 
 
@@ -113,7 +108,7 @@ def _apply_adam(
         c1, c2 = 1 - beta1, 1 - beta2
         new_m = _ADAM_M(xp, grad, old_m, c1)
         new_v = _ADAM_V(xp, grad, old_v, c2)
-        new_var = _ADAM_VAR(xp, grad, old_m, c1, old_v, c2, lr_t, epsilon, store.read(var.name))
+        new_var = _ADAM_VAR(xp, new_m, lr_t, new_v, epsilon, store.read(var.name))
         _updated(xp, store, m, new_m)
         _updated(xp, store, v, new_v)
         return _updated(xp, store, var, new_var)

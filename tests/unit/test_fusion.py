@@ -279,7 +279,7 @@ def test_the_fused_adam_update_gives_the_bits_of_numpy_s(dtype):
     for kernel, inputs, expected in (
         (_ADAM_M, (grad, m, c1), expected_m),
         (_ADAM_V, (grad, v, c2), expected_v),
-        (_ADAM_VAR, (grad, m, c1, v, c2, lr_t, eps, var), expected_var),
+        (_ADAM_VAR, (expected_m, lr_t, expected_v, eps, var), expected_var),
     ):
         assert compile_now(kernel, *inputs) is not None
         assert _same_bits(_looped(kernel, inputs), expected)

@@ -449,7 +449,7 @@ class Session:
                 self._pruned.clear()  # type: ignore[union-attr]
             placement = self._place(needed_ops(self._graph.get_operations(), items, feeds))
             self._pruned[key] = placement  # type: ignore[index]
-        self._placement = placement
+        self._placement = placement  # (the last run's, for recovery)
         return placement
 
     def _place(self, only: list[Operation] | None) -> Placement:

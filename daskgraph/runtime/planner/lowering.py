@@ -109,7 +109,7 @@ def lower(
     """
     fed = {t: i for i, t in enumerate(feeds)}
     ops = placement.ops
-    fed_ops = {t.op.id for t in feeds if all(o in fed for o in t.op.outputs)}
+    fed_ops = _fed_ops(feeds)
     with cyclic_gc_paused():  # nothing made here is cyclic; see footprint
         needed = _needed_ops(ops, fetches, fed_ops)
         parts = split_parallel(partition_ops(needed, placement, fed_ops), placement, fed_ops)
@@ -131,9 +131,13 @@ def needed_ops(
     InvalidArgumentError
         If a placeholder the fetches depend on is not fed.
     """
+    return _needed_ops(ops, fetches, _fed_ops(feeds))
+
+
+def _fed_ops(feeds: Sequence[Tensor]) -> set[int]:
+    """The ids of the ops every output of which is fed (they run as sources)."""
     fed = set(feeds)
-    fed_ops = {t.op.id for t in feeds if all(o in fed for o in t.op.outputs)}
-    return _needed_ops(ops, fetches, fed_ops)
+    return {t.op.id for t in feeds if all(o in fed for o in t.op.outputs)}
 
 
 def _needed_ops(

@@ -114,10 +114,6 @@ class Placement:
         """The :class:`~daskgraph.cluster.topology.Device` ``op`` is placed on."""
         return self.devices[self._where[op.id]]
 
-    def placed(self, op: Operation) -> bool:
-        """Whether ``op`` was placed (False outside a pruned placement's ops)."""
-        return self._reasons[op.id] != PRUNED
-
     @property
     def placed_ops(self) -> list[Operation]:
         """The ops placed, in graph order (every op but those a pruned placement left out)."""
