@@ -124,7 +124,7 @@ class SessionConfig:
     global_jit
         Compile every op that can be (TensorFlow's ``global_jit_level`` ``ON_1``/``ON_2``):
         fused kernels also take transcendental functions, within a few units in the last
-        place of NumPy's results (:data:`daskgraph.ops.fused.RELAXED_RTOL`).
+        place of NumPy's results (:data:`daskgraph.ops.fusable.RELAXED_RTOL`).
     """
 
     log_device_placement: bool = False

@@ -57,27 +57,13 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.ops.fusable import DTYPES as DTYPES
-from daskgraph.ops.fusable import FUSABLE as FUSABLE
-from daskgraph.ops.fusable import KERNEL_NAMES as KERNEL_NAMES
-from daskgraph.ops.fusable import KERNELS as KERNELS
-from daskgraph.ops.fusable import RELAXED as RELAXED
-from daskgraph.ops.fusable import RELAXED_RTOL as RELAXED_RTOL
-from daskgraph.ops.fusable import expression_of as expression_of
-from daskgraph.ops.fusable import fusable_kernel as fusable_kernel
-from daskgraph.ops.fusable import step_dtypes
+from daskgraph.ops.fusable import DTYPES, KERNELS, expression_of, step_dtypes
 
 __all__ = [
-    "FUSABLE",
-    "KERNELS",
-    "KERNEL_NAMES",
-    "RELAXED",
-    "RELAXED_RTOL",
+    "PARALLEL_ELEMENTS",
     "SMALL_ELEMENTS",
     "FusedKernel",
     "compile_now",
-    "expression_of",
-    "fusable_kernel",
     "settle",
     "worth_a_loop",
 ]

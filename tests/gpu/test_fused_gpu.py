@@ -12,7 +12,8 @@ import re
 import numpy as np
 import pytest
 
-from daskgraph.ops.fused import FUSABLE, FusedKernel
+from daskgraph.ops.fusable import FUSABLE
+from daskgraph.ops.fused import FusedKernel
 
 pytestmark = pytest.mark.gpu
 

@@ -12,7 +12,8 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.cluster.topology import Device
-from daskgraph.ops.fused import FUSABLE, RELAXED, RELAXED_RTOL, FusedKernel, compile_now, settle
+from daskgraph.ops.fusable import FUSABLE, RELAXED, RELAXED_RTOL
+from daskgraph.ops.fused import FusedKernel, compile_now, settle
 from daskgraph.runtime.planner.fusion import FUSED
 from daskgraph.runtime.planner.lowering import lower
 from daskgraph.runtime.planner.placement import place

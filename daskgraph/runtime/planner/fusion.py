@@ -6,7 +6,7 @@ rewrites each group as one instruction at the place of its last op. An op joins 
 the op that reads its result when
 
 * its kernel is one of NumPy's exactly rounded array functions, or a kernel of daskgraph's
-  registered as fusable (ReLU and its gradient; :data:`~daskgraph.ops.fused.FUSABLE`), with
+  registered as fusable (ReLU and its gradient; :data:`~daskgraph.ops.fusable.FUSABLE`), with
   no attributes, it holds no state and reads
   no variable reference, and its result is a float32, float64 or bool tensor;
 * its result is read by that op alone (several times is fine), and is neither an output of
@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from daskgraph.framework.op_registry import ArrayFunction
-from daskgraph.ops.fused import DTYPES, FUSABLE, KERNEL_NAMES, RELAXED, FusedKernel
+from daskgraph.ops.fusable import DTYPES, FUSABLE, KERNEL_NAMES, RELAXED
+from daskgraph.ops.fused import FusedKernel
 
 __all__ = ["FUSED", "format_fusion_log", "fuse"]
 
@@ -59,7 +60,7 @@ def fuse(
     relaxed
         Per instruction, whether its op is under TensorFlow's JIT switches (the session's
         ``global_jit_level``, or a ``jit_scope``): then transcendental functions fuse too
-        (:data:`~daskgraph.ops.fused.RELAXED`). Default: none is.
+        (:data:`~daskgraph.ops.fusable.RELAXED`). Default: none is.
     """
     n = len(instructions)
     loose = relaxed if relaxed is not None else [False] * n
@@ -115,8 +116,8 @@ def fuse(
 
 
 def fused_name(kernel: Any, relaxed: bool = True) -> str | None:
-    """The name of ``kernel`` in :data:`~daskgraph.ops.fused.FUSABLE` (or, ``relaxed``, in
-    :data:`~daskgraph.ops.fused.RELAXED`), or None."""
+    """The name of ``kernel`` in :data:`~daskgraph.ops.fusable.FUSABLE` (or, ``relaxed``, in
+    :data:`~daskgraph.ops.fusable.RELAXED`), or None."""
     if isinstance(kernel, ArrayFunction):
         name: str | None = kernel.name
     else:
