@@ -45,16 +45,20 @@ __all__ = [
     "DaskgraphError",
     "DataLossError",
     "DeadlineExceededError",
+    "DeviceSpecError",
     "FailedPreconditionError",
+    "GraphMismatchError",
     "InternalError",
     "InvalidArgumentError",
     "InvalidTargetError",
+    "LossyCastError",
     "NotFoundError",
     "OpError",
     "OpName",
     "OutOfRangeError",
     "PermissionDeniedError",
     "ResourceExhaustedError",
+    "StructuredValueError",
     "UnauthenticatedError",
     "UnavailableError",
     "UnimplementedError",
@@ -87,6 +91,57 @@ UNAUTHENTICATED = 16
 
 class DaskgraphError(Exception):
     """Base class of every daskgraph error."""
+
+
+class StructuredValueError(DaskgraphError, ValueError):
+    """A ``ValueError`` with structured fields: TensorFlow raises ``ValueError`` (not an
+    ``OpError``) for what is wrong when a graph is built or a value converted, before anything
+    runs; these subclasses keep that class and add the fields, as attributes.
+
+    >>> err = GraphMismatchError("x must be from the same graph as y", tensor="x:0")
+    >>> isinstance(err, ValueError), err.tensor
+    (True, 'x:0')
+    >>> import pickle
+    >>> pickle.loads(pickle.dumps(err)).tensor
+    'x:0'
+    """
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+    def __reduce__(self):  # keep the structured fields across pickling
+        return (_rebuild_value_error, (type(self), self.message, self.fields))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _rebuild_value_error(
+    cls: type[StructuredValueError], message: str, fields: dict
+) -> StructuredValueError:
+    return cls(message, **fields)
+
+
+class GraphMismatchError(StructuredValueError):
+    """Tensors or operations of two graphs used together, as TensorFlow's ``ValueError``
+    ("... must be from the same graph as ..."). Fields: ``tensor`` (or ``operation``), the
+    name of the foreign one, and ``op_type``, the op being built."""
+
+
+class DeviceSpecError(StructuredValueError):
+    """A malformed device specification, worded as TensorFlow's ``ValueError`` (``Cannot
+    specify multiple device types``, ``Unknown attribute``). Fields: ``spec``, the string
+    parsed; ``attribute``, the component at fault; ``reason``, what is wrong with it."""
+
+
+class LossyCastError(StructuredValueError):
+    """A value that converting to another dtype would change (``3.7`` to an integer, ``2**53 +
+    1`` to ``float64``, ``-1`` to ``uint8``). Fields: ``index`` (a tuple, the first offending
+    element's), ``value``, ``source`` and ``target`` (dtype names), ``reason``."""
 
 
 class OpName(str):

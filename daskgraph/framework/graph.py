@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from daskgraph.errors import InvalidArgumentError
+from daskgraph.errors import GraphMismatchError
 from daskgraph.framework import dtypes, scopes
 from daskgraph.framework.nodes import GraphDef, Operation, Shape, Tensor, as_operation
 
@@ -181,21 +181,27 @@ class Graph:
     def _check_members(
         self, op_type: str, inputs: Sequence[Tensor], others: Sequence[Operation | None]
     ) -> None:
-        """Raise unless the inputs and the control / colocation ops are of this graph."""
+        """Raise TensorFlow's ``ValueError`` (a :class:`GraphMismatchError`) unless the inputs
+        and the control / colocation ops are of this graph."""
+        mine = next((t for t in inputs if t.op.graph is self), None)
+        reference = repr(mine) if mine is not None else f"the {op_type} op being added to it"
         for tensor in inputs:
             if tensor.op.graph is not self:
-                raise InvalidArgumentError(
-                    f"Tensor {tensor.name!r} belongs to another graph than the one "
-                    f"{op_type} is being added to; build every op of a computation in one "
-                    "graph (check `with graph.as_default():` blocks).",
-                    op=op_type,
+                raise GraphMismatchError(
+                    f"{tensor!r} must be from the same graph as {reference}: it belongs to "
+                    f"another graph than the one {op_type} is being added to. Build every op "
+                    "of a computation in one graph (check `with graph.as_default():` blocks).",
                     tensor=tensor.name,
+                    op_type=op_type,
                 )
         for other in others:
             if other is not None and other.graph is not self:
-                raise ValueError(
-                    f"Operation {other.name!r} belongs to another graph; it cannot be a control "
-                    f"input of, or colocated with, a new {op_type} op of this graph."
+                raise GraphMismatchError(
+                    f"{other!r} must be from the same graph as {reference}: it belongs to "
+                    f"another graph, so it cannot be a control input of, or colocated with, a "
+                    f"new {op_type} op of this graph.",
+                    operation=other.name,
+                    op_type=op_type,
                 )
 
     # -- looking up -------------------------------------------------------------------------
