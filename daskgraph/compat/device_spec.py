@@ -4,7 +4,11 @@ TF1 programs build a spec and change it in place (``spec.job = "ps"``,
 ``spec.parse_from_string(...)``, ``spec.merge_from(other)``); the native
 :class:`daskgraph.framework.device.DeviceSpec` is an immutable value, so this class keeps the five
 fields as settable attributes and uses the native parser and printer for everything else.
-``tf.device(spec)`` takes it (its string at the time the block is entered).
+``tf.device(spec)`` takes it (its string at the time the block is entered). As TF 1's, it is a
+plain Python object: an attribute it does not know (``spec.cpu = None``, as TF 1's own tests
+set) is kept and changes nothing, and the integer fields take what ``int()`` reads
+(``spec.task = "3"``). ``canonical_name`` and ``check_valid`` are the helpers of TF 1's
+``tensorflow.python.framework.device``, which TF 1 programs import.
 
 >>> spec = DeviceSpec(job="ps", task=1, device_type="gpu", device_index=0)
 >>> spec.to_string()
@@ -14,16 +18,20 @@ fields as settable attributes and uses the native parser and printer for everyth
 '/job:worker/replica:2/task:1/device:GPU:0'
 >>> spec.parse_from_string("/cpu:1") is spec, spec
 (True, <DeviceSpec(job=None, replica=None, task=None, device_type=CPU, device_index=1)>)
+>>> spec.cpu = None  # not a field: kept as an attribute, the spec is unchanged
+>>> spec.to_string()
+'/device:CPU:1'
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from daskgraph.framework.device import DeviceSpec as NativeSpec
 from daskgraph.framework.device import parse
 
-__all__ = ["DeviceSpec"]
+__all__ = ["DeviceSpec", "canonical_name", "check_valid"]
 
 _FIELDS = ("job", "replica", "task", "device_type", "device_index")
 
@@ -46,7 +54,8 @@ class DeviceSpec:
         device_type: str | None = None,
         device_index: int | None = None,
     ) -> None:
-        self._set(NativeSpec(job, replica, task, device_type, device_index))
+        fields = (job, replica, task, device_type, device_index)
+        self._set(NativeSpec(*(_as_field(n, v) for n, v in zip(_FIELDS, fields, strict=True))))
 
     def _set(self, spec: NativeSpec) -> DeviceSpec:
         for name in _FIELDS:
@@ -54,9 +63,10 @@ class DeviceSpec:
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name not in _FIELDS:
-            raise AttributeError(f"DeviceSpec has no field {name!r}; fields are {_FIELDS}")
-        self._set(self.native().replace(**{name: value}))  # checked as the native spec is
+        if name not in _FIELDS:  # TF 1's spec is a plain object: the attribute changes nothing
+            object.__setattr__(self, name, value)
+            return
+        self._set(self.native().replace(**{name: _as_field(name, value)}))  # checked there
 
     def native(self) -> NativeSpec:
         """The same specification as an immutable :class:`daskgraph.framework.device.DeviceSpec`."""
@@ -99,3 +109,47 @@ class DeviceSpec:
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)}" for name in _FIELDS)
         return f"<DeviceSpec({fields})>"
+
+
+def _as_field(name: str, value: Any) -> Any:
+    """``value`` as TF 1's setters take it: the job as ``str``, an index through ``int()``
+    (``"3"`` is 3; ``"x"`` raises ``ValueError: invalid literal for int()`` as TensorFlow's);
+    anything else is left for the native spec to check and refuse.
+
+    >>> _as_field("task", "3"), _as_field("job", "ps")
+    (3, 'ps')
+    """
+    if value is None or name in ("job", "device_type"):
+        return value
+    if isinstance(value, str):
+        return int(value)
+    if not isinstance(value, bool) and hasattr(value, "__index__"):
+        return operator.index(value)
+    return value
+
+
+def canonical_name(device: Any) -> str:
+    """The canonical string of ``device`` (a string, a spec or ``None``), as TF 1's
+    ``tensorflow.python.framework.device.canonical_name``.
+
+    >>> canonical_name("/gpu:0/task:0/job:foo"), canonical_name(None)
+    ('/job:foo/task:0/device:GPU:0', '')
+    """
+    if device is None:
+        return ""
+    if isinstance(device, (DeviceSpec, NativeSpec)):
+        return device.to_string()
+    return DeviceSpec.from_string(device).to_string()
+
+
+def check_valid(spec: str) -> None:
+    """Raise the parser's :class:`~daskgraph.errors.DeviceSpecError` (a ``ValueError``, in
+    TensorFlow's words) unless ``spec`` is a valid device string, as TF 1's ``check_valid``.
+
+    >>> check_valid("/job:foo/replica:0")
+    >>> check_valid("/cpu:0/device:GPU:2")
+    Traceback (most recent call last):
+    ...
+    daskgraph.errors.DeviceSpecError: Cannot specify multiple device types: /cpu:0/device:GPU:2. ...
+    """
+    DeviceSpec.from_string(spec)

@@ -11,7 +11,7 @@ import functools
 import re
 from typing import Any
 
-from daskgraph.errors import quote
+from daskgraph.errors import DeviceSpecError, quote
 
 __all__ = ["CPU", "GPU", "DeviceSpec", "parse"]
 
@@ -22,6 +22,7 @@ _EXAMPLE = "/job:worker/replica:0/task:1/device:GPU:0"
 _JOB_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 _TYPE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 _INT_RE = re.compile(r"[0-9]+\Z")
+_PY_INT_RE = re.compile(r"\s*[+-]?[0-9]+(_[0-9]+)*\s*\Z")  # what int() reads (TF's parser)
 _MAX_INDEX = 2**63 - 1  # indices are int64 (task numbers of deployments are hashes)
 _SHORT_TYPES = frozenset({"cpu", "gpu"})
 _FIELD_NAMES = ("job", "replica", "task", "device_type", "device_index")
@@ -34,10 +35,52 @@ def _normalise_type(device_type: str) -> str:
     return device_type.upper() if device_type.lower() in _SHORT_TYPES else device_type
 
 
-def _malformed(spec: str, reason: str) -> ValueError:
-    return ValueError(
+def _malformed(spec: str, reason: str, attribute: str) -> DeviceSpecError:
+    return DeviceSpecError(
         f"Malformed device specification {quote(spec)}: {reason}. "
-        f"Expected a string like {_EXAMPLE!r}"
+        f"Expected a string like {_EXAMPLE!r}",
+        spec=spec,
+        attribute=attribute,
+        reason=reason,
+    )
+
+
+def _shown(spec: str) -> str:
+    """``spec`` as TensorFlow writes it in a message (unquoted), or quoted and shortened."""
+    return spec if len(spec) <= 80 else quote(spec)
+
+
+def _multiple_types(spec: str, first: str, second: str) -> DeviceSpecError:
+    """TensorFlow's words (TF 1's, then TF 2's) for a second device type in ``spec``.
+
+    >>> print(_multiple_types("/gpu:0/cpu:0", "GPU", "CPU"))
+    Cannot specify multiple device types: /gpu:0/cpu:0. Multiple device types are not allowed \
+while parsing the device spec: it names 'GPU' and 'CPU'; keep one, as in \
+'/job:worker/replica:0/task:1/device:GPU:0'
+    """
+    return DeviceSpecError(
+        f"Cannot specify multiple device types: {_shown(spec)}. Multiple device types are not "
+        f"allowed while parsing the device spec: it names {quote(first)} and {quote(second)}; "
+        f"keep one, as in {_EXAMPLE!r}",
+        spec=spec,
+        attribute=second,
+        reason="multiple device types",
+    )
+
+
+def _unknown_attribute(spec: str, key: str) -> DeviceSpecError:
+    """TensorFlow 1's words for a component of ``spec`` that names no field.
+
+    >>> print(_unknown_attribute("/bar:muu", "bar"))
+    Unknown attribute: 'bar' in '/bar:muu'; a device spec names job, replica, task, device, \
+cpu or gpu, as in '/job:worker/replica:0/task:1/device:GPU:0'
+    """
+    return DeviceSpecError(
+        f"Unknown attribute: {quote(key)} in {quote(spec)}; a device spec names job, replica, "
+        f"task, device, cpu or gpu, as in {_EXAMPLE!r}",
+        spec=spec,
+        attribute=key,
+        reason="unknown attribute",
     )
 
 
@@ -46,7 +89,10 @@ def _parse_int(spec: str, name: str, text: str, allow_star: bool) -> int | None:
         return None
     if not _INT_RE.match(text) or len(text) > 19 or int(text) > _MAX_INDEX:
         wanted = "a non-negative integer" + (" or '*'" if allow_star else "") + " below 2**63"
-        raise _malformed(spec, f"{name} must be {wanted}, got {quote(text)}")
+        reason = f"{name} must be {wanted}, got {quote(text)}"
+        if not _PY_INT_RE.match(text):  # what int() says, and TensorFlow's message with it
+            reason += f" (invalid literal for int() with base 10: {quote(text)})"
+        raise _malformed(spec, reason, name)
     return int(text)
 
 
@@ -62,38 +108,33 @@ def _parse_fields(spec: str) -> _Fields:
             continue  # as TensorFlow: empty components ('//', ':0') are skipped
         if key in ("job", "replica", "task"):
             if key in named:
-                raise _malformed(spec, f"field {key!r} given twice")
+                raise _malformed(spec, f"field {key!r} given twice", key)
             if len(values) != 1 or not values[0]:
-                raise _malformed(spec, f"{key!r} needs exactly one value, as in '{key}:VALUE'")
+                raise _malformed(spec, f"{key!r} needs exactly one value, as in '{key}:VALUE'", key)
             if key == "job":
                 if not _JOB_RE.match(values[0]):
-                    raise _malformed(spec, f"invalid job name {quote(values[0])}")
+                    raise _malformed(spec, f"invalid job name {quote(values[0])}", key)
                 named[key] = values[0]
             else:
                 named[key] = _parse_int(spec, key, values[0], allow_star=False)
         elif key == "device" or key.lower() in _SHORT_TYPES:
             if key == "device":
                 if not 1 <= len(values) <= 2:
-                    raise _malformed(spec, "'device' takes the form 'device:TYPE[:INDEX]'")
+                    raise _malformed(spec, "'device' takes the form 'device:TYPE[:INDEX]'", key)
                 name, index_text = values[0], values[1] if len(values) == 2 else "*"
                 if not _TYPE_RE.match(name):
-                    raise _malformed(spec, f"invalid device type {quote(name)}")
+                    raise _malformed(spec, f"invalid device type {quote(name)}", key)
             else:
                 if len(values) > 1:
-                    raise _malformed(spec, f"{key!r} takes the form '{key}[:INDEX]'")
+                    raise _malformed(spec, f"{key!r} takes the form '{key}[:INDEX]'", key)
                 name, index_text = key, values[0] if values else "*"
             name = _normalise_type(name)
             if device_type is not None:
-                raise _malformed(
-                    spec, f"two device types given ({quote(device_type)} and {quote(name)})"
-                )
+                raise _multiple_types(spec, device_type, name)
             device_type = name
             device_index = _parse_int(spec, "device index", index_text, allow_star=True)
         else:
-            raise _malformed(
-                spec,
-                f"unknown field {quote(key)} (expected job, replica, task, device, cpu or gpu)",
-            )
+            raise _unknown_attribute(spec, key)
     return (named.get("job"), named.get("replica"), named.get("task"), device_type, device_index)
 
 
@@ -165,8 +206,11 @@ class DeviceSpec:
         ------
         TypeError
             If ``spec`` is not a string.
-        ValueError
-            If ``spec`` is malformed; the message quotes it.
+        DeviceSpecError
+            A ``ValueError``, if ``spec`` is malformed: the message quotes it, in TensorFlow's
+            words where TensorFlow has some (``Cannot specify multiple device types``,
+            ``Unknown attribute``, ``invalid literal for int()``); the fields ``spec``,
+            ``attribute`` and ``reason`` say what is wrong.
 
         Examples
         --------
@@ -175,7 +219,7 @@ class DeviceSpec:
         >>> DeviceSpec.from_string("/gpu:0/cpu:0")
         Traceback (most recent call last):
         ...
-        ValueError: Malformed device specification '/gpu:0/cpu:0': two device types given ('GPU' and 'CPU'). Expected a string like '/job:worker/replica:0/task:1/device:GPU:0'
+        daskgraph.errors.DeviceSpecError: Cannot specify multiple device types: /gpu:0/cpu:0. Multiple device types are not allowed while parsing the device spec: it names 'GPU' and 'CPU'; keep one, as in '/job:worker/replica:0/task:1/device:GPU:0'
         """  # noqa: E501
         if not isinstance(spec, str):
             raise TypeError(f"device specification must be a str, got {type(spec).__name__}")
