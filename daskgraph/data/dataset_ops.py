@@ -41,6 +41,7 @@ from daskgraph.errors import (
     OutOfRangeError,
 )
 from daskgraph.framework import dtypes, nest
+from daskgraph.framework.casting import cast_exactly
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.op_registry import CPU_ALL, register
 from daskgraph.ops.script_ops import python_error
@@ -384,7 +385,7 @@ class Generator(Stage):
             if wanted is dtypes.string:
                 array = dtypes.strings_as_bytes(np.asarray(value, dtype=object))
             else:
-                array = dtypes.cast_exactly(np.asarray(value), wanted)
+                array = cast_exactly(np.asarray(value), wanted)
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(
                 f"TypeError: `generator` yielded an element that could not be converted to the "

@@ -21,6 +21,7 @@ import numpy as np
 
 from daskgraph.errors import InvalidArgumentError, quote
 from daskgraph.framework import dtypes
+from daskgraph.framework.casting import cast_exactly
 from daskgraph.framework.graph import Operation, Shape, Tensor, as_operation, get_default_graph
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.framework.tensor_conversion import convert_registered
@@ -192,7 +193,7 @@ def _convert(value: Any, dtype: dtypes.DType, name: str) -> np.ndarray:
     kinds = source.dtype.kind + array.dtype.kind
     try:  # integers out of range or rounded, overflow to infinity: all refused
         if (kinds[0] in "biu" and kinds[1] in "iuf") or kinds == "ff":
-            dtypes.cast_exactly(source, dtype)
+            cast_exactly(source, dtype)
         elif kinds == "Of":
             _check_big_ints(source, array, dtype)
     except ValueError as exc:

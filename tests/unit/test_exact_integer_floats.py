@@ -10,6 +10,7 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.framework import dtypes
+from daskgraph.framework.casting import cast_exactly
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +37,7 @@ def test_integer_feeds_a_float_cannot_hold_are_refused(value, placeholder_dtype)
     message = str(info.value)
     bad = int(value[-1])
     assert "amounts" in message and str(value.dtype) in message
-    assert f"{bad} cannot be represented exactly as {placeholder_dtype.name}" in message
+    assert f"{bad}, which cannot be represented exactly as {placeholder_dtype.name}" in message
 
 
 def test_integer_feeds_a_float_holds_exactly_arrive_unchanged():
@@ -53,10 +54,11 @@ def test_integer_feeds_a_float_holds_exactly_arrive_unchanged():
 def test_a_big_feed_is_checked_value_by_value():
     """One inexact value at the end of a million exact ones is found (and named)."""
     value = np.arange(1_000_000, dtype=np.int64) * 2**20  # up to ~2**40: all exact
-    assert dtypes.cast_exactly(value, dtypes.float64)[-1] == float(value[-1])
+    assert cast_exactly(value, dtypes.float64)[-1] == float(value[-1])
     value[-1] = 2**62 + 1
-    with pytest.raises(ValueError, match=rf"{2**62 + 1} cannot be represented exactly"):
-        dtypes.cast_exactly(value, dtypes.float64)
+    named = rf"element \[999999\] is {2**62 + 1}, which cannot be represented exactly"
+    with pytest.raises(ValueError, match=named):
+        cast_exactly(value, dtypes.float64)
 
 
 @pytest.mark.parametrize(

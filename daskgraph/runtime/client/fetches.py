@@ -3,7 +3,9 @@
 :func:`flatten_fetches` turns a nested structure of tensors, operations, variables and names
 into the unique items to run and a function that rebuilds the structure from their values;
 :func:`check_feeds` resolves ``feed_dict`` keys and converts the values to the fed tensors'
-dtypes and shapes, refusing what TensorFlow refuses. A composite (a
+dtypes and shapes, refusing what TensorFlow refuses and values the conversion would change
+(:func:`~daskgraph.framework.casting.cast_exactly`: ``[0.0, 1.0]`` feeds an ``int32``
+placeholder, ``3.7`` does not). A composite (a
 :class:`~daskgraph.ops.sparse_tensor.SparseTensor`) is fetched and fed as its component tensors,
 and its value rebuilt from theirs. Nothing here talks to a cluster.
 
@@ -24,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.errors import quote
-from daskgraph.framework.dtypes import cast_exactly, strings_as_bytes
+from daskgraph.errors import LossyCastError, quote
+from daskgraph.framework.casting import cast_exactly
+from daskgraph.framework.dtypes import strings_as_bytes
 from daskgraph.framework.graph import Graph, Operation, Tensor
 from daskgraph.ops.sparse_tensor import CompositeTensor
 
@@ -241,13 +244,16 @@ def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
     array = np.asarray(value, dtype=dtype.numpy if dtype.name == "string" else None)
     if dtype.name == "string":
         array = strings_as_bytes(array)
-    try:
+    try:  # converted when every value survives, as TensorFlow converts; see casting's rule
         array = cast_exactly(array, dtype)
-    except ValueError as exc:
-        raise ValueError(
+    except LossyCastError as exc:
+        raise LossyCastError(
             f"Cannot feed value of dtype {array.dtype} to tensor {quote(tensor.name)} of dtype "
-            f"{dtype.name}: {exc}. Feed values that fit {dtype.name}, or give the placeholder "
-            "a wider dtype."
+            f"{dtype.name}: {exc}. Feed values that {dtype.name} holds (they are converted), "
+            "convert them yourself if the change is meant, or give the placeholder a dtype "
+            "that holds them.",
+            tensor=tensor.name,
+            **exc.fields,
         ) from None
     shape = tensor.shape
     if shape is not None and (
