@@ -104,7 +104,7 @@ def cast_exactly(array: np.ndarray, dtype: DType) -> np.ndarray:
     with np.errstate(all="ignore"):
         converted = (array.real if real else array).astype(target)
         changed = _changed(array, converted)
-    if changed.any():
+    if changed is not None and changed.any():
         raise _lossy(array, converted, changed, dtype)
     return converted
 
@@ -127,32 +127,40 @@ def _always_exact(source: np.dtype, target: np.dtype) -> bool:
     return True
 
 
-def _changed(array: np.ndarray, converted: np.ndarray) -> np.ndarray:
+def _changed(array: np.ndarray, converted: np.ndarray) -> np.ndarray | None:
     """Where the conversion of ``array`` to ``converted``'s dtype changes a value (a boolean
-    mask of ``array``'s shape), by the module's rule. Vectorised; no conversion back, whose
-    result NumPy leaves to the platform for values out of range."""
+    mask of ``array``'s shape; ``None`` when a cheap check shows that no value changes), by
+    the module's rule. Vectorised; no conversion back, whose result NumPy leaves to the
+    platform for values out of range."""
     source, target = array.dtype, converted.dtype
-    changed = np.zeros(array.shape, dtype=bool)
+    imaginary = None
     if source.kind == "c" and target.kind != "c":
-        changed |= array.imag != 0  # NaN included
+        imaginary = array.imag != 0  # NaN included
         array, source = array.real, array.real.dtype
     if target.kind == "b":
-        return changed | ((array != 0) & (array != 1))
-    if target.kind in "iu":
-        return changed | _outside_integers(array, np.iinfo(target))
-    if source.kind in "biu":  # integers to a float or complex type
-        real = converted.real if target.kind == "c" else converted
-        return changed | _rounded_integers(array, real)
-    return changed | _overflowed(array, converted)  # a float narrowed: rounding is accepted
+        changed = (array != 0) & (array != 1)
+    elif target.kind in "iu":
+        changed = _outside_integers(array, np.iinfo(target))
+    elif source.kind in "biu":  # integers to a float or complex type
+        changed = _rounded_integers(array, converted.real if target.kind == "c" else converted)
+    else:
+        changed = _overflowed(array, converted)  # a float narrowed: rounding is accepted
+    if imaginary is None or changed is None:
+        return imaginary if changed is None else changed
+    return imaginary | changed
 
 
-def _outside_integers(array: np.ndarray, info: np.iinfo) -> np.ndarray:
+def _outside_integers(array: np.ndarray, info: np.iinfo) -> np.ndarray | None:
     """Where ``array`` (integers or floats) holds a value that is not an integer of ``info``'s
     range. Bounds are compared in ``array``'s own type (integers) or as float64 (floats; the
-    bounds, ``-2**k`` and ``2**k``, are exact there), never across signedness."""
+    bounds, ``-2**k`` and ``2**k``, are exact there), never across signedness. The common
+    case costs two reductions (and, for floats, one test of the fractions)."""
     if array.dtype.kind == "b":
-        return np.zeros(array.shape, dtype=bool)
+        return None
+    low, high = array.min(), array.max()  # NaN, if any, fails every test below
     if array.dtype.kind in "iu":
+        if info.min <= int(low) and int(high) <= info.max:
+            return None
         own = np.iinfo(array.dtype)
         outside = np.zeros(array.shape, dtype=bool)
         if info.min > own.min:
@@ -160,18 +168,20 @@ def _outside_integers(array: np.ndarray, info: np.iinfo) -> np.ndarray:
         if info.max < own.max:
             outside |= array > array.dtype.type(info.max)
         return outside
-    low, high = np.float64(int(info.min)), np.float64(int(info.max) + 1)
-    inside = (array >= low) & (array < high)  # False for NaN
-    return ~inside | (np.trunc(array) != array)
+    lowest, beyond = np.float64(int(info.min)), np.float64(int(info.max) + 1)
+    fractional = np.trunc(array) != array  # NaN included, infinities not
+    if lowest <= low and high < beyond:
+        return fractional
+    return fractional | ~((array >= lowest) & (array < beyond))
 
 
-def _rounded_integers(array: np.ndarray, converted: np.ndarray) -> np.ndarray:
+def _rounded_integers(array: np.ndarray, converted: np.ndarray) -> np.ndarray | None:
     """Where the float array ``converted`` does not hold the integers of ``array`` exactly
     (rounded, or overflowed to infinity). The common case costs two reductions: when every
     integer is within the float's exact range, nothing is converted back."""
     exact = 2 ** (np.finfo(converted.dtype).nmant + 1)  # every integer up to here is exact
     if -exact <= int(array.min()) and int(array.max()) <= exact:
-        return np.zeros(array.shape, dtype=bool)
+        return None
     beyond = np.float64(int(np.iinfo(array.dtype).max) + 1)  # a power of two, exact; compared
     changed = ~((converted >= -beyond) & (converted < beyond))  # as float64 (float16 overflows)
     changed |= np.where(changed, 0, converted).astype(array.dtype) != array
