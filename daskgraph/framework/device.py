@@ -45,21 +45,16 @@ def _malformed(spec: str, reason: str, attribute: str) -> DeviceSpecError:
     )
 
 
-def _shown(spec: str) -> str:
-    """``spec`` as TensorFlow writes it in a message (unquoted), or quoted and shortened."""
-    return spec if len(spec) <= 80 else quote(spec)
-
-
 def _multiple_types(spec: str, first: str, second: str) -> DeviceSpecError:
     """TensorFlow's words (TF 1's, then TF 2's) for a second device type in ``spec``.
 
     >>> print(_multiple_types("/gpu:0/cpu:0", "GPU", "CPU"))
-    Cannot specify multiple device types: /gpu:0/cpu:0. Multiple device types are not allowed \
+    Cannot specify multiple device types: '/gpu:0/cpu:0'. Multiple device types are not allowed \
 while parsing the device spec: it names 'GPU' and 'CPU'; keep one, as in \
 '/job:worker/replica:0/task:1/device:GPU:0'
     """
     return DeviceSpecError(
-        f"Cannot specify multiple device types: {_shown(spec)}. Multiple device types are not "
+        f"Cannot specify multiple device types: {quote(spec)}. Multiple device types are not "
         f"allowed while parsing the device spec: it names {quote(first)} and {quote(second)}; "
         f"keep one, as in {_EXAMPLE!r}",
         spec=spec,
@@ -219,7 +214,7 @@ class DeviceSpec:
         >>> DeviceSpec.from_string("/gpu:0/cpu:0")
         Traceback (most recent call last):
         ...
-        daskgraph.errors.DeviceSpecError: Cannot specify multiple device types: /gpu:0/cpu:0. Multiple device types are not allowed while parsing the device spec: it names 'GPU' and 'CPU'; keep one, as in '/job:worker/replica:0/task:1/device:GPU:0'
+        daskgraph.errors.DeviceSpecError: Cannot specify multiple device types: '/gpu:0/cpu:0'. Multiple device types are not allowed while parsing the device spec: it names 'GPU' and 'CPU'; keep one, as in '/job:worker/replica:0/task:1/device:GPU:0'
         """  # noqa: E501
         if not isinstance(spec, str):
             raise TypeError(f"device specification must be a str, got {type(spec).__name__}")

@@ -83,7 +83,7 @@ def test_feed_of_wrong_shape_names_placeholder_and_both_shapes(
 
 @pytest.mark.parametrize(
     ("value", "dtype"),
-    [([1.5, 2.5], "float64"), (np.array([1.0, 2.0], np.float32), "float32"), (["a", "b"], "<U1")],
+    [([1.5, 2.5], "float64"), (np.array([1.0, 2.5], np.float32), "float32"), (["a", "b"], "<U1")],
     ids=["python-floats", "float32-array", "strings"],
 )
 def test_feed_of_wrong_dtype_raises_value_error(dg_session, still_works, value, dtype):

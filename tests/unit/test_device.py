@@ -61,15 +61,15 @@ VALID_IDS = [case[0] or "<empty>" for case in VALID]
 TF_WORDED = [
     (
         "/gpu:0/cpu:0",
-        "Cannot specify multiple device types: /gpu:0/cpu:0. Multiple device types are not "
+        "Cannot specify multiple device types: '/gpu:0/cpu:0'. Multiple device types are not "
         "allowed while parsing the device spec: it names 'GPU' and 'CPU'",
     ),
     (
         "/device:GPU:0/device:CPU:1",
-        "Cannot specify multiple device types: /device:GPU:0/device:CPU:1. Multiple device "
+        "Cannot specify multiple device types: '/device:GPU:0/device:CPU:1'. Multiple device "
         "types are not allowed while parsing the device spec: it names 'GPU' and 'CPU'",
     ),
-    ("/gpu:0/device:GPU:1", "Cannot specify multiple device types: /gpu:0/device:GPU:1."),
+    ("/gpu:0/device:GPU:1", "Cannot specify multiple device types: '/gpu:0/device:GPU:1'."),
     ("/foo:1", "Unknown attribute: 'foo' in '/foo:1'"),
     ("/machine:2", "Unknown attribute: 'machine' in '/machine:2'"),
     ("/worker", "Unknown attribute: 'worker' in '/worker'"),
