@@ -10,6 +10,7 @@ import pytest
 
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
+from daskgraph.errors import GraphMismatchError
 
 
 @pytest.fixture
@@ -68,6 +69,25 @@ def test_names_not_in_the_graph_are_tensorflows_errors(sess) -> None:
         "which does not exist. The operation, 'nothere', does not exist in the graph."
     )
     assert sess.run("c:0") == 1.0
+
+
+def test_fetches_and_feeds_of_another_graph_are_tensorflows_value_error(sess) -> None:
+    with tf.Graph().as_default():
+        foreign = tf.placeholder(tf.float32, [], name="foreign")
+        doubled = foreign * 2.0
+    mine = tf.placeholder(tf.float32, [], name="mine")
+    attempts = [
+        (lambda: sess.run(doubled), {"tensor": "mul:0"}),
+        (lambda: sess.run(doubled.op), {"operation": "mul"}),
+        (lambda: sess.run(mine * 1.0, {foreign: 1.0, mine: 2.0}), {"tensor": "foreign:0"}),
+    ]
+    for attempt, fields in attempts:
+        with pytest.raises(ValueError, match="is not an element of this graph") as info:
+            attempt()
+        assert isinstance(info.value, GraphMismatchError)
+        assert not isinstance(info.value, tf.errors.OpError)
+        assert info.value.fields == fields
+    assert sess.run(mine * 1.0, {mine: 2.0}) == 2.0
 
 
 # -- ConfigProto and its messages ---------------------------------------------------------------

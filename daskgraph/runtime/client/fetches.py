@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.errors import LossyCastError, quote
+from daskgraph.errors import GraphMismatchError, LossyCastError, quote
 from daskgraph.framework.casting import cast_exactly
 from daskgraph.framework.dtypes import strings_as_bytes
 from daskgraph.framework.graph import Graph, Operation, Tensor
@@ -64,10 +64,13 @@ def resolve(item: Any, graph: Graph, what: str) -> Tensor | Operation:
             f"{what} {quote(item)} has invalid type {type(item).__name__}; expected a Tensor, an "
             "Operation, a Variable, a name, or a list, tuple or dict of them."
         )
-    if item.graph is not graph:
-        raise ValueError(
-            f"{what} {quote(item)} is not an element of this session's graph: it was built in "
-            "another graph. Run it with a session of that graph, or build it in this one."
+    if item.graph is not graph:  # TensorFlow's words: "... is not an element of this graph."
+        field = "tensor" if isinstance(item, Tensor) else "operation"
+        raise GraphMismatchError(
+            f"{what} {quote(item)} is not an element of this graph: it was built in another "
+            "graph than this session's. Run it with a session of that graph, or build it in "
+            "this one.",
+            **{field: item.name},
         )
     return item
 
