@@ -52,6 +52,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidTargetError",
     "LossyCastError",
+    "LossyIntFeedError",
     "NotFoundError",
     "OpError",
     "OpName",
@@ -142,6 +143,12 @@ class LossyCastError(StructuredValueError):
     """A value that converting to another dtype would change (``3.7`` to an integer, ``2**53 +
     1`` to ``float64``, ``-1`` to ``uint8``). Fields: ``index`` (a tuple, the first offending
     element's), ``value``, ``source`` and ``target`` (dtype names), ``reason``."""
+
+
+class LossyIntFeedError(LossyCastError, TypeError):
+    """A Python ``int`` fed to a tensor whose dtype cannot hold it: TensorFlow 1 raises
+    ``TypeError`` for this one case ("Type of feed value ... is not compatible with Tensor
+    type ..."), so this is both a :class:`LossyCastError` and a ``TypeError``."""
 
 
 class OpName(str):

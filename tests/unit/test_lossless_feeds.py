@@ -117,3 +117,20 @@ def test_float64_feeds_to_float32_are_rounded_as_tensorflow_does() -> None:
                 sess.run(tf.identity(p), {p: np.array([1e300])})
     assert got.dtype == np.float32
     assert got.tolist() == [np.float32(0.1), 0.0, np.inf]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"), [(tf.int32, 2**40), (tf.uint8, -1), (tf.float64, 2**53 + 1)]
+)
+def test_a_python_int_a_placeholder_cannot_hold_is_tensorflows_type_error(dtype, value) -> None:
+    with tf.Graph().as_default():
+        p = tf.placeholder(dtype, [], name="p")
+        with tf.Session() as sess, pytest.raises(TypeError) as info:
+            sess.run(tf.identity(p), {p: value})
+    assert str(info.value).startswith(
+        f"Type of feed value {value} with type <class 'int'> is not compatible with Tensor type "
+        f"{dtype.as_numpy_dtype}. Try explicitly setting the type of the feed tensor to a "
+        "larger type (e.g. int64)."
+    )
+    assert isinstance(info.value, LossyCastError)  # a ValueError too, with daskgraph's fields
+    assert (info.value.tensor, info.value.value) == ("p:0", value)

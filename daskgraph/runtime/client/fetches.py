@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.errors import GraphMismatchError, LossyCastError, quote
+from daskgraph.errors import GraphMismatchError, LossyCastError, LossyIntFeedError, quote
 from daskgraph.framework.casting import cast_exactly
 from daskgraph.framework.dtypes import strings_as_bytes
 from daskgraph.framework.graph import Graph, Operation, Tensor
@@ -250,14 +250,7 @@ def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
     try:  # converted when every value survives, as TensorFlow converts; see casting's rule
         array = cast_exactly(array, dtype)
     except LossyCastError as exc:
-        raise LossyCastError(
-            f"Cannot feed value of dtype {array.dtype} to tensor {quote(tensor.name)} of dtype "
-            f"{dtype.name}: {exc}. Feed values that {dtype.name} holds (they are converted), "
-            "convert them yourself if the change is meant, or give the placeholder a dtype "
-            "that holds them.",
-            tensor=tensor.name,
-            **exc.fields,
-        ) from None
+        raise _lossy_feed(tensor, value, array, exc) from None
     shape = tensor.shape
     if shape is not None and (
         len(shape) != array.ndim
@@ -269,6 +262,30 @@ def _check_feed_value(tensor: Tensor, value: Any) -> np.ndarray:
             f"shape {wanted}".replace("'?'", "?")
         )
     return array
+
+
+def _lossy_feed(tensor: Tensor, value: Any, array: np.ndarray, exc: LossyCastError) -> Exception:
+    """The error for a fed ``value`` that ``tensor``'s dtype cannot hold (``exc`` says why):
+    for a Python ``int``, TensorFlow 1's ``TypeError`` and words, else a ``ValueError``."""
+    dtype = tensor.dtype
+    said = (
+        f"Cannot feed value of dtype {array.dtype} to tensor {quote(tensor.name)} of dtype "
+        f"{dtype.name}: {exc}"
+    )
+    if isinstance(value, int) and not isinstance(value, bool):
+        return LossyIntFeedError(
+            f"Type of feed value {quote(value)} with type {type(value)} is not compatible with "
+            f"Tensor type {dtype.numpy.type}. Try explicitly setting the type of the feed "
+            f"tensor to a larger type (e.g. int64). ({said}.)",
+            tensor=tensor.name,
+            **exc.fields,
+        )
+    return LossyCastError(
+        f"{said}. Feed values that {dtype.name} holds (they are converted), convert them "
+        "yourself if the change is meant, or give the placeholder a dtype that holds them.",
+        tensor=tensor.name,
+        **exc.fields,
+    )
 
 
 def item_key(item: Tensor | Operation) -> str:
