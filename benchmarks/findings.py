@@ -5,7 +5,7 @@ found here under the target's key (see the ``key`` of each target in
 ``benchmarks/results/latest.json``), or says that none is recorded yet. Paragraphs are
 Markdown. A paragraph stays here when its target is met (it is then not printed), so that a
 regression finds its explanation again. Regenerate the page after editing this file, without
-re-running the suite: ``.venv/bin/python -m benchmarks.report``.
+re-running the suite: ``.venv/bin/python -m benchmarks.report --update-docs``.
 
 The numbers quoted are from profiles on the 2-core machine the suite was written on.
 """

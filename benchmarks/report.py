@@ -4,13 +4,17 @@
   daskgraph) and the targets, each marked met or not met with its measured ratio;
 * :func:`write_json` writes the results (machine, versions, every repeat);
 * :func:`plot_scale` renders the scale case as a log-log plot (matplotlib, Agg backend);
-* :func:`write_markdown` fills ``benchmarks/templates/benchmarks.md`` into
-  ``docs/benchmarks.md``, with a "what holds it back" paragraph from
-  :mod:`benchmarks.findings` for each missed target.
+* :func:`write_markdown` fills ``benchmarks/templates/benchmarks.md`` into the page
+  ``benchmarks.md``, with a "what holds it back" paragraph from :mod:`benchmarks.findings`
+  for each missed target;
+* :func:`print_verdict` ends the output with one line per target: met or not met, and the
+  measured value over the goal.
 
-Re-render the plot and the page from the last results without running anything::
+The page and the plot go to ``benchmarks/results/`` (untracked) unless asked to update the
+tracked ``docs/benchmarks.md`` and ``docs/scale.png`` (``--update-docs``, ``make bench
+UPDATE_DOCS=1``). Re-render them from the last results without running anything::
 
-    .venv/bin/python -m benchmarks.report [benchmarks/results/latest.json]
+    .venv/bin/python -m benchmarks.report [--update-docs] [benchmarks/results/latest.json]
 
 Results of a partial run (``--only``) are merged into the page as it stands, each case they
 hold replacing its old section and target rows (:mod:`benchmarks.merge`); a full run renders
@@ -30,7 +34,8 @@ from benchmarks.common import fmt_bytes, fmt_time
 from benchmarks.findings import FINDINGS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
+RESULTS = ROOT / "benchmarks" / "results"
+DEFAULT_JSON = RESULTS / "latest.json"
 DOCS = ROOT / "docs"
 TEMPLATE = pathlib.Path(__file__).resolve().parent / "templates" / "benchmarks.md"
 CASE_ORDER = (
@@ -376,6 +381,54 @@ def print_report(results: dict[str, Any], out=None) -> None:
     say(f"total wall time: {suite['wall_s']:.1f} s")
 
 
+VERDICT_HEADER = ["target", "measured", "goal", "measured / goal", "verdict"]
+
+
+def goal_ratio(target: dict[str, Any]) -> str:
+    """The measured value over the goal (at most 1 meets a "≤" goal, at least 1 a "≥" one);
+    empty where either is missing or the goal is 0."""
+    measured, goal = target["measured"], target["goal"]
+    if measured is None or not goal:
+        return ""
+    return f"{measured / goal:.2f}"
+
+
+def verdict_rows(results: dict[str, Any]) -> list[list[str]]:
+    """One row per target of ``results``: its key, measured value, goal, ratio, verdict."""
+    rows = []
+    for key in CASE_ORDER:
+        for t in results["cases"].get(key, {}).get("targets", []):
+            verdict = "n/a" if t["met"] is None else "met" if t["met"] else "not met"
+            rows.append([t["key"], fmt_measured(t), fmt_goal(t), goal_ratio(t), verdict])
+    return rows
+
+
+def print_verdict(results: dict[str, Any], out=None) -> None:
+    """The run's short verdict, printed last: how many targets were met, then each target.
+
+    >>> t = {"key": "trivial.vs_tensorflow", "measured": 0.5, "op": "<=", "goal": 1.0,
+    ...      "unit": "x", "met": True, "note": ""}
+    >>> print_verdict({"cases": {"trivial": {"targets": [t]}}})
+    <BLANKLINE>
+    verdict: 1 of 1 targets met, 0 not met
+      target                 measured  goal  measured / goal  verdict
+      ---------------------  --------  ----  ---------------  -------
+      trivial.vs_tensorflow     0.50x  ≤ 1x             0.50      met
+    """
+    out = out or sys.stdout
+    rows = verdict_rows(results)
+    met = sum(row[-1] == "met" for row in rows)
+    missed = sum(row[-1] == "not met" for row in rows)
+    unmeasured = len(rows) - met - missed
+    line = f"verdict: {met} of {len(rows)} targets met, {missed} not met"
+    if unmeasured:
+        line += f", {unmeasured} not measured here"
+    print(file=out)
+    print(line, file=out)
+    if rows:
+        print(_text_table(VERDICT_HEADER, rows), file=out)
+
+
 # -- JSON -----------------------------------------------------------------------------------------
 def write_json(results: dict[str, Any], path: pathlib.Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -571,12 +624,15 @@ def render_docs(
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    path = pathlib.Path(argv[0]) if argv else DEFAULT_JSON
+    update_docs = "--update-docs" in argv
+    paths = [a for a in argv if a != "--update-docs"]
+    path = pathlib.Path(paths[0]) if paths else DEFAULT_JSON
     results = json.loads(path.read_text())
     print_report(results)
     partial = bool(results["suite"].get("args", {}).get("only"))  # a run of some cases
-    for written in render_docs(results, partial=partial):
+    for written in render_docs(results, DOCS if update_docs else RESULTS, partial=partial):
         print(f"wrote {written.relative_to(ROOT)}")
+    print_verdict(results)
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Run from the repository root (``make bench`` does)::
 
-    .venv/bin/python -m benchmarks.run [--only CASE ...] [--repeats 5] [--no-docs]
+    .venv/bin/python -m benchmarks.run [--only CASE ...] [--repeats 5] [--update-docs]
 
 Cases, in the order they run (each in its own module):
 
@@ -29,8 +29,11 @@ Cases, in the order they run (each in its own module):
 TensorFlow and NumPy are timed in processes of their own (:mod:`benchmarks.peer`), started once
 and kept for the run. TensorFlow is an optional peer (the ``bench`` extra): without it, its rows
 and targets say "n/a (tensorflow not installed)" and the rest runs. Results go to
-``benchmarks/results/latest.json``; ``docs/benchmarks.md`` and ``docs/scale.png`` are rendered
-from them (:mod:`benchmarks.report`).
+``benchmarks/results/latest.json``, with the page and plot rendered from them
+(``benchmarks.md``, ``scale.png``: :mod:`benchmarks.report`) beside it, in that untracked
+folder; ``--update-docs`` (``make bench UPDATE_DOCS=1``) renders them into ``docs/`` instead.
+The output ends with the verdict: each target met or not met, with its measured value over
+its goal.
 """
 
 from __future__ import annotations
@@ -139,8 +142,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", choices=CASES, action="append", help="run only these cases")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per way (>= 5)")
     parser.add_argument("--json", type=pathlib.Path, default=report.DEFAULT_JSON, metavar="PATH")
-    parser.add_argument("--docs", type=pathlib.Path, default=report.DOCS, metavar="DIR")
-    parser.add_argument("--no-docs", action="store_true", help="do not render docs/")
+    parser.add_argument(
+        "--docs",
+        type=pathlib.Path,
+        default=None,
+        metavar="DIR",
+        help="render the page and plot into DIR (default: benchmarks/results/)",
+    )
+    parser.add_argument(
+        "--update-docs",
+        action="store_true",
+        help="render them into docs/ (the tracked docs/benchmarks.md and docs/scale.png)",
+    )
+    parser.add_argument("--no-docs", action="store_true", help="render no page or plot")
     parser.add_argument("--chains", type=int, default=40, help="fine: chains")
     parser.add_argument("--length", type=int, default=100, help="fine: ops per chain")
     parser.add_argument(
@@ -204,6 +218,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--training-steps, --tower-steps and --tower-size must be >= 1")
     if args.training_batch < training.TOWERS or args.training_batch % training.TOWERS:
         parser.error(f"--training-batch must be a positive multiple of {training.TOWERS}")
+    if args.docs is not None and args.update_docs:
+        parser.error("--docs DIR and --update-docs name two folders: give one")
     if args.memory_runs < memory.SAMPLES:
         parser.error(f"--memory-runs must be >= {memory.SAMPLES}")
     return args
@@ -227,9 +243,24 @@ def main(argv: list[str] | None = None) -> int:
     report.write_json(results, args.json)
     print(f"wrote {_show(args.json)}")
     if not args.no_docs:
-        for written in report.render_docs(results, args.docs, partial=bool(args.only)):
+        for written in report.render_docs(results, docs_folder(args), partial=bool(args.only)):
             print(f"wrote {_show(written)}")
+    report.print_verdict(results)
     return 0
+
+
+def docs_folder(args: argparse.Namespace) -> pathlib.Path:
+    """Where the page and plot go: ``--docs DIR``, else ``docs/`` with ``--update-docs``,
+    else the untracked results folder (a run never rewrites tracked files unasked).
+
+    >>> str(docs_folder(parse_args([])).relative_to(report.ROOT))
+    'benchmarks/results'
+    >>> str(docs_folder(parse_args(["--update-docs"])).relative_to(report.ROOT))
+    'docs'
+    """
+    if args.docs is not None:
+        return args.docs
+    return report.DOCS if args.update_docs else report.RESULTS
 
 
 def _run_cases(

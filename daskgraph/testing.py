@@ -1,7 +1,9 @@
 """pytest support for daskgraph users: local clusters with virtual GPUs, sessions, a ``gpu`` marker.
 
-Installed as a pytest plugin (entry point ``pytest11``), so in any project that has daskgraph
-installed a test can simply ask for the fixtures::
+An opt-in pytest plugin (no ``pytest11`` entry point: projects installed beside daskgraph do
+not import it, or Dask, in their own test runs). A project turns it on in its top-level
+``conftest.py`` with ``pytest_plugins = ["daskgraph.testing"]`` (or runs ``pytest -p
+daskgraph.testing``), and its tests can then ask for the fixtures::
 
     import pytest
     import daskgraph as dg
@@ -22,10 +24,16 @@ Fixtures
     A ``distributed.Client`` of ``dg_cluster``.
 ``dg_session``
     A :class:`~daskgraph.Session` on ``dg_client`` over a fresh graph, which is the default
-    graph for the duration of the test.
+    graph for the duration of the test. It has 2 virtual GPUs unless the test asks otherwise,
+    where a plain ``Session()`` has as many GPUs as the machine (0 without one).
 ``dg_cluster_factory``
     ``make(virtual_gpus=0, processes=False)`` starts a private cluster, closed after the test
     (for tests that break their cluster).
+
+Every test also gets Dask scratch space of its own (automatically): Dask's
+``temporary-directory``, where workers make their folders, and ``DASK_TEMPORARY_DIRECTORY``
+for the processes a test starts point to a fresh folder under pytest's ``tmp_path_factory``,
+never to the folder that every other Dask process of the machine shares.
 
 Markers
 -------
@@ -38,6 +46,8 @@ Markers
 from __future__ import annotations
 
 import functools
+import itertools
+import os
 import shutil
 import subprocess
 import sys
@@ -47,6 +57,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import dask
 import pytest
 from distributed import Client, SpecCluster
 
@@ -60,6 +71,8 @@ from daskgraph.runtime.client.session import Session
 __all__ = ["gpu_available", "within"]
 
 DEFAULT_VIRTUAL_GPUS = 2
+SCRATCH_ENV = "DASK_TEMPORARY_DIRECTORY"
+_SCRATCH_NUMBERS = itertools.count()
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,6 +131,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip a ``gpu``-marked test when the machine has no NVIDIA GPU (a pytest hook)."""
     if item.get_closest_marker("gpu") is not None and not gpu_available():
         pytest.skip("needs an NVIDIA GPU; none was found (nvidia-smi -L)")
+
+
+@pytest.fixture(autouse=True)
+def _dg_dask_scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Dask's scratch space for this test alone: ``temporary-directory`` in this process (the
+    nannies pass it on to their workers) and ``DASK_TEMPORARY_DIRECTORY`` for the processes
+    the test starts. Dask creates the folder when a worker first needs it."""
+    path = str(tmp_path_factory.getbasetemp() / "dask" / f"test{next(_SCRATCH_NUMBERS)}")
+    before = os.environ.get(SCRATCH_ENV)
+    os.environ[SCRATCH_ENV] = path
+    try:
+        with dask.config.set({"temporary-directory": path}):
+            yield path
+    finally:
+        if before is None:
+            os.environ.pop(SCRATCH_ENV, None)
+        else:
+            os.environ[SCRATCH_ENV] = before
 
 
 class _ClusterPool:

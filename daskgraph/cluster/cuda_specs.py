@@ -77,8 +77,8 @@ _CREATE_CONTEXT = "--create-cuda-context"
 #: a GPU (the first device of the worker's ``CUDA_VISIBLE_DEVICES``)
 _NVML_METRICS = ("gpu-memory-total", "gpu_utilization", "gpu_memory_used")
 _EXTRAS_HINT = (
-    "GPU workers need dask-cuda (with RMM and CuPy): install daskgraph[cuda12] or "
-    "daskgraph[cuda13] for your CUDA major version"
+    "GPU workers need dask-cuda (with RMM and CuPy): install the extra of your CUDA major "
+    "version from daskgraph's clone, pip install -e '.[cuda12]' (or '.[cuda13]') there"
 )
 
 

@@ -71,7 +71,8 @@ GPU_PRELOAD = "daskgraph.cluster.gpu_worker"
 NO_DASK_CUDA_WARNING = (
     "daskgraph found NVIDIA GPUs but dask-cuda is not installed: its GPU workers set up their "
     "memory without it (no CPU affinity, no CUDA context made at start). Install the extra "
-    "of your CUDA major version: pip install 'daskgraph[cuda12]' or 'daskgraph[cuda13]'."
+    "of your CUDA major version from daskgraph's clone: pip install -e '.[cuda12]' (or "
+    "'.[cuda13]') there."
 )
 _warned_no_dask_cuda = False
 

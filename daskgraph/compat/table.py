@@ -50,8 +50,7 @@ _MISSING = object()
 #: What a name daskgraph has does differently from TensorFlow 1 (key: ``name`` at the top
 #: level, ``namespace.name`` elsewhere).
 DIFFERENCES: dict[str, str] = {
-    "Session": "no `partial_run`/`make_callable`; the target is a Dask scheduler address or a "
-    "`Server`'s target",
+    "Session": "no `partial_run`; the target is a Dask scheduler address or a `Server`'s target",
     "ConfigProto": "`log_device_placement`, `allow_soft_placement`, `gpu_options`, "
     "`device_count`, `operation_timeout_in_ms` only (no thread pools, graph options, ...)",
     "GPUOptions": "`allow_growth`, `per_process_gpu_memory_fraction`, `visible_device_list`, "

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import dask
-from distributed.diagnostics.plugin import SchedulerPlugin
+from distributed import SchedulerPlugin
 
 from daskgraph.runtime.planner.lowering import task_group
 

@@ -343,7 +343,25 @@ def install_page(scheduler: Any, board: Any) -> bool:
     page.initialize(IOLoop.current())
     page.start()
     http.add_handlers(r".*", [(f"{prefix}{PAGE}.json", _SnapshotHandler, {"board": board})])
+    _link_from_dasks_pages(scheduler)
     return True
+
+
+def _link_from_dasks_pages(scheduler: Any) -> None:
+    """List the page in the navigation bar of Dask's own pages (Status, Workers, ...).
+
+    Dask has no public hook for that bar: its pages render the ``pages`` list of
+    ``distributed.dashboard.scheduler.template_variables(scheduler)`` (memoized per scheduler,
+    the very list their documents were given), so the page is appended to it; where that
+    function is missing or says otherwise (another distributed), the bar stays as it is and
+    the page is still served. See docs/dask-apis.md."""
+    try:
+        from distributed.dashboard.scheduler import template_variables
+    except ImportError:
+        return
+    pages = template_variables(scheduler).get("pages")
+    if isinstance(pages, list) and PAGE not in pages:
+        pages.append(PAGE)
 
 
 class _RelativeBokehTornado(BokehTornado):

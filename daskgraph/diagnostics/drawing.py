@@ -200,7 +200,7 @@ def _import_graphviz() -> ModuleType:
     except ImportError as exc:
         raise ImportError(
             "Drawing placement plans needs the graphviz Python package: "
-            "pip install 'daskgraph[viz]' (or pip install graphviz)"
+            "pip install graphviz (or, in daskgraph's clone, pip install -e '.[viz]')"
         ) from exc
     return graphviz
 

@@ -50,6 +50,19 @@ def test_a_one_device_run_is_in_the_event_log(dg_client):
     }
 
 
+@pytest.mark.virtual_gpus(0)
+def test_dasks_own_pages_link_to_the_page(dg_client):
+    with dg.Session(dg_client) as session:  # the first session installs the page
+        link = session.dashboard_link
+    assert link is not None
+    root = link.removesuffix("daskgraph")
+    for page in ("status", "workers"):  # Dask's main page, and another of its pages
+        status, html = _read(root + page)
+        assert status == 200 and '<a href="daskgraph">Daskgraph</a>' in html, html[:3000]
+    status, html = _read(link)
+    assert status == 200
+
+
 @pytest.mark.virtual_gpus(1)
 def test_the_page_shows_every_client_the_plans_and_devices(dg_client):
     with dg.Graph().as_default():

@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dask
+from distributed import Client
+
 UNRELATED = """
 import sys
 
@@ -44,3 +47,15 @@ def test_a_project_that_asks_for_the_plugin_gets_its_fixtures(tmp_path):
     (tmp_path / "test_graph.py").write_text(OPTED_IN)
     done = _pytest(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_process_workers_make_their_folders_in_the_tests_scratch_space(dg_cluster_factory):
+    """The nannies hand this process's Dask config (``temporary-directory``, set per test by
+    the plugin) to their workers: no worker folder lands in the machine's shared one."""
+    scratch = Path(dask.config.get("temporary-directory")).resolve()
+    cluster = dg_cluster_factory(virtual_gpus=1, processes=True)
+    with Client(cluster, set_as_default=False) as client:
+        client.wait_for_workers(2, timeout=120)
+        folders = client.run(lambda dask_worker: dask_worker.local_directory)
+    assert len(folders) == 2
+    assert all(Path(f).resolve().is_relative_to(scratch) for f in folders.values()), folders

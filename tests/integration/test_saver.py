@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -315,7 +314,10 @@ SCRIPT = textwrap.dedent(
                 sess.run(train)
             path = saver.save(sess, directory + "/model", global_step=step)
             print(json.dumps({"path": path, "state": state(sess)}), flush=True)
-            while True:  # training goes on, unsaved, until the process is killed
+            for _ in range(3):  # training goes on, unsaved
+                sess.run(train)
+            print(json.dumps({"unsaved": state(sess)}), flush=True)
+            while True:  # and on, until the process is killed
                 sess.run(train)
         else:
             path = dg.train.latest_checkpoint(directory)
@@ -338,15 +340,19 @@ def test_a_killed_trainer_resumes_from_its_checkpoint_in_a_new_process(tmp_path)
         env=env,
         start_new_session=True,  # its own process group: the kill takes everything it started
     )
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(trainer.stdout.readline()), daemon=True)
+    lines: list[str] = []
+
+    def read() -> None:
+        lines.extend(trainer.stdout.readline() for _ in range(2))
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     reader.join(120)
     try:
-        assert line and line[0], "the trainer printed nothing"
-        saved = json.loads(line[0])
-        # let it train on (unsaved) for a moment, then kill it without warning
-        time.sleep(0.5)
+        assert len(lines) == 2 and all(lines), f"the trainer printed {lines!r}"
+        saved = json.loads(lines[0])
+        # it trained on past its checkpoint (unsaved), and is killed without warning
+        assert json.loads(lines[1])["unsaved"]["global_step"] == 6
         assert trainer.poll() is None, "the trainer should still be training"
     finally:
         os.killpg(trainer.pid, signal.SIGKILL)

@@ -13,23 +13,23 @@ from daskgraph.errors import OutOfRangeError
 from daskgraph.training.coordinator import Coordinator, LooperThread, start_queue_runners
 
 
-def _stopping_worker(coord: Coordinator, seen: list[int]) -> None:
+def _stopping_worker(coord: Coordinator, looping: threading.Semaphore) -> None:
+    looping.release()  # once: this thread is in its loop
     while not coord.should_stop():
-        seen.append(1)
         time.sleep(0.001)
 
 
 def test_request_stop_stops_every_thread_and_join_returns() -> None:
     coord = Coordinator()
-    seen: list[int] = []
-    threads = [threading.Thread(target=_stopping_worker, args=(coord, seen)) for _ in range(3)]
+    looping = threading.Semaphore(0)
+    threads = [threading.Thread(target=_stopping_worker, args=(coord, looping)) for _ in range(3)]
     for t in threads:
         t.start()
+    assert all(looping.acquire(timeout=30) for _ in threads)  # every thread is looping
     assert not coord.should_stop()
-    time.sleep(0.02)
     coord.request_stop()
     coord.join(threads)
-    assert coord.should_stop() and coord.joined and seen
+    assert coord.should_stop() and coord.joined
     assert not any(t.is_alive() for t in threads)
 
 
@@ -97,8 +97,15 @@ def test_join_names_threads_that_do_not_stop() -> None:
 def test_looper_thread_calls_its_target_until_stopped() -> None:
     coord = Coordinator()
     calls: list[float] = []
-    looper = LooperThread.loop(coord, 0.01, target=lambda: calls.append(time.time()))
-    time.sleep(0.1)
+    three = threading.Event()
+
+    def target() -> None:
+        calls.append(time.time())
+        if len(calls) == 3:
+            three.set()
+
+    looper = LooperThread.loop(coord, 0.01, target=target)
+    assert three.wait(30), f"the looper called its target {len(calls)} times"
     coord.request_stop()
     coord.join()  # the looper registered itself
     assert len(calls) >= 3 and not looper.is_alive()

@@ -377,7 +377,7 @@ def test_spec_without_dask_cuda_names_the_extras(monkeypatch: pytest.MonkeyPatch
     for module in ("dask_cuda", "dask_cuda.plugins", "dask_cuda.utils"):
         monkeypatch.setitem(sys.modules, module, None)
     (worker,) = cuda_worker_options(gpus(1), GPUOptions())
-    with pytest.raises(ImportError, match=r"daskgraph\[cuda12\] or daskgraph\[cuda13\]"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[cuda12\]' \(or '\.\[cuda13\]'\)"):
         spec_for(worker)
     with pytest.raises(ImportError, match="dask-cuda"):
         dask_cuda_plugins(worker, cpu_affinity=False)

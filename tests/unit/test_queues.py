@@ -64,16 +64,17 @@ def test_dequeue_waits_for_another_thread():
         q = FIFOQueue(2, dg.float32, shapes=())
         enq, deq = q.enqueue(7.0), q.dequeue()
         with dg.Session() as sess:
+            enqueuing = threading.Event()
 
             def later():
-                time.sleep(0.2)
+                time.sleep(0.2)  # likely after the dequeue began waiting (no verdict on it)
+                enqueuing.set()
                 sess.run(enq)
 
             thread = threading.Thread(target=later)
-            start = time.monotonic()
             thread.start()
             assert sess.run(deq) == 7.0
-            assert time.monotonic() - start >= 0.15
+            assert enqueuing.is_set()  # the value came from the other thread's enqueue
             thread.join()
 
 

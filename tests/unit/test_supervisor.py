@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import threading
 import time
 
 import pytest
@@ -50,6 +51,19 @@ def _events(logdir):
     return list(summary_iterator(path))
 
 
+def _wait_for_the_services(sv, logdir, timeout=60.0):
+    """Until each service has run once (a checkpoint, the summary, the steps per second are in
+    the event file), however slowly their threads get going: a wait, not a verdict."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sv.summary_writer.flush()
+        events = _events(logdir)
+        tags = {v.tag for e in events if e.HasField("summary") for v in e.summary.value}
+        if {"w_1", "global_step/sec"} <= tags and any(e.session_log.status == 3 for e in events):
+            return
+        time.sleep(0.05)
+
+
 def test_the_chiefs_services_save_checkpoints_summaries_and_the_graph(tmp_path):
     logdir = str(tmp_path)
     with dg.Graph().as_default():
@@ -58,7 +72,7 @@ def test_the_chiefs_services_save_checkpoints_summaries_and_the_graph(tmp_path):
         with sv.managed_session() as sess:
             for _ in range(4):
                 sess.run(bump)
-                time.sleep(0.2)
+            _wait_for_the_services(sv, logdir)
     files = sorted(os.listdir(logdir))
     assert {"checkpoint", "graph.pbtxt"} <= set(files)
     assert any(f.startswith("model.ckpt-") and f.endswith(".index") for f in files)
@@ -114,10 +128,17 @@ def test_loop_stop_and_summary_computed(tmp_path):
         sv = Supervisor(logdir=None)
         sess = sv.prepare_or_wait_for_session("")
         calls = []
-        sv.loop(0.02, calls.append, args=(1,))
-        time.sleep(0.2)
+        four = threading.Event()
+
+        def service(value: int) -> None:
+            calls.append(value)
+            if len(calls) == 4:
+                four.set()
+
+        sv.loop(0.02, service, args=(1,))
+        assert four.wait(30), f"the service ran {len(calls)} times"
         sv.stop()
-        assert len(calls) >= 4
+        assert calls[:4] == [1, 1, 1, 1]
         with pytest.raises(RuntimeError, match="Writing a summary requires a summary writer"):
             sv.summary_computed(sess, b"")
         with pytest.raises(RuntimeError, match="Only chief supervisor can start"):
