@@ -19,7 +19,10 @@ reach the client unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+import traceback
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 __all__ = [
     "ABORTED",
@@ -67,7 +70,11 @@ __all__ = [
     "UnreachableError",
     "error_code_from_exception_type",
     "exception_type_from_error_code",
+    "mark_message_only",
+    "missing_name",
     "quote",
+    "unknown_field",
+    "without_internal_frames",
 ]
 
 # TensorFlow's canonical error codes (``tf.errors.OK``, ...), the values of ``error_code``
@@ -414,3 +421,98 @@ def quote(value: object, limit: int = 80) -> str:
     if isinstance(value, str):
         return f"{value[:keep]!r}... ({len(value)} characters)"
     return f"{text[: keep + keep // 2]}... ({type(value).__name__}, {len(text)} characters as text)"
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to ``name`` (difflib's), or None when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def unknown_field(
+    kind: type[Exception], message_type: str, name: str, known: Iterable[str]
+) -> Exception:
+    """The error for a field ``name`` that the protocol buffer message ``message_type`` lacks,
+    in TensorFlow's words (raise it): ``kind`` is ``AttributeError`` when a program sets or
+    reads the field, ``ValueError`` when it passes it to the message's constructor. The
+    closest known field, if any, follows TensorFlow's sentence (so that programs matching on
+    its start still match). Fields ``message_type``, ``field`` and ``suggestion``.
+
+    >>> error = unknown_field(AttributeError, "GPUOptions", "allow_grwth", ["allow_growth"])
+    >>> print(error)
+    Protocol message GPUOptions has no "allow_grwth" field. Did you mean "allow_growth"?
+    >>> error.field, error.suggestion
+    ('allow_grwth', 'allow_growth')
+    """
+    suggestion = _did_you_mean(name, known)
+    text = f'Protocol message {message_type} has no "{name}" field.'
+    if suggestion is not None:
+        text += f' Did you mean "{suggestion}"?'
+    error = kind(text)
+    error.message_type, error.field, error.suggestion = message_type, name, suggestion
+    return error
+
+
+def missing_name(
+    module: str, name: str, known: Iterable[str] = (), tf1_has: bool = True
+) -> AttributeError:
+    """The ``AttributeError`` for a TensorFlow 1 name ``module.name`` that daskgraph does not
+    provide (raise it): it names the name and points to docs/compat.md, which lists, section by
+    section (``tf``, ``tf.train``, ...), the names daskgraph has; with the closest name
+    ``module`` has, if any. ``tf1_has`` says whether TensorFlow 1 has the name. Fields
+    ``module``, ``missing`` and ``suggestion``.
+
+    >>> print(missing_name("tf.train", "shuffle_batch", ["shuffle_batch_join"]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    module 'tf.train' has no attribute 'shuffle_batch': daskgraph does not provide TensorFlow
+    1's tf.train.shuffle_batch; docs/compat.md, section 'tf.train', lists the names it has.
+    Did you mean 'shuffle_batch_join'?
+    """
+    section = module if module.startswith("tf") else "tf"
+    what = (
+        f"daskgraph does not provide TensorFlow 1's {module}.{name}"
+        if tf1_has
+        else "neither daskgraph nor TensorFlow 1 has it"
+    )
+    text = (
+        f"module {module!r} has no attribute {name!r}: {what}; docs/compat.md, section "
+        f"{section!r}, lists the names it has."
+    )
+    suggestion = _did_you_mean(name, known)
+    if suggestion is not None:
+        text += f" Did you mean {suggestion!r}?"
+    error = AttributeError(text)
+    error.module, error.missing, error.suggestion = module, name, suggestion
+    return error
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def mark_message_only(error: _E) -> _E:
+    """Mark ``error`` as one whose message says all a user needs (a device no placement can
+    satisfy): where it reaches a public entry point (``Session.run``), it is raised again
+    without the frames of daskgraph's internals (see :func:`without_internal_frames`).
+    Returns ``error``."""
+    error.show_message_only = True  # type: ignore[attr-defined]
+    return error
+
+
+def without_internal_frames(error: _E) -> _E:
+    """``error`` with its traceback cut, if it was marked by
+    :func:`mark_message_only` (raise it ``from None`` at the public entry point:
+    the printed traceback then ends there, as TensorFlow's ``Session.run`` raises its errors).
+    What was cut stays on the error, as text, in ``internal_traceback``, for debugging.
+
+    >>> try:
+    ...     raise mark_message_only(ValueError("no such device"))
+    ... except ValueError as caught:
+    ...     error = without_internal_frames(caught)
+    >>> error.__traceback__ is None, "mark_message_only(" in error.internal_traceback
+    (True, True)
+    """
+    if not getattr(error, "show_message_only", False):
+        return error
+    frames = traceback.format_exception(type(error), error, error.__traceback__)
+    error.internal_traceback = "".join(frames)  # type: ignore[attr-defined]
+    return error.with_traceback(None)
