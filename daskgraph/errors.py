@@ -453,34 +453,48 @@ def unknown_field(
     return error
 
 
-def missing_name(
-    module: str, name: str, known: Iterable[str] = (), tf1_has: bool = True
-) -> AttributeError:
-    """The ``AttributeError`` for a TensorFlow 1 name ``module.name`` that daskgraph does not
-    provide (raise it): it names the name and points to docs/compat.md, which lists, section by
-    section (``tf``, ``tf.train``, ...), the names daskgraph has; with the closest name
-    ``module`` has, if any. ``tf1_has`` says whether TensorFlow 1 has the name. Fields
-    ``module``, ``missing`` and ``suggestion``.
+#: the TF1 namespaces daskgraph provides only in part: what its missing names' errors say
+_PARTLY_PROVIDED = {
+    "tf.contrib": "daskgraph provides only tf.contrib's common subset (tf.contrib.layers, "
+    "tf.contrib.slim, tf.contrib.framework)",
+}
 
-    >>> print(missing_name("tf.train", "shuffle_batch", ["shuffle_batch_join"]))
+
+def missing_name(
+    module: str, name: str, namespace: dict[str, Any] | None = None, section: str = ""
+) -> AttributeError:
+    """The ``AttributeError`` for a name ``module.name`` that daskgraph does not provide (raise
+    it from the module's ``__getattr__``): it names the name and points to docs/compat.md,
+    whose section ``section`` (by default the namespace's: ``tf``, ``tf.train``, ``tf.contrib``
+    for ``tf.contrib.slim``) lists the TensorFlow 1 names daskgraph has (those of ``tf.contrib``,
+    provided in part, say so). The name of ``namespace`` (the module's globals: its ``__all__``,
+    or its public names) closest to ``name`` follows, if any. Fields ``module``, ``missing`` and
+    ``suggestion``. A dunder name (``__wrapped__``, ``__path__``: looked up by
+    introspection) gets Python's plain message.
+
+    >>> print(missing_name("tf.train", "shuffle_batch", {"__all__": ["shuffle_batch_join"]}))
     ... # doctest: +NORMALIZE_WHITESPACE
-    module 'tf.train' has no attribute 'shuffle_batch': daskgraph does not provide TensorFlow
-    1's tf.train.shuffle_batch; docs/compat.md, section 'tf.train', lists the names it has.
-    Did you mean 'shuffle_batch_join'?
+    module 'tf.train' has no attribute 'shuffle_batch': daskgraph does not provide
+    tf.train.shuffle_batch; docs/compat.md, section 'tf.train', lists the TensorFlow 1 names it
+    has. Did you mean 'shuffle_batch_join'?
+    >>> missing_name("tf", "image").suggestion is None
+    True
+    >>> print(missing_name("tf.contrib.slim", "nets"))  # doctest: +ELLIPSIS
+    module 'tf.contrib.slim' has no attribute 'nets': daskgraph provides only ... its names.
     """
-    section = module if module.startswith("tf") else "tf"
-    what = (
-        f"daskgraph does not provide TensorFlow 1's {module}.{name}"
-        if tf1_has
-        else "neither daskgraph nor TensorFlow 1 has it"
-    )
-    text = (
-        f"module {module!r} has no attribute {name!r}: {what}; docs/compat.md, section "
-        f"{section!r}, lists the names it has."
-    )
-    suggestion = _did_you_mean(name, known)
-    if suggestion is not None:
-        text += f" Did you mean {suggestion!r}?"
+    text = f"module {module!r} has no attribute {name!r}"
+    suggestion = None
+    if not (name.startswith("__") and name.endswith("__")):
+        scope = _PARTLY_PROVIDED.get(".".join(module.split(".")[:2]), "")
+        section = section or ".".join(module.split(".")[:2])
+        what = scope or f"daskgraph does not provide {module}.{name}"
+        listed = "its names" if scope else "the TensorFlow 1 names it has"
+        text += f": {what}; docs/compat.md, section {section!r}, lists {listed}."
+        namespace = namespace or {}
+        known = namespace.get("__all__") or [k for k in namespace if not k.startswith("_")]
+        suggestion = _did_you_mean(name, known)
+        if suggestion is not None:
+            text += f" Did you mean {suggestion!r}?"
     error = AttributeError(text)
     error.module, error.missing, error.suggestion = module, name, suggestion
     return error
