@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import doctest
 import operator
+import pathlib
+import re
+import types
 
 import pytest
 
 import daskgraph.compat.v1 as tf
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 #: a missing name, the docs/compat.md section its error points to, and a name it suggests
 MISSING = [
@@ -61,3 +66,20 @@ def test_introspection_sees_a_plain_missing_attribute() -> None:
     assert tf.Summary.__name__ == "Summary"  # the lazily loaded protos still load
     with pytest.raises(ImportError, match="shuffle_batch"):
         from daskgraph.compat.train import shuffle_batch  # noqa: F401
+
+
+NAMESPACES = sorted(
+    {"", *(n for n in tf.__all__ if isinstance(getattr(tf, n), types.ModuleType))}
+    - {"errors", "nest", "summary"}  # daskgraph's own modules, plain AttributeError
+)
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+def test_every_namespace_points_to_a_section_docs_compat_has(namespace: str) -> None:
+    module = getattr(tf, namespace) if namespace else tf
+    with pytest.raises(AttributeError) as caught:
+        module.no_such_name_here  # noqa: B018
+    section = re.search(r"docs/compat\.md, section '([^']+)'", str(caught.value))
+    assert section is not None, str(caught.value)
+    headings = (ROOT / "docs" / "compat.md").read_text(encoding="utf-8").splitlines()
+    assert f"## `{section.group(1)}`" in headings
