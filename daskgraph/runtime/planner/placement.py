@@ -606,13 +606,17 @@ def format_placement_log(placement: Placement) -> list[str]:
 
     Lines look like ``MatMul: (MatMul): /job:localhost/replica:0/task:0/device:GPU:0``, and
     ``s: (Const): /job:localhost/replica:0/task:0/device:CPU:0 (soft placement: requested
-    '/device:GPU:0' but ...)``.
+    '/device:GPU:0' but no supported kernel for GPU devices is available (...))``.
     """
     names = [d.name for d in placement.devices]
     moved = placement.soft_fallbacks()
     lines = []
     for op in placement.placed_ops:
-        line = f"{op.name}: ({op.type}): {names[placement.device_index(op)]}"
+        device = names[placement.device_index(op)]
+        line = f"{op.name}: ({op.type}): {device}"
         why = moved.get(op.name)
-        lines.append(line if why is None else f"{line} (soft placement: {why})")
+        if why is not None:  # the device is on the line already
+            why = why.removesuffix(f"; placed on {device} by soft placement")
+            line = f"{line} (soft placement: {why})"
+        lines.append(line)
     return lines
