@@ -507,7 +507,11 @@ def mark_message_only(error: _E) -> _E:
     """Mark ``error`` as one whose message says all a user needs (a device no placement can
     satisfy): where it reaches a public entry point (``Session.run``), it is raised again
     without the frames of daskgraph's internals (see :func:`without_internal_frames`).
-    Returns ``error``."""
+    Returns ``error``.
+
+    >>> mark_message_only(InvalidArgumentError("no such device")).show_message_only
+    True
+    """
     error.show_message_only = True  # type: ignore[attr-defined]
     return error
 

@@ -78,7 +78,12 @@ class Strict:
 def set_fields(message: Strict, given: dict[str, Any]) -> dict[str, Any]:
     """Set ``message``'s TF1-only fields from ``given`` (their defaults otherwise: a callable
     default, a message class, is called for a new value); return the native ones. A name that is
-    neither is protobuf's ``ValueError``."""
+    neither is protobuf's ``ValueError``.
+
+    >>> pool = ThreadPoolOptionProto.__new__(ThreadPoolOptionProto)
+    >>> set_fields(pool, {"num_threads": 4}), pool.num_threads, pool.global_name
+    ({}, 4, '')
+    """
     known = type(message).field_names()
     for key in given:
         if key not in known:
@@ -134,7 +139,12 @@ class Repeated(list):
 
 def repeated(kind: type[Message]) -> Any:
     """The default of a repeated field of ``kind`` messages: a function making an empty
-    :class:`Repeated` (:func:`set_fields` calls a callable default)."""
+    :class:`Repeated` (:func:`set_fields` calls a callable default).
+
+    >>> devices = repeated(VirtualDevices)()
+    >>> devices.add(memory_limit_mb=[256]).memory_limit_mb, len(devices)
+    ([256], 1)
+    """
     return functools.partial(Repeated, kind)
 
 
