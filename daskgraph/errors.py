@@ -19,7 +19,10 @@ reach the client unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+import traceback
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 __all__ = [
     "ABORTED",
@@ -67,7 +70,11 @@ __all__ = [
     "UnreachableError",
     "error_code_from_exception_type",
     "exception_type_from_error_code",
+    "mark_message_only",
+    "missing_name",
     "quote",
+    "unknown_field",
+    "without_internal_frames",
 ]
 
 # TensorFlow's canonical error codes (``tf.errors.OK``, ...), the values of ``error_code``
@@ -414,3 +421,116 @@ def quote(value: object, limit: int = 80) -> str:
     if isinstance(value, str):
         return f"{value[:keep]!r}... ({len(value)} characters)"
     return f"{text[: keep + keep // 2]}... ({type(value).__name__}, {len(text)} characters as text)"
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to ``name`` (difflib's), or None when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def unknown_field(
+    kind: type[Exception], message_type: str, name: str, known: Iterable[str]
+) -> Exception:
+    """The error for a field ``name`` that the protocol buffer message ``message_type`` lacks,
+    in TensorFlow's words (raise it): ``kind`` is ``AttributeError`` when a program sets or
+    reads the field, ``ValueError`` when it passes it to the message's constructor. The
+    closest known field, if any, follows TensorFlow's sentence (so that programs matching on
+    its start still match). Fields ``message_type``, ``field`` and ``suggestion``.
+
+    >>> error = unknown_field(AttributeError, "GPUOptions", "allow_grwth", ["allow_growth"])
+    >>> print(error)
+    Protocol message GPUOptions has no "allow_grwth" field. Did you mean "allow_growth"?
+    >>> error.field, error.suggestion
+    ('allow_grwth', 'allow_growth')
+    """
+    suggestion = _did_you_mean(name, known)
+    text = f'Protocol message {message_type} has no "{name}" field.'
+    if suggestion is not None:
+        text += f' Did you mean "{suggestion}"?'
+    error = kind(text)
+    error.message_type, error.field, error.suggestion = message_type, name, suggestion
+    return error
+
+
+#: the TF1 namespaces daskgraph provides only in part: what its missing names' errors say
+_PARTLY_PROVIDED = {
+    "tf.contrib": "daskgraph provides only tf.contrib's common subset (tf.contrib.layers, "
+    "tf.contrib.slim, tf.contrib.framework)",
+}
+
+
+def missing_name(
+    module: str, name: str, namespace: dict[str, Any] | None = None, section: str = ""
+) -> AttributeError:
+    """The ``AttributeError`` for a name ``module.name`` that daskgraph does not provide (raise
+    it from the module's ``__getattr__``): it names the name and points to docs/compat.md,
+    whose section ``section`` (by default the namespace's: ``tf``, ``tf.train``, ``tf.contrib``
+    for ``tf.contrib.slim``) lists the TensorFlow 1 names daskgraph has (those of ``tf.contrib``,
+    provided in part, say so). The name of ``namespace`` (the module's globals: its ``__all__``,
+    or its public names) closest to ``name`` follows, if any. Fields ``module``, ``missing`` and
+    ``suggestion``. A dunder name (``__wrapped__``, ``__path__``: looked up by
+    introspection) gets Python's plain message.
+
+    >>> print(missing_name("tf.train", "shuffle_batch", {"__all__": ["shuffle_batch_join"]}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    module 'tf.train' has no attribute 'shuffle_batch': daskgraph does not provide
+    tf.train.shuffle_batch; docs/compat.md, section 'tf.train', lists the TensorFlow 1 names it
+    has. Did you mean 'shuffle_batch_join'?
+    >>> missing_name("tf", "image").suggestion is None
+    True
+    >>> print(missing_name("tf.contrib.slim", "nets"))  # doctest: +ELLIPSIS
+    module 'tf.contrib.slim' has no attribute 'nets': daskgraph provides only ... its names.
+    """
+    text = f"module {module!r} has no attribute {name!r}"
+    suggestion = None
+    if not (name.startswith("__") and name.endswith("__")):
+        scope = _PARTLY_PROVIDED.get(".".join(module.split(".")[:2]), "")
+        section = section or ".".join(module.split(".")[:2])
+        what = scope or f"daskgraph does not provide {module}.{name}"
+        listed = "its names" if scope else "the TensorFlow 1 names it has"
+        text += f": {what}; docs/compat.md, section {section!r}, lists {listed}."
+        namespace = namespace or {}
+        known = namespace.get("__all__") or [k for k in namespace if not k.startswith("_")]
+        suggestion = _did_you_mean(name, known)
+        if suggestion is not None:
+            text += f" Did you mean {suggestion!r}?"
+    error = AttributeError(text)
+    error.module, error.missing, error.suggestion = module, name, suggestion
+    return error
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def mark_message_only(error: _E) -> _E:
+    """Mark ``error`` as one whose message says all a user needs (a device no placement can
+    satisfy): where it reaches a public entry point (``Session.run``), it is raised again
+    without the frames of daskgraph's internals (see :func:`without_internal_frames`).
+    Returns ``error``.
+
+    >>> mark_message_only(InvalidArgumentError("no such device")).show_message_only
+    True
+    """
+    error.show_message_only = True  # type: ignore[attr-defined]
+    return error
+
+
+def without_internal_frames(error: _E) -> _E:
+    """``error`` with its traceback cut, if it was marked by
+    :func:`mark_message_only` (raise it ``from None`` at the public entry point:
+    the printed traceback then ends there, as TensorFlow's ``Session.run`` raises its errors).
+    What was cut stays on the error, as text, in ``internal_traceback``, for debugging.
+
+    >>> try:
+    ...     raise mark_message_only(ValueError("no such device"))
+    ... except ValueError as caught:
+    ...     error = without_internal_frames(caught)
+    >>> error.__traceback__ is None, "mark_message_only(" in error.internal_traceback
+    (True, True)
+    """
+    if not getattr(error, "show_message_only", False):
+        return error
+    frames = traceback.format_exception(type(error), error, error.__traceback__)
+    error.internal_traceback = "".join(frames)  # type: ignore[attr-defined]
+    return error.with_traceback(None)

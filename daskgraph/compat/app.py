@@ -38,3 +38,10 @@ def run(main: Callable[[list[str]], Any] | None = None, argv: Sequence[str] | No
     """
     main = main or sys.modules["__main__"].main
     _absl_app.run(main=main, argv=argv, flags_parser=_parse_flags_tolerate_undef)
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.app does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.app", name, globals())

@@ -446,3 +446,10 @@ experimental = types.SimpleNamespace(
     set_visible_devices=set_visible_devices,
 )
 experimental.__doc__ = "``tf.config.experimental``: TF 1.14's names of the device settings."
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.config does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.config", name, globals())

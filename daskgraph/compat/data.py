@@ -52,3 +52,10 @@ def get_output_shapes(dataset_or_iterator: Any) -> Any:
 def get_output_classes(dataset_or_iterator: Any) -> Any:
     """The classes (``Tensor``) of a dataset's or an iterator's components."""
     return dataset_or_iterator.output_classes
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.data does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.data", name, globals())

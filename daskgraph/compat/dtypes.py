@@ -51,3 +51,10 @@ __all__ = [
     "uint8",
     "variant",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.dtypes does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.dtypes", name, globals())

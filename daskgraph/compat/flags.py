@@ -106,3 +106,10 @@ class _FlagValuesWrapper:
 
 
 FLAGS = _FlagValuesWrapper(_absl.FLAGS)
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.flags does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.flags", name, globals())

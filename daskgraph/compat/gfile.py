@@ -426,3 +426,10 @@ class FastGFile(_FileIO):
 
 
 Open = GFile
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.gfile does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.gfile", name, globals())

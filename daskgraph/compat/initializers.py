@@ -45,3 +45,10 @@ __all__ = [
     "variance_scaling",
     "zeros",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.initializers does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.initializers", name, globals())

@@ -79,3 +79,10 @@ __all__ = [
     "transpose",
     "triangular_solve",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.linalg does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.linalg", name, globals())

@@ -178,3 +178,10 @@ def get_verbosity() -> int:
 def set_verbosity(v: int) -> None:
     """Set the level of the ``"tensorflow"`` logger: messages below ``v`` are dropped."""
     get_logger().setLevel(v)
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.logging does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.logging", name, globals())

@@ -312,3 +312,10 @@ def arg_min(
 ) -> Tensor:
     """``tf.arg_min(input, dimension, output_type, name)``: TF1's old :func:`argmin`."""
     return argmin(input, axis=dimension, output_type=output_type, name=name)
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.math does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.math", name, globals())

@@ -43,3 +43,10 @@ __all__ = [
     "truncated_normal",
     "uniform",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.random does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.random", name, globals())

@@ -1,14 +1,15 @@
 """TensorFlow 1's session-side names whose behaviour differs from the native ones.
 
-``tf.ConfigProto``, ``tf.GPUOptions``, ``tf.GraphOptions``, ``tf.OptimizerOptions``,
-``tf.RunOptions`` and ``tf.RunMetadata`` accept every field of TensorFlow 1's protocol buffers
-(an unknown one is a ValueError in protobuf's words). What has a meaning here is honoured by
-the native :class:`~daskgraph.config.SessionConfig` / :class:`~daskgraph.config.GPUOptions` /
+``tf.ConfigProto``, ``tf.GPUOptions``, ``tf.RunOptions`` and ``tf.RunMetadata`` (with the
+messages under them, :mod:`daskgraph.compat.messages`) have every field of TensorFlow 1's
+protocol buffers, and only those, as protobuf's messages: setting or reading another is
+TensorFlow's ``AttributeError``, passing one to the constructor its ``ValueError``, so a typo
+is caught. What has a meaning here is honoured by the native
+:class:`~daskgraph.config.SessionConfig` / :class:`~daskgraph.config.GPUOptions` /
 :class:`~daskgraph.runtime.client.session.RunOptions` they extend (placement logging, soft
-placement, device
-counts, GPU memory, deadlines, tracing); the rest is kept, so programs that set and read it
-run. ``tf.InteractiveSession`` installs itself as the default session until closed, and
-``tf.get_default_session()`` is None when there is none.
+placement, device counts, GPU memory, deadlines, tracing); the rest is kept, so programs that
+set and read it run. ``tf.InteractiveSession`` installs itself as the default session until
+closed, and ``tf.get_default_session()`` is None when there is none.
 
 >>> cfg = ConfigProto(allow_soft_placement=True, intra_op_parallelism_threads=2)
 >>> cfg.gpu_options.allocator_type = "BFC"
@@ -18,127 +19,51 @@ run. ``tf.InteractiveSession`` installs itself as the default session until clos
 Traceback (most recent call last):
 ...
 ValueError: Protocol message ConfigProto has no "foo" field.
+>>> cfg.gpu_options.per_processs_gpu_memory_fraction = 0.4
+Traceback (most recent call last):
+...
+AttributeError: Protocol message GPUOptions has no "per_processs_gpu_memory_fraction" field. \
+Did you mean "per_process_gpu_memory_fraction"?
 >>> get_default_session() is None
 True
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import warnings
 from typing import Any, ClassVar
 
 from daskgraph import config
+from daskgraph.compat.messages import (
+    ConfigExperimental,
+    GPUExperimental,
+    GraphOptions,
+    RPCOptions,
+    RunExperimental,
+    Strict,
+    ThreadPoolOptionProto,
+    repeated,
+    set_fields,
+)
 from daskgraph.config import default_session_config
+from daskgraph.errors import unknown_field
 from daskgraph.framework import default_session
 from daskgraph.runtime.client import session
 
 __all__ = [
     "ConfigProto",
     "GPUOptions",
-    "GraphOptions",
     "InteractiveSession",
-    "OptimizerOptions",
-    "RPCOptions",
     "RunMetadata",
     "RunOptions",
     "get_default_session",
 ]
 
 
-def _set_fields(message: Any, given: dict[str, Any], native: tuple[str, ...]) -> dict[str, Any]:
-    """Set ``message``'s TF1-only fields from ``given`` (their defaults otherwise); return the
-    native ones. An unknown name is protobuf's ValueError."""
-    name = type(message).__name__
-    extra = type(message)._TF1_FIELDS
-    for key in given:
-        if key not in extra and key not in native:
-            raise ValueError(f'Protocol message {name} has no "{key}" field.')
-    for key, default in extra.items():
-        value = given.get(key, default)
-        object.__setattr__(message, key, copy.deepcopy(value) if value is default else value)
-    return {k: v for k, v in given.items() if k in native}
-
-
-class _Message:
-    """A TF1 protocol buffer message kept as attributes: every field has a default."""
-
-    _TF1_FIELDS: ClassVar[dict[str, Any]] = {}
-
-    def __init__(self, **fields: Any) -> None:
-        _set_fields(self, fields, ())
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return all(getattr(self, k) == getattr(other, k) for k in self._TF1_FIELDS)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as protocol buffers
-
-    def __repr__(self) -> str:
-        changed = [
-            f"{k}={getattr(self, k)!r}"
-            for k, default in self._TF1_FIELDS.items()
-            if getattr(self, k) != default
-        ]
-        return f"{type(self).__name__}({', '.join(changed)})"
-
-
-class OptimizerOptions(_Message):
-    """``tf.OptimizerOptions``: graph optimisation levels (kept; daskgraph runs the graph as
-    built), with TensorFlow's level constants."""
-
-    L1, L0 = 0, -1  # Level
-    DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2  # GlobalJitLevel
-    _TF1_FIELDS: ClassVar[dict[str, Any]] = {
-        "do_common_subexpression_elimination": False,
-        "do_constant_folding": False,
-        "max_folded_constant_in_bytes": 0,
-        "do_function_inlining": False,
-        "opt_level": 0,
-        "global_jit_level": 0,
-        "cpu_global_jit": False,
-    }
-
-
-class GraphOptions(_Message):
-    """``tf.GraphOptions`` (kept): ``optimizer_options`` and TensorFlow's other fields."""
-
-    _TF1_FIELDS: ClassVar[dict[str, Any]] = {
-        "enable_recv_scheduling": False,
-        "optimizer_options": None,
-        "build_cost_model": 0,
-        "build_cost_model_after": 0,
-        "infer_shapes": False,
-        "place_pruned_graph": False,
-        "enable_bfloat16_sendrecv": False,
-        "timeline_step": 0,
-        "rewrite_options": None,
-    }
-
-    def __init__(self, **fields: Any) -> None:
-        super().__init__(**fields)
-        if self.optimizer_options is None:
-            self.optimizer_options = OptimizerOptions()
-
-
-class RPCOptions(_Message):
-    """``ConfigProto.rpc_options`` (kept: Dask's comms carry the messages here)."""
-
-    _TF1_FIELDS: ClassVar[dict[str, Any]] = {
-        "use_rpc_for_inprocess_master": False,
-        "compression_algorithm": "",
-        "compression_level": 0,
-        "cache_rpc_response": False,
-        "disable_session_connection_sharing": False,
-        "num_channels_per_target": 0,
-    }
-
-
 _GPU_NATIVE = tuple(f.name for f in dataclasses.fields(config.GPUOptions))
-#: ConfigProto's fields that are the native config's (``place_pruned_graph`` and the JIT
-#: level are in its ``graph_options``, as TensorFlow's)
+#: ConfigProto's fields that are the native config's and TensorFlow's (``place_pruned_graph``
+#: and the JIT level are in its ``graph_options``, as TensorFlow's)
 _CONFIG_NATIVE = tuple(
     f.name
     for f in dataclasses.fields(config.SessionConfig)
@@ -146,67 +71,69 @@ _CONFIG_NATIVE = tuple(
 )
 
 
-class GPUOptions(config.GPUOptions):
+class GPUOptions(Strict, config.GPUOptions):
     """``tf.GPUOptions``: the native :class:`~daskgraph.config.GPUOptions` (``allow_growth``,
     ``per_process_gpu_memory_fraction``, ``visible_device_list``, ``virtual_devices``) plus
     TensorFlow's other fields, kept. Equal to a native one with the same native fields."""
 
+    Experimental = GPUExperimental
+    _NATIVE_FIELDS = _GPU_NATIVE
     _TF1_FIELDS: ClassVar[dict[str, Any]] = {
         "allocator_type": "",
         "deferred_deletion_bytes": 0,
         "polling_active_delay_usecs": 0,
         "polling_inactive_delay_msecs": 0,
         "force_gpu_compatible": False,
-        "experimental": None,
+        "experimental": GPUExperimental,
     }
 
     def __init__(self, **fields: Any) -> None:
-        super().__init__(**_set_fields(self, fields, _GPU_NATIVE))
+        super().__init__(**set_fields(self, fields))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, config.GPUOptions):
             return NotImplemented
-        names = (*_GPU_NATIVE, *self._TF1_FIELDS)
-        defaults = {**self._TF1_FIELDS}
-        return all(
-            getattr(self, n) == getattr(other, n, defaults.get(n)) for n in names
-        )  # a native GPUOptions has the TF1-only fields' defaults
+        if not isinstance(other, GPUOptions):  # a native one: the TF1-only fields' defaults
+            other = GPUOptions(**{n: getattr(other, n) for n in _GPU_NATIVE})
+        return all(getattr(self, n) == getattr(other, n) for n in self.field_names())
 
     __hash__ = None  # type: ignore[assignment]
 
 
-class ConfigProto(config.SessionConfig):
+class ConfigProto(Strict, config.SessionConfig):
     """``tf.ConfigProto``: a :class:`~daskgraph.config.SessionConfig` (what it honours:
     ``log_device_placement``, ``allow_soft_placement``, ``device_count``, ``gpu_options``,
     ``operation_timeout_in_ms``) that also takes and keeps TensorFlow 1's other fields
     (thread pools, ``graph_options``, ``isolate_session_state``, ...)."""
 
+    Experimental = ConfigExperimental
+    #: constructor arguments: TensorFlow's; attributes: also the native config's own
+    _NATIVE_FIELDS = tuple(f.name for f in dataclasses.fields(config.SessionConfig))
     _TF1_FIELDS: ClassVar[dict[str, Any]] = {
         "intra_op_parallelism_threads": 0,
         "inter_op_parallelism_threads": 0,
         "use_per_session_threads": False,
-        "session_inter_op_thread_pool": [],
+        "session_inter_op_thread_pool": repeated(ThreadPoolOptionProto),
         "placement_period": 0,
         "device_filters": [],
         "pluggable_device_options": None,
-        "graph_options": None,
-        "rpc_options": None,
+        "graph_options": GraphOptions,
+        "rpc_options": RPCOptions,
         "cluster_def": None,
         "isolate_session_state": False,
         "share_cluster_devices_in_session": False,
-        "experimental": None,
+        "experimental": ConfigExperimental,
     }
 
     def __init__(self, **fields: Any) -> None:
-        native = _set_fields(self, fields, _CONFIG_NATIVE)
+        for key in ("place_pruned_graph", "global_jit"):  # native only: not TensorFlow's
+            if key in fields:
+                raise unknown_field(ValueError, "ConfigProto", key, self.field_names())
+        native = set_fields(self, fields)
         gpu = native.get("gpu_options", GPUOptions())
         native["gpu_options"] = GPUOptions(**gpu) if isinstance(gpu, dict) else gpu
         native["device_count"] = dict(native.get("device_count", {}))
         super().__init__(**native)
-        if self.graph_options is None:
-            self.graph_options = GraphOptions()
-        if self.rpc_options is None:
-            self.rpc_options = RPCOptions()
 
     def places_pruned_graph(self) -> bool:
         """``graph_options.place_pruned_graph`` (or the native field)."""
@@ -228,39 +155,47 @@ class ConfigProto(config.SessionConfig):
         return self
 
 
-class RunOptions(session.RunOptions):
+class RunOptions(Strict, session.RunOptions):
     """``tf.RunOptions``: ``trace_level`` and ``timeout_in_ms`` (honoured), and TensorFlow's
     other fields (kept)."""
 
+    Experimental = RunExperimental
+    _NATIVE_FIELDS = ("trace_level", "timeout_in_ms")
     _TF1_FIELDS: ClassVar[dict[str, Any]] = {
         "inter_op_thread_pool": 0,
         "output_partition_graphs": False,
         "debug_options": None,
         "report_tensor_allocations_upon_oom": False,
-        "experimental": None,
+        "experimental": RunExperimental,
     }
 
     def __init__(self, **fields: Any) -> None:
-        super().__init__(**_set_fields(self, fields, ("trace_level", "timeout_in_ms")))
+        super().__init__(**set_fields(self, fields))
 
     def HasField(self, name: str) -> bool:
         """Whether the field ``name`` differs from its default (protocol buffer style)."""
         defaults = {"trace_level": 0, "timeout_in_ms": 0, **self._TF1_FIELDS}
         if name not in defaults:
             raise ValueError(f'Protocol message RunOptions has no non-repeated field "{name}"')
-        return getattr(self, name) != defaults[name]
+        default = defaults[name]
+        return getattr(self, name) != (default() if callable(default) else default)
 
 
-class RunMetadata(session.RunMetadata):
+class RunMetadata(Strict, session.RunMetadata):
     """``tf.RunMetadata``: ``step_stats`` (filled by a traced run), and TensorFlow's other
     fields, empty."""
 
+    _NATIVE_FIELDS = ("step_stats",)
+    _TF1_FIELDS: ClassVar[dict[str, Any]] = {
+        "cost_graph": None,
+        "partition_graphs": [],
+        "function_graphs": [],
+        "session_metadata": None,
+    }
+
     def __init__(self) -> None:
         super().__init__()
-        self.cost_graph = None
-        self.partition_graphs: list[Any] = []
-        self.function_graphs: list[Any] = []
-        self.session_metadata = None
+        set_fields(self, {})
 
     def HasField(self, name: str) -> bool:
         """Whether a traced run filled the field ``name`` (``step_stats`` once traced)."""

@@ -208,3 +208,10 @@ def string_split(
         )
     value = _one_of(delimiter, "delimiter", sep, "sep")
     return native_string_split(source, " " if value is None else value, skip_empty, name)
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.sparse does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.sparse", name, globals(), section="tf")

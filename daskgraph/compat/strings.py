@@ -39,3 +39,10 @@ __all__ = [
     "to_number",
     "upper",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.strings does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.strings", name, globals(), section="tf")

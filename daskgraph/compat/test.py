@@ -51,3 +51,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     flags of ``argv`` (default ``sys.argv``), then absltest runs the tests and exits."""
     args = list(sys.argv if argv is None else argv)
     _absl_app.run(main=lambda remaining: _absltest.main(argv=remaining), argv=args)
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.test does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.test", name, globals())

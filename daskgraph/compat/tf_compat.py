@@ -80,3 +80,10 @@ def forward_compatible(year: int, month: int, day: int) -> bool:
     """Whether the runtime is newer than the date (graph versions): daskgraph has one graph
     format, so True."""
     return True
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.compat does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.compat", name, globals(), section="tf")

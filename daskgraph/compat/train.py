@@ -35,3 +35,10 @@ __all__ = sorted(
     {*_train.__all__, "ClusterSpec", "Server", "ClusterDef", "JobDef", "ServerDef"}
     | {"QueueRunner", "add_queue_runner"}
 )
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.train does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.train", name, globals())

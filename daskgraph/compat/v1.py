@@ -25,8 +25,8 @@ unchanged::
 ``tf.DeviceSpec``, ``tf.InteractiveSession``, ``tf.get_default_session`` (None when there is
 none) and their kin come from :mod:`daskgraph.compat.sessions` and
 :mod:`daskgraph.compat.device_spec`. What TensorFlow 1 has and
-daskgraph does not (``tf.train.Server``, ``tf.image``, ...) is simply absent: using it raises
-``AttributeError``.
+daskgraph does not (``tf.image``, ``tf.train.shuffle_batch``, ...) is absent: using it raises an
+``AttributeError`` that names it and points to docs/compat.md, here and in every namespace.
 
 >>> import daskgraph
 >>> import daskgraph.compat.v1 as tf
@@ -34,12 +34,15 @@ daskgraph does not (``tf.train.Server``, ``tf.image``, ...) is simply absent: us
 True
 """
 
+import json as _json
+import pathlib as _pathlib
 import sys
 
 from daskgraph.compat.v1_names import *  # noqa: F403 - tf.*'s names, by concept
 from daskgraph.compat.v1_names import __all__ as __all__
 from daskgraph.compat.v1_names.namespaces import compat, summary
 from daskgraph.compat.v1_names.running import VERSION
+from daskgraph.errors import missing_name as _missing_name
 
 #: the TensorFlow API version followed (``tf.__version__``)
 __version__ = VERSION
@@ -48,5 +51,18 @@ compat.v1 = sys.modules[__name__]  # tf.compat.v1 is this module, as in TensorFl
 
 def __getattr__(name: str) -> object:
     """TF1's protocol buffer classes ``tf.Summary``, ``tf.Event``, ``tf.SessionLog``,
-    ``tf.SummaryMetadata`` and ``tf.HistogramProto``, loaded on first use."""
-    return summary.proto_class(name, __name__)
+    ``tf.SummaryMetadata`` and ``tf.HistogramProto``, loaded on first use; for any other name
+    daskgraph does not provide, the AttributeError pointing to docs/compat.md."""
+    try:
+        return summary.proto_class(name, __name__)
+    except AttributeError:
+        pass
+    if name in _tf1_namespaces():  # tf.image: its own section, and no "did you mean"
+        raise _missing_name("tf", name, section=f"tf.{name}") from None
+    raise _missing_name("tf", name, globals()) from None
+
+
+def _tf1_namespaces() -> set[str]:
+    """The namespaces of TensorFlow 1 that docs/compat.md has a section for (``image``, ...)."""
+    snapshot = _pathlib.Path(__file__).with_name("tf1_api.json")
+    return set(_json.loads(snapshot.read_text(encoding="utf-8"))["namespaces"]) - {""}

@@ -20,3 +20,10 @@ __all__ = ["experimental"]
 
 #: ``tf.xla.experimental``
 experimental = SimpleNamespace(jit_scope=jit_scope)
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.xla does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.xla", name, globals(), section="tf")

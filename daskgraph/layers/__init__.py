@@ -48,3 +48,10 @@ __all__ = [
     "flatten",
     "max_pooling2d",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.layers does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.layers", name, globals())

@@ -508,3 +508,10 @@ def mean_per_class_accuracy(
 
 #: TensorFlow's deprecated name of :func:`precision_at_k`
 sparse_precision_at_k = precision_at_k
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.metrics does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.metrics", name, globals())

@@ -148,6 +148,7 @@ def constant(
     >>> c.shape, c.dtype, s.dtype
     ((2, 2), float32, string)
     """
+    _check_convertible(value)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.infer_dtype(value)
     array = _convert(value, dtype, name)
     target = as_shape(shape, "constant")
@@ -167,6 +168,32 @@ def constant(
         "Const", [], dtype=dtype, shape=array.shape, attrs={"value": array}, name=name
     )
     return op.outputs[0]
+
+
+def _check_convertible(value: Any) -> None:
+    """Refuse, with TensorFlow's errors, a value no tensor holds: ``None`` (``ValueError``),
+    or one holding an object that is not a number, a string or bytes (``TypeError``).
+
+    >>> _check_convertible({"a": 1})
+    Traceback (most recent call last):
+    ...
+    TypeError: Failed to convert object of type <class 'dict'> to Tensor. Contents: {'a': 1}. \
+Consider casting elements to a supported type.
+    """
+    if value is None:
+        raise ValueError("None values not supported.")
+    try:
+        array = np.asarray(value)
+    except ValueError:  # a ragged sequence: refused when converted
+        return
+    if array.dtype.kind != "O":
+        return
+    for element in array.flat:
+        if not isinstance(element, (str, bytes, int, float, complex, np.generic)):
+            raise TypeError(
+                f"Failed to convert object of type {type(value)} to Tensor. Contents: "
+                f"{quote(value)}. Consider casting elements to a supported type."
+            )
 
 
 def _check_big_ints(source: np.ndarray, array: np.ndarray, dtype: dtypes.DType) -> None:

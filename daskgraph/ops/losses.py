@@ -597,3 +597,10 @@ def _squeeze_labels(labels: Any, logits: Any, weights: Any) -> tuple[Tensor, Ten
         if len(weights.shape) - len(labels.shape) == 1:
             weights = squeeze(weights, [-1])
     return labels, logits, weights
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.losses does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.losses", name, globals())

@@ -95,3 +95,10 @@ __all__ = [
     "xw_plus_b",
     "zero_fraction",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.nn does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.nn", name, globals())

@@ -15,10 +15,10 @@ AttributeError: module 'tf.contrib' has no attribute 'rnn': daskgraph provides o
 """
 
 from daskgraph.compat.contrib import framework, layers, slim
-from daskgraph.compat.contrib.missing import missing_name
+from daskgraph.errors import missing_name
 
 __all__ = ["framework", "layers", "slim"]
 
 
 def __getattr__(name: str) -> object:
-    raise missing_name("tf.contrib", name)
+    raise missing_name("tf.contrib", name, globals())

@@ -100,3 +100,10 @@ def get_variables_to_restore(
         chosen = [v for scope in include for v in get_variables(scope)]
     dropped = {id(v) for scope in exclude or () for v in get_variables(scope)}
     return [v for v in dict.fromkeys(chosen) if id(v) not in dropped]
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.contrib.framework does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.contrib.framework", name, globals())

@@ -513,3 +513,10 @@ def stack(inputs: Any, layer: Any, stack_args: Sequence[Any], **kwargs: Any) -> 
             args = args if isinstance(args, (list, tuple)) else (args,)
             outputs = layer(outputs, *args, scope=f"{base}_{i + 1}", **kwargs)
         return outputs
+
+
+def __getattr__(name: str) -> object:
+    """A name tf.contrib.layers does not have: the AttributeError pointing to docs/compat.md."""
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.contrib.layers", name, globals())

@@ -36,7 +36,6 @@ from daskgraph.compat.contrib.layers import (
     variance_scaling_initializer,
     xavier_initializer,
 )
-from daskgraph.compat.contrib.missing import missing_name
 
 __all__ = [
     "add_arg_scope",
@@ -72,4 +71,6 @@ convolution2d = conv2d
 
 
 def __getattr__(name: str) -> object:
-    raise missing_name("tf.contrib.slim", name)
+    from daskgraph.errors import missing_name
+
+    raise missing_name("tf.contrib.slim", name, globals())

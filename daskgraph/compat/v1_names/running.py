@@ -27,12 +27,14 @@ from daskgraph.compat.device_spec import (
 from daskgraph.compat.logging import (
     get_logger,
 )
+from daskgraph.compat.messages import (
+    GraphOptions,
+    OptimizerOptions,
+)
 from daskgraph.compat.sessions import (
     ConfigProto,
     GPUOptions,
-    GraphOptions,
     InteractiveSession,
-    OptimizerOptions,
     RunMetadata,
     RunOptions,
     get_default_session,

@@ -42,7 +42,9 @@ from daskgraph.errors import (
     OpName,
     UnavailableError,
     UnreachableError,
+    mark_message_only,
     quote,
+    without_internal_frames,
 )
 from daskgraph.framework import default_session
 from daskgraph.framework.default_session import get_default_session
@@ -284,6 +286,8 @@ class Session:
                 plan, results = self._run_attempts(items, feeds, step, values, trace)
         except OpError as exc:
             _attach_operation(exc, self._graph)
+            if getattr(exc, "show_message_only", False):  # a device no placement satisfies
+                raise without_internal_frames(exc) from None  # the planner's frames: on exc
             raise
         finally:
             self._under_way.end(number)
@@ -347,7 +351,12 @@ class Session:
         feeds, _ = check_feeds(feed_dict, self._graph)
         if self._conn.changed:
             self._recovery.follow_cluster()
-        compiled = self._plan(items, feeds)
+        try:
+            compiled = self._plan(items, feeds)
+        except InvalidArgumentError as exc:
+            if getattr(exc, "show_message_only", False):
+                raise without_internal_frames(exc) from None
+            raise
         return describe(self._graph, self._current_placement(items, feeds), compiled.plan)
 
     def _run_attempts(
@@ -453,13 +462,19 @@ class Session:
         return placement
 
     def _place(self, only: list[Operation] | None) -> Placement:
-        placement = place(
-            self._graph,
-            self._conn.devices,
-            allow_soft_placement=self._config.allow_soft_placement,
-            local_task=self._local_task,
-            only=only,
-        )
+        """Place the graph (``only``'s ops, when given); a request no device satisfies is
+        raised by the public entry point with its message only (:func:`mark_message_only`)."""
+        try:
+            placement = place(
+                self._graph,
+                self._conn.devices,
+                allow_soft_placement=self._config.allow_soft_placement,
+                local_task=self._local_task,
+                only=only,
+            )
+        except InvalidArgumentError as exc:
+            mark_message_only(exc)
+            raise
         self._placement = placement
         if self._config.log_device_placement:
             self._log_placement(placement)

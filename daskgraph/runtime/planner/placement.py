@@ -601,14 +601,22 @@ def _virtual_gpu_hint(spec: DeviceSpec, devices: Sequence[Device]) -> str:
 
 
 def format_placement_log(placement: Placement) -> list[str]:
-    """One line per op in TensorFlow's format, then one line per soft fallback saying why.
+    """One line per op in TensorFlow's format; an op soft placement moved says so, and why,
+    after its device, on the same line.
 
-    Lines look like ``MatMul: (MatMul): /job:localhost/replica:0/task:0/device:GPU:0``.
+    Lines look like ``MatMul: (MatMul): /job:localhost/replica:0/task:0/device:GPU:0``, and
+    ``s: (Const): /job:localhost/replica:0/task:0/device:CPU:0 (soft placement: requested
+    '/device:GPU:0' but no supported kernel for GPU devices is available (...))``.
     """
     names = [d.name for d in placement.devices]
-    lines = [
-        f"{op.name}: ({op.type}): {names[placement.device_index(op)]}"
-        for op in placement.placed_ops
-    ]
-    lines += [f"{name}: soft placement: {why}" for name, why in placement.soft_fallbacks().items()]
+    moved = placement.soft_fallbacks()
+    lines = []
+    for op in placement.placed_ops:
+        device = names[placement.device_index(op)]
+        line = f"{op.name}: ({op.type}): {device}"
+        why = moved.get(op.name)
+        if why is not None:  # the device is on the line already
+            why = why.removesuffix(f"; placed on {device} by soft placement")
+            line = f"{line} (soft placement: {why})"
+        lines.append(line)
     return lines
