@@ -52,7 +52,14 @@ _MISSING = object()
 DIFFERENCES: dict[str, str] = {
     "Session": "no `partial_run`; the target is a Dask scheduler address or a `Server`'s target",
     "ConfigProto": "`log_device_placement`, `allow_soft_placement`, `gpu_options`, "
-    "`device_count`, `operation_timeout_in_ms` only (no thread pools, graph options, ...)",
+    "`device_count`, `operation_timeout_in_ms` are honoured; TensorFlow 1's other fields (thread "
+    "pools, graph and rewriter options, `experimental`) are kept, not honoured; a field "
+    "TensorFlow does not have raises its `AttributeError`/`ValueError`, as protobuf does",
+    "placeholder": "a fed value is converted to the placeholder's dtype when every element "
+    "survives the cast (float 0.0/1.0 labels feed an int32 placeholder), as in TensorFlow; one "
+    "the cast would change (3.7 or NaN to an integer, -1 to uint8, 2**53+1 to float64) is refused "
+    "with a `LossyCastError` naming the element; float64 to float32 rounds as TensorFlow does, "
+    "and only overflow to infinity is refused",
     "GPUOptions": "`allow_growth`, `per_process_gpu_memory_fraction`, `visible_device_list`, "
     "`virtual_devices` only",
     "RunOptions": "`trace_level` and `timeout_in_ms` only",
