@@ -51,7 +51,7 @@ def test_what_daskgraph_writes_is_tensorflows_bytes_for_every_tensor():
             continue  # (sliced by TensorFlow's partitioner)
         entry = entries[name.encode()]
         raw, crc = tensor_bundle._encoded(np.asarray(value))
-        assert raw == data[entry.offset : entry.offset + entry.size], name
+        assert bytes(raw) == data[entry.offset : entry.offset + entry.size], name
         assert crc == entry.crc, name
 
 

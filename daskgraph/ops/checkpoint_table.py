@@ -1,0 +1,229 @@
+"""The LevelDB table that is a V2 checkpoint's ``.index`` file: writing one, and reading one
+with every varint, length and block handle checked against the bytes that are there.
+
+A table is data blocks (prefix-compressed key/value entries with restart points), an empty
+metaindex block, an index block (the last key of each data block -> that block's handle:
+offset and size as varints), and a 48-byte footer holding the two handles and LevelDB's
+magic number. Each block is followed by a type byte (0: uncompressed) and the masked CRC32C
+of the block and that byte. Whatever is not so raises :class:`~daskgraph.errors.DataLossError`
+naming the file: nothing read from the file is trusted as a size or an offset before it is
+checked against the file's length.
+
+>>> import io
+>>> out = io.BytesIO()
+>>> write_table(out, [(b"", b"header"), (b"w", b"entry")])
+>>> list(read_table(out.getvalue(), "model.index"))
+[(b'', b'header'), (b'w', b'entry')]
+>>> read_table(b"short", "model.index")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+daskgraph.errors.DataLossError: model.index is not a TensorFlow checkpoint index: it is 5 bytes...
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import IO, Any
+
+import google_crc32c
+
+from daskgraph.errors import DataLossError
+
+__all__ = ["masked_crc", "read_table", "read_varint", "varint", "write_table"]
+
+_MAGIC = 0xDB4775248B80FB57  # LevelDB's table magic number
+_FOOTER = 48  # two handles (at most 20 bytes each), padding, the magic number
+_TRAILER = 5  # a block's type byte and masked CRC32C
+_RESTART_INTERVAL = 16
+_BLOCK_SIZE = 256 * 1024
+_MAX_VARINT = 10  # bytes of a 64-bit varint
+
+
+def masked_crc(data: Any) -> int:
+    """LevelDB's masked CRC32C of ``data`` (bytes, or a C-contiguous NumPy array, read
+    in place): the CRC stored beside the data it covers.
+
+    >>> masked_crc(b"")
+    2726488792
+    """
+    crc = google_crc32c.value(data)
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def varint(value: int) -> bytes:
+    """``value`` (>= 0) as a protocol buffer varint: 7 bits a byte, low bits first.
+
+    >>> varint(300).hex()
+    'ac02'
+    """
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if not value:
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
+
+
+def read_varint(data: bytes | memoryview, pos: int, end: int, path: str) -> tuple[int, int]:
+    """The varint at ``data[pos:]`` that ends before ``end``, and the position after it;
+    DataLossError naming ``path`` where it runs past ``end`` or past 64 bits.
+
+    >>> read_varint(b"\\xac\\x02", 0, 2, "f")
+    (300, 2)
+    """
+    result = shift = 0
+    for i in range(pos, min(end, pos + _MAX_VARINT)):
+        byte = data[i]
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            if result >> 64:
+                break
+            return result, i + 1
+        shift += 7
+    raise DataLossError(
+        f"{path}: a malformed varint at byte {pos} (it runs past its bounds or past 64 bits); "
+        "the file is damaged",
+        op=None,
+        path=path,
+    )
+
+
+# -- writing -------------------------------------------------------------------------------------
+def _block(entries: list[tuple[bytes, bytes]]) -> bytes:
+    """A table block: prefix-compressed entries, restart points every 16 entries."""
+    out = bytearray()
+    restarts: list[int] = []
+    last = b""
+    for i, (key, value) in enumerate(entries):
+        shared = 0
+        if i % _RESTART_INTERVAL == 0:
+            restarts.append(len(out))
+        else:
+            limit = min(len(last), len(key))
+            while shared < limit and last[shared] == key[shared]:
+                shared += 1
+        out += varint(shared) + varint(len(key) - shared) + varint(len(value))
+        out += key[shared:] + value
+        last = key
+    restarts = restarts or [0]
+    for offset in restarts:
+        out += struct.pack("<I", offset)
+    return bytes(out + struct.pack("<I", len(restarts)))
+
+
+def _write_block(out: IO[bytes], data: bytes, position: int) -> tuple[bytes, int]:
+    """Write a block and its trailer (no compression, masked CRC32C); its handle and the
+    position after it."""
+    trailer = b"\x00" + struct.pack("<I", masked_crc(data + b"\x00"))
+    out.write(data + trailer)
+    return varint(position) + varint(len(data)), position + len(data) + len(trailer)
+
+
+def write_table(out: IO[bytes], items: list[tuple[bytes, bytes]]) -> None:
+    """Write the LevelDB table of ``items`` (key, value; sorted by key) to ``out``."""
+    position = 0
+    index: list[tuple[bytes, bytes]] = []
+    pending: list[tuple[bytes, bytes]] = []
+    size = 0
+    for key, value in items:
+        pending.append((key, value))
+        size += len(key) + len(value)
+        if size >= _BLOCK_SIZE:
+            handle, position = _write_block(out, _block(pending), position)
+            index.append((pending[-1][0], handle))
+            pending, size = [], 0
+    if pending:
+        handle, position = _write_block(out, _block(pending), position)
+        index.append((pending[-1][0], handle))
+    meta_handle, position = _write_block(out, _block([]), position)
+    index_handle, position = _write_block(out, _block(index), position)
+    footer = meta_handle + index_handle
+    out.write(footer + b"\x00" * (40 - len(footer)) + struct.pack("<Q", _MAGIC))
+
+
+# -- reading -------------------------------------------------------------------------------------
+def _damaged(path: str, what: str) -> DataLossError:
+    return DataLossError(f"{path}: {what}; the checkpoint index is damaged", op=None, path=path)
+
+
+def read_table(data: bytes, path: str) -> list[tuple[bytes, bytes]]:
+    """Every (key, value) of the LevelDB table ``data`` (the bytes of the file ``path``), in
+    order; DataLossError naming ``path`` where it is not a whole, undamaged table."""
+    if len(data) < _FOOTER:
+        raise DataLossError(
+            f"{path} is not a TensorFlow checkpoint index: it is {len(data)} bytes, shorter "
+            f"than a table's {_FOOTER}-byte footer",
+            op=None,
+            path=path,
+        )
+    if struct.unpack_from("<Q", data, len(data) - 8)[0] != _MAGIC:
+        raise DataLossError(
+            f"{path} is not a TensorFlow checkpoint index (its last 8 bytes are not a "
+            "table's magic number)",
+            op=None,
+            path=path,
+        )
+    start, end = len(data) - _FOOTER, len(data) - 8
+    _, pos = _handle(data, start, end, path)  # (the metaindex block's)
+    index_offset, index_size = _handle(data, pos, end, path)[0]
+    index = _checked_block(data, index_offset, index_size, path)
+    items = []
+    for _, handle in _block_entries(index, path):
+        (offset, size), _ = _handle(handle, 0, len(handle), path)
+        items += _block_entries(_checked_block(data, offset, size, path), path)
+    return items
+
+
+def _handle(data: bytes, pos: int, end: int, path: str) -> tuple[tuple[int, int], int]:
+    """A block handle (offset, size) at ``data[pos:end]``, and the position after it."""
+    offset, pos = read_varint(data, pos, end, path)
+    size, pos = read_varint(data, pos, end, path)
+    return (offset, size), pos
+
+
+def _checked_block(data: bytes, offset: int, size: int, path: str) -> memoryview:
+    """The block at ``offset`` of ``size`` bytes, once its handle lies within the table's
+    blocks and its trailer says it is uncompressed and its CRC matches."""
+    if offset + size + _TRAILER > len(data) - _FOOTER:
+        raise _damaged(
+            path,
+            f"a block handle (offset {offset}, size {size}) points past the table's "
+            f"{len(data) - _FOOTER} bytes of blocks",
+        )
+    kind = data[offset + size]
+    if kind != 0:
+        raise DataLossError(
+            f"{path}: a compressed index block (type {kind}); daskgraph reads TensorFlow's "
+            "uncompressed checkpoint indexes only",
+            op=None,
+            path=path,
+        )
+    block = memoryview(data)[offset : offset + size + 1]
+    (crc,) = struct.unpack_from("<I", data, offset + size + 1)
+    if crc != masked_crc(bytes(block)):
+        raise _damaged(path, "an index block's checksum does not match")
+    return block[:size]
+
+
+def _block_entries(block: memoryview, path: str) -> Iterator[tuple[bytes, bytes]]:
+    """The (key, value) entries of a block, each length checked against the block."""
+    if len(block) < 4:
+        raise _damaged(path, f"an index block of {len(block)} bytes has no restart count")
+    (count,) = struct.unpack_from("<I", block, len(block) - 4)
+    if 4 * count > len(block) - 4:
+        raise _damaged(path, f"an index block of {len(block)} bytes claims {count} restarts")
+    end = len(block) - 4 - 4 * count
+    pos, key = 0, b""
+    while pos < end:
+        shared, pos = read_varint(block, pos, end, path)
+        fresh, pos = read_varint(block, pos, end, path)
+        length, pos = read_varint(block, pos, end, path)
+        if shared > len(key) or fresh + length > end - pos:
+            raise _damaged(path, f"an index entry at byte {pos} runs past its block")
+        key = key[:shared] + bytes(block[pos : pos + fresh])
+        pos += fresh
+        yield key, bytes(block[pos : pos + length])
+        pos += length
