@@ -22,6 +22,7 @@ daskgraph.errors.DataLossError: model.index is not a TensorFlow checkpoint index
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Iterator
 from typing import IO, Any
@@ -167,14 +168,29 @@ def read_table(data: bytes, path: str) -> list[tuple[bytes, bytes]]:
             path=path,
         )
     start, end = len(data) - _FOOTER, len(data) - 8
-    _, pos = _handle(data, start, end, path)  # (the metaindex block's)
-    index_offset, index_size = _handle(data, pos, end, path)[0]
+    (meta_offset, meta_size), pos = _handle(data, start, end, path)
+    (index_offset, index_size), _ = _handle(data, pos, end, path)
+    # (as a table is written: data blocks from byte 0 on, the metaindex, the index, the
+    # footer, each right after the one before; a handle pointing elsewhere is damage)
+    _follows(path, "the index block", index_offset + index_size + _TRAILER, start)
+    _follows(path, "the metaindex block", meta_offset + meta_size + _TRAILER, index_offset)
     index = _checked_block(data, index_offset, index_size, path)
-    items = []
+    items, position = [], 0
     for _, handle in _block_entries(index, path):
         (offset, size), _ = _handle(handle, 0, len(handle), path)
+        _follows(path, "a data block", position, offset)
         items += _block_entries(_checked_block(data, offset, size, path), path)
+        position = offset + size + _TRAILER
+    _follows(path, "the data blocks", position, meta_offset)
+    if any(a >= b for (a, _), (b, _) in itertools.pairwise(items)):
+        raise _damaged(path, "its keys are not in order")
     return items
+
+
+def _follows(path: str, what: str, end: int, start: int) -> None:
+    """DataLossError unless a block ending at ``end`` is followed by one at ``start``."""
+    if end != start:
+        raise _damaged(path, f"{what} ends at byte {end}, where the next part begins at {start}")
 
 
 def _handle(data: bytes, pos: int, end: int, path: str) -> tuple[tuple[int, int], int]:

@@ -246,13 +246,11 @@ def _index(prefix: str) -> _Index:
             data = f.read()
     except FileNotFoundError:
         raise NotFoundError(f"no checkpoint index {path}", op=None, path=path) from None
-    entries: dict[bytes, _Entry] = {}
-    header = pb.BundleHeaderProto(num_shards=1)
-    for key, value in read_table(data, path):
-        if key:
-            entries[key] = _entry(key, value, path)
-        else:
-            header = _parsed(pb.BundleHeaderProto, value, path, "the header")
+    items = read_table(data, path)
+    if not items or items[0][0] != b"":
+        raise _damaged(path, "the index has no header entry (its empty key)")
+    header = _parsed(pb.BundleHeaderProto, items[0][1], path, "the header")
+    entries = {key: _entry(key, value, path) for key, value in items[1:]}
     # (each data file holds at least one tensor: more files than entries is damage)
     if not 1 <= header.num_shards <= max(1, len(entries)) or header.endianness not in (0, 1):
         raise _damaged(
