@@ -6,12 +6,15 @@ installed, TensorFlow restores a checkpoint daskgraph's Saver wrote."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -19,6 +22,8 @@ import daskgraph as dg
 from daskgraph.errors import DataLossError, NotFoundError
 from daskgraph.ops import tensor_bundle
 from daskgraph.ops.checkpoint_files import checkpoint_shapes, read_checkpoint, write_checkpoint
+from daskgraph.ops.checkpoint_table import read_table, varint, write_table
+from daskgraph.ops.protos import tensor_bundle_pb2 as pb
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "data", "tf_checkpoint")
 TF_PREFIX = os.path.join(HERE, "model")
@@ -46,6 +51,9 @@ def test_what_daskgraph_writes_is_tensorflows_bytes_for_every_tensor():
     (data_path,) = tensor_bundle.data_files(TF_PREFIX)
     with open(data_path, "rb") as f:
         data = f.read()
+    with open(TF_PREFIX + ".index", "rb") as f:
+        protos = dict(read_table(f.read(), "model.index"))  # (the protos as TensorFlow wrote them)
+    assert tensor_bundle._header_proto() == protos[b""]
     for name, value in EXPECTED.items():
         if name in ("part", "big"):
             continue  # (sliced by TensorFlow's partitioner)
@@ -53,6 +61,82 @@ def test_what_daskgraph_writes_is_tensorflows_bytes_for_every_tensor():
         raw, crc = tensor_bundle._encoded(np.asarray(value))
         assert bytes(raw) == data[entry.offset : entry.offset + entry.size], name
         assert crc == entry.crc, name
+        written = tensor_bundle._entry_proto(entry.code, entry.shape, entry.offset, len(raw), crc)
+        assert written == protos[name.encode()], name
+
+
+def test_bfloat16_is_written_as_tensorflows_bytes_and_reads_back(tmp_path):
+    """TensorFlow's DT_BFLOAT16 (14): the high 16 bits of the float32, little endian."""
+    floats = np.array([1.0, -2.0, 0.5, 3.140625, 0.0, -0.0, np.inf, -np.inf, 2.0**-133], "f4")
+    value = floats.astype(ml_dtypes.bfloat16).reshape(3, 3)  # (each exactly a bfloat16)
+    prefix = str(tmp_path / "model")
+    scalar = np.array(ml_dtypes.bfloat16(-1.5))
+    write_checkpoint(prefix, {"b": value, "nan": np.array([np.nan], "bfloat16"), "s": scalar})
+    with open(prefix + tensor_bundle.DATA_SUFFIX, "rb") as f:
+        data = f.read()
+    entry = tensor_bundle._entries(prefix)[0][b"b"]
+    assert entry.code == 14 and entry.shape == (3, 3)
+    assert (
+        data[entry.offset : entry.offset + entry.size]
+        == (floats.view("<u4") >> 16).astype("<u2").tobytes()
+    )
+    got = read_checkpoint(prefix)
+    assert got["b"].dtype == np.dtype(ml_dtypes.bfloat16) and got["b"].shape == (3, 3)
+    np.testing.assert_array_equal(got["b"].view(np.uint16), value.view(np.uint16))
+    assert np.isnan(got["nan"]).all() and got["s"].shape == () and float(got["s"]) == -1.5
+    assert checkpoint_shapes(prefix)["b"] == ((3, 3), np.dtype(ml_dtypes.bfloat16))
+
+
+def test_a_tensor_is_copied_at_most_once_on_write_and_on_read(tmp_path):
+    """Written from the array's own buffer (its checksum computed in place), read straight
+    into the array returned: tracemalloc sees no copy on the way out, one on the way in."""
+    value = np.arange(4 * 2**20, dtype=np.float32)  # (16 MiB)
+    prefix = str(tmp_path / "model")
+    tracemalloc.start()
+    try:
+        write_checkpoint(prefix, {"big": value})
+        _, wrote = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        got = read_checkpoint(prefix)["big"]
+        _, read = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert wrote < value.nbytes // 4, wrote
+    assert read < 1.25 * value.nbytes, read
+    np.testing.assert_array_equal(got, value)
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("handle", "the index block ends at byte 1099511627791"),  # (struct.error before)
+        ("size", "past the end of the file"),  # (an entry claiming 2**62 bytes)
+        ("name", "not UTF-8"),  # (UnicodeDecodeError before)
+    ],
+)
+def test_a_damaged_index_is_data_loss_naming_it(tmp_path, damage, message):
+    prefix = str(tmp_path / "model")
+    write_checkpoint(prefix, {"w": np.arange(4.0)})
+    index_path = prefix + ".index"
+    with open(index_path, "rb") as f:
+        raw = f.read()
+    items = read_table(raw, index_path)
+    if damage == "handle":  # the footer's index block handle: a size far past the end
+        handles = varint(0) + varint(1) + varint(2**40) + varint(10)
+        raw = raw[:-48] + handles + bytes(40 - len(handles)) + raw[-8:]
+    else:
+        entry = pb.BundleEntryProto.FromString(items[1][1])
+        entry.size = 2**62 if damage == "size" else entry.size
+        key = b"\xff\xfe" if damage == "name" else items[1][0]
+        out = io.BytesIO()
+        write_table(out, [items[0], (key, entry.SerializeToString())])
+        raw = out.getvalue()
+    with open(index_path, "wb") as f:
+        f.write(raw)
+    with pytest.raises(DataLossError, match=message) as caught:
+        read_checkpoint(prefix)
+    assert caught.value.path in (index_path, prefix + tensor_bundle.DATA_SUFFIX)
+    assert caught.value.path in str(caught.value)
 
 
 def test_a_checkpoint_written_here_reads_back(tmp_path):
