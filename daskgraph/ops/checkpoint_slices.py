@@ -41,7 +41,15 @@ def slice_extents(
     extents: Extents, shape: tuple[int, ...], path: str, name: str
 ) -> list[tuple[int, int]]:
     """(start, length) per dimension of a slice of a tensor of ``shape``, each within it (a
-    missing length is the whole dimension); DataLossError naming ``path`` where not."""
+    missing length is the whole dimension); DataLossError naming ``path`` where not.
+
+    >>> slice_extents([(4, 3), (0, None)], (10, 4), "model.index", "part")
+    [(4, 3), (0, 4)]
+    >>> slice_extents([(8, 3)], (10,), "model.index", "part")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    daskgraph.errors.DataLossError: model.index: ... 'part' are damaged: a slice [8, +3) of ...
+    """
     if len(extents) != len(shape):
         rank = f"a slice of rank {len(extents)} in a tensor of rank {len(shape)}"
         raise _damaged(path, name, rank)

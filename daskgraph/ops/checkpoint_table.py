@@ -124,7 +124,14 @@ def _write_block(out: IO[bytes], data: bytes, position: int) -> tuple[bytes, int
 
 
 def write_table(out: IO[bytes], items: list[tuple[bytes, bytes]]) -> None:
-    """Write the LevelDB table of ``items`` (key, value; sorted by key) to ``out``."""
+    """Write the LevelDB table of ``items`` (key, value; sorted by key) to ``out``.
+
+    >>> import io
+    >>> out = io.BytesIO()
+    >>> write_table(out, [(b"k", b"v")])
+    >>> len(out.getvalue()), out.getvalue()[-8:].hex()  # (three blocks, then the footer)
+    (98, '57fb808b247547db')
+    """
     position = 0
     index: list[tuple[bytes, bytes]] = []
     pending: list[tuple[bytes, bytes]] = []
@@ -152,7 +159,18 @@ def _damaged(path: str, what: str) -> DataLossError:
 
 def read_table(data: bytes, path: str) -> list[tuple[bytes, bytes]]:
     """Every (key, value) of the LevelDB table ``data`` (the bytes of the file ``path``), in
-    order; DataLossError naming ``path`` where it is not a whole, undamaged table."""
+    order; DataLossError naming ``path`` where it is not a whole, undamaged table.
+
+    >>> import io
+    >>> out = io.BytesIO()
+    >>> write_table(out, [(b"", b"h"), (b"a", b"1")])
+    >>> read_table(out.getvalue(), "model.index")
+    [(b'', b'h'), (b'a', b'1')]
+    >>> read_table(out.getvalue()[1:], "model.index")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    daskgraph.errors.DataLossError: model.index: the index block ends at byte ...
+    """
     if len(data) < _FOOTER:
         raise DataLossError(
             f"{path} is not a TensorFlow checkpoint index: it is {len(data)} bytes, shorter "
