@@ -92,27 +92,37 @@ def read_varint(data: bytes | memoryview, pos: int, end: int, path: str) -> tupl
     )
 
 
-# -- writing -------------------------------------------------------------------------------------
-def _block(entries: list[tuple[bytes, bytes]]) -> bytes:
-    """A table block: prefix-compressed entries, restart points every 16 entries."""
-    out = bytearray()
-    restarts: list[int] = []
-    last = b""
-    for i, (key, value) in enumerate(entries):
+# -- writing (as LevelDB's TableBuilder, so that the bytes are TensorFlow's) ----------------------
+class _BlockBuilder:
+    """A block being built: prefix-compressed entries, a restart point every ``interval``
+    entries (16 in data blocks, 1 in the index block), then the restarts and their count."""
+
+    def __init__(self, interval: int) -> None:
+        self.interval, self.count = interval, 0
+        self.buffer, self.restarts, self.last = bytearray(), [0], b""
+
+    def add(self, key: bytes, value: bytes) -> None:
+        """Append an entry (keys in order)."""
         shared = 0
-        if i % _RESTART_INTERVAL == 0:
-            restarts.append(len(out))
+        if self.count % self.interval == 0:
+            if self.count:
+                self.restarts.append(len(self.buffer))
         else:
-            limit = min(len(last), len(key))
-            while shared < limit and last[shared] == key[shared]:
+            limit = min(len(self.last), len(key))
+            while shared < limit and self.last[shared] == key[shared]:
                 shared += 1
-        out += varint(shared) + varint(len(key) - shared) + varint(len(value))
-        out += key[shared:] + value
-        last = key
-    restarts = restarts or [0]
-    for offset in restarts:
-        out += struct.pack("<I", offset)
-    return bytes(out + struct.pack("<I", len(restarts)))
+        self.buffer += varint(shared) + varint(len(key) - shared) + varint(len(value))
+        self.buffer += key[shared:] + value
+        self.last, self.count = key, self.count + 1
+
+    def size(self) -> int:
+        """The size of the finished block (LevelDB's ``CurrentSizeEstimate``)."""
+        return len(self.buffer) + 4 * len(self.restarts) + 4
+
+    def finish(self) -> bytes:
+        """The block's bytes."""
+        restarts = b"".join(struct.pack("<I", offset) for offset in self.restarts)
+        return bytes(self.buffer) + restarts + struct.pack("<I", len(self.restarts))
 
 
 def _write_block(out: IO[bytes], data: bytes, position: int) -> tuple[bytes, int]:
@@ -123,8 +133,37 @@ def _write_block(out: IO[bytes], data: bytes, position: int) -> tuple[bytes, int
     return varint(position) + varint(len(data)), position + len(data) + len(trailer)
 
 
+def _separator(start: bytes, limit: bytes) -> bytes:
+    """LevelDB's ``FindShortestSeparator``: a short key >= ``start`` and < ``limit``.
+
+    >>> _separator(b"abcd", b"abzz"), _separator(b"ab", b"abc")
+    (b'abd', b'ab')
+    """
+    common = 0
+    while common < min(len(start), len(limit)) and start[common] == limit[common]:
+        common += 1
+    if common < min(len(start), len(limit)):
+        byte = start[common]
+        if byte < 0xFF and byte + 1 < limit[common]:
+            return start[:common] + bytes([byte + 1])
+    return start
+
+
+def _successor(key: bytes) -> bytes:
+    """LevelDB's ``FindShortSuccessor``: a short key >= ``key``.
+
+    >>> _successor(b"s"), _successor(bytes([255, 97, 98]))
+    (b't', b'\\xffb')
+    """
+    for i, byte in enumerate(key):
+        if byte != 0xFF:
+            return key[:i] + bytes([byte + 1])
+    return key
+
+
 def write_table(out: IO[bytes], items: list[tuple[bytes, bytes]]) -> None:
-    """Write the LevelDB table of ``items`` (key, value; sorted by key) to ``out``.
+    """Write the LevelDB table of ``items`` (key, value; sorted by key) to ``out``, byte for
+    byte as TensorFlow's table builder does (blocks of 256 KiB, uncompressed).
 
     >>> import io
     >>> out = io.BytesIO()
@@ -132,22 +171,25 @@ def write_table(out: IO[bytes], items: list[tuple[bytes, bytes]]) -> None:
     >>> len(out.getvalue()), out.getvalue()[-8:].hex()  # (three blocks, then the footer)
     (98, '57fb808b247547db')
     """
-    position = 0
-    index: list[tuple[bytes, bytes]] = []
-    pending: list[tuple[bytes, bytes]] = []
-    size = 0
+    position, block = 0, _BlockBuilder(_RESTART_INTERVAL)
+    index = _BlockBuilder(1)
+    pending: bytes | None = None  # (the handle of the block written last, not yet indexed)
+    last = b""
     for key, value in items:
-        pending.append((key, value))
-        size += len(key) + len(value)
-        if size >= _BLOCK_SIZE:
-            handle, position = _write_block(out, _block(pending), position)
-            index.append((pending[-1][0], handle))
-            pending, size = [], 0
-    if pending:
-        handle, position = _write_block(out, _block(pending), position)
-        index.append((pending[-1][0], handle))
-    meta_handle, position = _write_block(out, _block([]), position)
-    index_handle, position = _write_block(out, _block(index), position)
+        if pending is not None:
+            index.add(_separator(last, key), pending)
+            pending = None
+        block.add(key, value)
+        last = key
+        if block.size() >= _BLOCK_SIZE:
+            pending, position = _write_block(out, block.finish(), position)
+            block = _BlockBuilder(_RESTART_INTERVAL)
+    if block.count:
+        pending, position = _write_block(out, block.finish(), position)
+    if pending is not None:
+        index.add(_successor(last), pending)
+    meta_handle, position = _write_block(out, _BlockBuilder(1).finish(), position)
+    index_handle, position = _write_block(out, index.finish(), position)
     footer = meta_handle + index_handle
     out.write(footer + b"\x00" * (40 - len(footer)) + struct.pack("<Q", _MAGIC))
 

@@ -27,6 +27,7 @@ from daskgraph.ops.protos import tensor_bundle_pb2 as pb
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "data", "tf_checkpoint")
 TF_PREFIX = os.path.join(HERE, "model")
+BF16 = os.path.join(HERE, "..", "tf_bfloat16")
 EXPECTED = np.load(os.path.join(HERE, "expected.npy"), allow_pickle=True).item()
 
 
@@ -65,26 +66,52 @@ def test_what_daskgraph_writes_is_tensorflows_bytes_for_every_tensor():
         assert written == protos[name.encode()], name
 
 
-def test_bfloat16_is_written_as_tensorflows_bytes_and_reads_back(tmp_path):
-    """TensorFlow's DT_BFLOAT16 (14): the high 16 bits of the float32, little endian."""
-    floats = np.array([1.0, -2.0, 0.5, 3.140625, 0.0, -0.0, np.inf, -np.inf, 2.0**-133], "f4")
-    value = floats.astype(ml_dtypes.bfloat16).reshape(3, 3)  # (each exactly a bfloat16)
-    prefix = str(tmp_path / "model")
-    scalar = np.array(ml_dtypes.bfloat16(-1.5))
-    write_checkpoint(prefix, {"b": value, "nan": np.array([np.nan], "bfloat16"), "s": scalar})
-    with open(prefix + tensor_bundle.DATA_SUFFIX, "rb") as f:
-        data = f.read()
-    entry = tensor_bundle._entries(prefix)[0][b"b"]
-    assert entry.code == 14 and entry.shape == (3, 3)
-    assert (
-        data[entry.offset : entry.offset + entry.size]
-        == (floats.view("<u4") >> 16).astype("<u2").tobytes()
+def _fixture_values(directory: str, script: str) -> dict:
+    spec = importlib.util.spec_from_file_location(script, os.path.join(directory, script + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.VALUES
+
+
+def test_tensorflows_bfloat16_checkpoint_reads_and_daskgraph_writes_its_bytes(tmp_path):
+    """TensorFlow 2.21's DT_BFLOAT16 variables (tests/data/tf_bfloat16, made by its
+    make_tf_bfloat16.py) read as ``ml_dtypes.bfloat16`` arrays, and the same arrays written
+    here are TensorFlow's two files byte for byte."""
+    values = _fixture_values(BF16, "make_tf_bfloat16")
+    wanted = {name: np.asarray(v).astype(ml_dtypes.bfloat16) for name, v in values.items()}
+    got = read_checkpoint(os.path.join(BF16, "model"))
+    assert sorted(got) == sorted(wanted)
+    for name, value in wanted.items():
+        assert got[name].dtype == np.dtype(ml_dtypes.bfloat16), name
+        assert got[name].shape == value.shape, name
+        np.testing.assert_array_equal(got[name].view(np.uint16), value.view(np.uint16), name)
+    assert checkpoint_shapes(os.path.join(BF16, "model"))["exact"] == (
+        (3, 3),
+        wanted["exact"].dtype,
     )
-    got = read_checkpoint(prefix)
-    assert got["b"].dtype == np.dtype(ml_dtypes.bfloat16) and got["b"].shape == (3, 3)
-    np.testing.assert_array_equal(got["b"].view(np.uint16), value.view(np.uint16))
-    assert np.isnan(got["nan"]).all() and got["s"].shape == () and float(got["s"]) == -1.5
-    assert checkpoint_shapes(prefix)["b"] == ((3, 3), np.dtype(ml_dtypes.bfloat16))
+    prefix = str(tmp_path / "model")
+    write_checkpoint(prefix, wanted)
+    for suffix in (".index", tensor_bundle.DATA_SUFFIX):
+        with (
+            open(prefix + suffix, "rb") as ours,
+            open(os.path.join(BF16, "model" + suffix), "rb") as tfs,
+        ):
+            assert ours.read() == tfs.read(), suffix
+    write_checkpoint(prefix, {"nan": np.array([np.nan, -np.nan], "bfloat16")})
+    assert np.isnan(read_checkpoint(prefix)["nan"]).all()
+
+
+@pytest.mark.parametrize(
+    "index", ["tf_checkpoint/model.index", "tf_sharded/sharded.index", "tf_bfloat16/model.index"]
+)
+def test_the_index_table_written_here_is_tensorflows_bytes(index):
+    """The same entries make the same table: blocks, restarts, the index block's separator
+    keys (LevelDB's shortest successor), trailers and footer."""
+    with open(os.path.join(HERE, "..", index), "rb") as f:
+        raw = f.read()
+    out = io.BytesIO()
+    write_table(out, read_table(raw, index))
+    assert out.getvalue() == raw
 
 
 def test_a_tensor_is_copied_at_most_once_on_write_and_on_read(tmp_path):
