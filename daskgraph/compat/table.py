@@ -186,7 +186,8 @@ DIFFERENCES: dict[str, str] = {
     "train.write_graph": "a daskgraph graph is written as daskgraph's GraphDef (names, op types, "
     "inputs, devices, dtypes, shapes; no constants' values)",
     "train.Saver": "writes TensorFlow's V2 checkpoints (`.index` and one data shard; TensorFlow "
-    "restores them) and reads them (sharded ones, partitioned variables assembled) and "
+    "restores them) and reads them (sharded ones, partitioned variables assembled; bfloat16 "
+    "tensors as `ml_dtypes.bfloat16`; a damaged file raises `DataLossError` naming it) and "
     "daskgraph's older `.npz` files; `sharded=True` writes one shard; no meta graph is written "
     "(`write_meta_graph` is ignored) and there is no `export_meta_graph`, `as_saver_def` or "
     "`to_proto`",

@@ -56,11 +56,21 @@ def checkpoint_data_path(prefix: str) -> str:
 def tf_dtype_name(dtype: Any) -> str:
     """TensorFlow's short name of a dtype, as its messages print it (``float``, ``int32``).
 
+    Dtypes a checkpoint holds that daskgraph's tensors do not (``bfloat16``, complex,
+    unsigned 32 and 64 bits) are named too, as TensorFlow names them.
+
     >>> tf_dtype_name(np.float32), tf_dtype_name("int64"), tf_dtype_name(np.float64)
     ('float', 'int64', 'double')
+    >>> tf_dtype_name("bfloat16"), tf_dtype_name(np.complex64)
+    ('bfloat16', 'complex64')
     """
-    found = dtype if isinstance(dtype, dtypes.DType) else dtypes.as_dtype(np.dtype(dtype))
-    name = found.name
+    if isinstance(dtype, dtypes.DType):
+        name = dtype.name
+    else:
+        try:
+            name = dtypes.as_dtype(np.dtype(dtype)).name
+        except TypeError:  # (one daskgraph's tensors do not hold)
+            name = np.dtype(dtype).name
     return _TF_NAMES.get(name, name)
 
 

@@ -6,14 +6,21 @@ wrote restores here and one written here restores in TensorFlow:
 * ``<prefix>.data-00000-of-00001``: the tensors' bytes one after the other (little endian;
   a string tensor is its elements' lengths as varints, the masked CRC32C of those, then the
   bytes);
-* ``<prefix>.index``: a LevelDB table (uncompressed blocks, each with its masked CRC32C)
-  whose empty key holds a ``BundleHeaderProto`` and whose other keys, sorted, are tensor
-  names holding a ``BundleEntryProto`` (dtype, shape, shard, offset, size, CRC32C).
+* ``<prefix>.index``: a LevelDB table (:mod:`daskgraph.ops.checkpoint_table`) whose empty key
+  holds a ``BundleHeaderProto`` and whose other keys, sorted, are tensor names holding a
+  ``BundleEntryProto`` (dtype, shape, shard, offset, size, CRC32C).
 
-The two protocol buffers are written and read field by field here (their ``.proto`` is not
-shipped with any package daskgraph depends on); CRC32C comes from ``google-crc32c``. Sliced
-(partitioned) entries are read by assembling their slices; written checkpoints hold whole
-tensors (daskgraph's variables are not partitioned).
+The protocol buffers are protobuf's own messages, generated from
+``daskgraph/ops/protos/tensor_bundle.proto``. Every dtype daskgraph's variables hold is read
+and written, and ``bfloat16`` (``ml_dtypes.bfloat16``, TensorFlow's ``DT_BFLOAT16``) too.
+Sliced (partitioned) entries are read by assembling their slices
+(:mod:`daskgraph.ops.checkpoint_slices`); written checkpoints hold whole tensors.
+
+A tensor is copied once on its way: read straight from the data file into the array
+returned, written straight from the array's buffer (its CRC32C computed in place). Whatever
+in either file is malformed (truncated, damaged, sizes or offsets that do not fit) raises
+:class:`~daskgraph.errors.DataLossError` naming the file, before anything is allocated from a
+size read in it.
 
 >>> import tempfile, os
 >>> prefix = os.path.join(tempfile.mkdtemp(), "model")
@@ -25,16 +32,21 @@ tensors (daskgraph's variables are not partitioned).
 
 from __future__ import annotations
 
+import math
 import os
-import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-import google_crc32c
+import ml_dtypes
 import numpy as np
+from google.protobuf.message import DecodeError
 
-from daskgraph.errors import DataLossError, NotFoundError
+from daskgraph.errors import DataLossError, NotFoundError, UnimplementedError
+from daskgraph.ops.checkpoint_slices import check_tiling, slice_extents, slice_key
+from daskgraph.ops.checkpoint_table import masked_crc, read_table, read_varint, varint, write_table
+from daskgraph.ops.protos import tensor_bundle_pb2 as pb
 
 __all__ = [
     "DATA_SUFFIX",
@@ -50,246 +62,70 @@ __all__ = [
 INDEX_SUFFIX = ".index"
 DATA_SUFFIX = ".data-00000-of-00001"
 
-#: TensorFlow's DataType enum <-> NumPy dtypes (the ones daskgraph's variables hold)
+#: TensorFlow's DataType enum <-> NumPy dtypes (the ones daskgraph's variables hold, bfloat16)
 _DTYPES: dict[int, np.dtype] = {
-    1: np.dtype("float32"), 2: np.dtype("float64"), 3: np.dtype("int32"),
-    4: np.dtype("uint8"), 5: np.dtype("int16"), 6: np.dtype("int8"), 7: np.dtype(object),
-    8: np.dtype("complex64"), 9: np.dtype("int64"), 10: np.dtype("bool"),
-    17: np.dtype("uint16"), 18: np.dtype("complex128"), 19: np.dtype("float16"),
-    22: np.dtype("uint32"), 23: np.dtype("uint64"),
+    pb.DT_FLOAT: np.dtype("float32"), pb.DT_DOUBLE: np.dtype("float64"),
+    pb.DT_INT32: np.dtype("int32"), pb.DT_UINT8: np.dtype("uint8"),
+    pb.DT_INT16: np.dtype("int16"), pb.DT_INT8: np.dtype("int8"),
+    pb.DT_STRING: np.dtype(object), pb.DT_COMPLEX64: np.dtype("complex64"),
+    pb.DT_INT64: np.dtype("int64"), pb.DT_BOOL: np.dtype("bool"),
+    pb.DT_BFLOAT16: np.dtype(ml_dtypes.bfloat16), pb.DT_UINT16: np.dtype("uint16"),
+    pb.DT_COMPLEX128: np.dtype("complex128"), pb.DT_HALF: np.dtype("float16"),
+    pb.DT_UINT32: np.dtype("uint32"), pb.DT_UINT64: np.dtype("uint64"),
 }  # fmt: skip
 _ENUMS = {dtype: code for code, dtype in _DTYPES.items()}
-_MAGIC = 0xDB4775248B80FB57  # LevelDB's table magic number
-_RESTART_INTERVAL = 16
-_BLOCK_SIZE = 256 * 1024
 
 
 def bundle_files(prefix: str) -> tuple[str, str]:
-    """The index and data files of the checkpoint ``prefix``."""
+    """The index and data files of the (unsharded) checkpoint ``prefix``.
+
+    >>> bundle_files("dir/model-7")
+    ('dir/model-7.index', 'dir/model-7.data-00000-of-00001')
+    """
     return prefix + INDEX_SUFFIX, prefix + DATA_SUFFIX
 
 
 def bundle_exists(prefix: str) -> bool:
-    """Whether ``prefix`` names a V2 checkpoint (its index file exists)."""
+    """Whether ``prefix`` names a V2 checkpoint (its index file exists).
+
+    >>> bundle_exists("/no/such/model")
+    False
+    """
     return os.path.exists(prefix + INDEX_SUFFIX)
 
 
-# -- CRC32C and varints ---------------------------------------------------------------------------
-def _masked_crc(data: Any) -> int:
-    """LevelDB's masked CRC32C of ``data`` (a CRC stored beside data it covers)."""
-    crc = google_crc32c.value(bytes(data))
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+def _damaged(path: str, what: str, **fields: Any) -> DataLossError:
+    return DataLossError(f"{path}: {what}", op=None, path=path, **fields)
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-
-
-# -- the two protocol buffers, field by field -----------------------------------------------------
-def _field(number: int, wire: int) -> bytes:
-    return _varint(number << 3 | wire)
-
-
-def _message(number: int, payload: bytes) -> bytes:
-    return _field(number, 2) + _varint(len(payload)) + payload
-
-
+# -- writing -------------------------------------------------------------------------------------
 def _header_proto() -> bytes:
     """``BundleHeaderProto``: one shard, little endian, version producer 1."""
-    return _field(1, 0) + _varint(1) + _message(3, _field(1, 0) + _varint(1))
+    header = pb.BundleHeaderProto(num_shards=1, version=pb.VersionDef(producer=1))
+    return header.SerializeToString(deterministic=True)
 
 
 def _entry_proto(dtype: int, shape: tuple[int, ...], offset: int, size: int, crc: int) -> bytes:
-    dims = b"".join(_message(2, _field(1, 0) + _varint(d)) for d in shape)
-    out = _field(1, 0) + _varint(dtype) + _message(2, dims)
-    if offset:
-        out += _field(4, 0) + _varint(offset)
-    if size:
-        out += _field(5, 0) + _varint(size)
-    return out + _field(6, 5) + struct.pack("<I", crc)
+    """``BundleEntryProto`` of a whole tensor (its shape always present, as TensorFlow's)."""
+    entry = pb.BundleEntryProto(dtype=dtype, offset=offset, size=size, crc32c=crc)
+    entry.shape.SetInParent()
+    entry.shape.dim.extend(pb.TensorShapeProto.Dim(size=d) for d in shape)
+    return entry.SerializeToString(deterministic=True)
 
 
-def _fields(data: bytes | memoryview) -> Iterator[tuple[int, Any]]:
-    """(field number, value) of a protocol buffer: ints for varints and fixed fields,
-    bytes for length-delimited ones."""
-    pos = 0
-    while pos < len(data):
-        key, pos = _read_varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _read_varint(data, pos)
-        elif wire == 1:
-            value, pos = struct.unpack_from("<Q", data, pos)[0], pos + 8
-        elif wire == 5:
-            value, pos = struct.unpack_from("<I", data, pos)[0], pos + 4
-        elif wire == 2:
-            length, pos = _read_varint(data, pos)
-            value, pos = bytes(data[pos : pos + length]), pos + length
-        else:
-            raise DataLossError(f"checkpoint index: unknown protocol buffer wire type {wire}")
-        yield number, value
-
-
-def _shape(data: bytes) -> tuple[int, ...]:
-    dims = []
-    for number, value in _fields(data):
-        if number == 2:
-            size = dict(_fields(value)).get(1, 0)
-            dims.append(size - (1 << 64) if size >= 1 << 63 else size)
-    return tuple(dims)
-
-
-class _Entry:
-    """A ``BundleEntryProto``."""
-
-    def __init__(self, data: bytes) -> None:
-        self.dtype, self.shape, self.shard = 0, (), 0
-        self.offset = self.size = self.crc = 0
-        self.slices: list[bytes] = []
-        for number, value in _fields(data):
-            if number == 1:
-                self.dtype = value
-            elif number == 2:
-                self.shape = _shape(value)
-            elif number == 3:
-                self.shard = value
-            elif number == 4:
-                self.offset = value
-            elif number == 5:
-                self.size = value
-            elif number == 6:
-                self.crc = value
-            elif number == 7:
-                self.slices.append(value)
-
-
-# -- the LevelDB table of the index ---------------------------------------------------------------
-def _block(entries: list[tuple[bytes, bytes]]) -> bytes:
-    """A table block: prefix-compressed entries, restart points every 16 entries."""
-    out = bytearray()
-    restarts: list[int] = []
-    last = b""
-    for i, (key, value) in enumerate(entries):
-        shared = 0
-        if i % _RESTART_INTERVAL == 0:
-            restarts.append(len(out))
-        else:
-            limit = min(len(last), len(key))
-            while shared < limit and last[shared] == key[shared]:
-                shared += 1
-        out += _varint(shared) + _varint(len(key) - shared) + _varint(len(value))
-        out += key[shared:] + value
-        last = key
-    restarts = restarts or [0]
-    for offset in restarts:
-        out += struct.pack("<I", offset)
-    return bytes(out + struct.pack("<I", len(restarts)))
-
-
-def _write_block(out: Any, data: bytes, position: int) -> tuple[bytes, int]:
-    """Write a block and its trailer (no compression, masked CRC32C); its handle and the
-    position after it."""
-    trailer = b"\x00" + struct.pack("<I", _masked_crc(data + b"\x00"))
-    out.write(data + trailer)
-    return _varint(position) + _varint(len(data)), position + len(data) + len(trailer)
-
-
-def _write_table(out: Any, items: list[tuple[bytes, bytes]]) -> None:
-    """A LevelDB table of ``items`` (sorted by key)."""
-    position = 0
-    index: list[tuple[bytes, bytes]] = []
-    pending: list[tuple[bytes, bytes]] = []
-    size = 0
-    for key, value in items:
-        pending.append((key, value))
-        size += len(key) + len(value)
-        if size >= _BLOCK_SIZE:
-            handle, position = _write_block(out, _block(pending), position)
-            index.append((pending[-1][0], handle))
-            pending, size = [], 0
-    if pending:
-        handle, position = _write_block(out, _block(pending), position)
-        index.append((pending[-1][0], handle))
-    meta_handle, position = _write_block(out, _block([]), position)
-    index_handle, position = _write_block(out, _block(index), position)
-    footer = meta_handle + index_handle
-    out.write(footer + b"\x00" * (40 - len(footer)) + struct.pack("<Q", _MAGIC))
-
-
-def _block_entries(block: bytes) -> Iterator[tuple[bytes, bytes]]:
-    (count,) = struct.unpack_from("<I", block, len(block) - 4)
-    end = len(block) - 4 - 4 * count
-    pos, key = 0, b""
-    while pos < end:
-        shared, pos = _read_varint(block, pos)
-        fresh, pos = _read_varint(block, pos)
-        length, pos = _read_varint(block, pos)
-        key = key[:shared] + block[pos : pos + fresh]
-        pos += fresh
-        yield key, block[pos : pos + length]
-        pos += length
-
-
-def _read_table(data: bytes, path: str) -> Iterator[tuple[bytes, bytes]]:
-    """Every (key, value) of a LevelDB table, in order; DataLossError where it is not one."""
-    if len(data) < 48 or struct.unpack_from("<Q", data, len(data) - 8)[0] != _MAGIC:
-        raise DataLossError(f"{path} is not a TensorFlow checkpoint index (no table footer)")
-    footer = data[len(data) - 48 :]
-    _, pos = _read_varint(footer, 0)
-    _, pos = _read_varint(footer, pos)  # (the metaindex block's handle)
-    index_offset, pos = _read_varint(footer, pos)
-    index_size, _ = _read_varint(footer, pos)
-    for _, handle in _block_entries(_checked_block(data, index_offset, index_size, path)):
-        offset, pos = _read_varint(handle, 0)
-        size, _ = _read_varint(handle, pos)
-        yield from _block_entries(_checked_block(data, offset, size, path))
-
-
-def _checked_block(data: bytes, offset: int, size: int, path: str) -> bytes:
-    block = data[offset : offset + size]
-    kind = data[offset + size : offset + size + 1]
-    (crc,) = struct.unpack_from("<I", data, offset + size + 1)
-    if kind != b"\x00":
-        raise DataLossError(
-            f"{path}: a compressed index block (type {kind!r}); daskgraph reads TensorFlow's "
-            "uncompressed checkpoint indexes only"
-        )
-    if crc != _masked_crc(block + kind):
-        raise DataLossError(f"{path}: an index block's checksum does not match (corrupted file)")
-    return block
-
-
-# -- tensors --------------------------------------------------------------------------------------
-def _encoded(value: np.ndarray) -> tuple[bytes, int]:
-    """The bytes of a tensor in the data file, and their checksum for its entry."""
+def _encoded(value: np.ndarray) -> tuple[Any, int]:
+    """The bytes of a tensor in the data file (a buffer: for a numeric tensor, the array's
+    own memory where it is C-contiguous and little endian), and their checksum."""
     if value.dtype.kind not in "OSU":
-        raw = np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()
-        return raw, _masked_crc(raw)
+        raw = np.ascontiguousarray(value, value.dtype.newbyteorder("<")).reshape(-1)
+        raw = raw.view(np.uint8)  # (a view: no copy)
+        return raw, masked_crc(raw)
     items = [v if isinstance(v, bytes) else str(v).encode() for v in value.ravel()]
-    lengths = b"".join(_varint(len(v)) for v in items)
+    lengths = b"".join(varint(len(v)) for v in items)
     summed = _checksummed_lengths([len(v) for v in items])
-    length_crc = struct.pack("<I", _masked_crc(summed))
+    length_crc = struct.pack("<I", masked_crc(summed))
     body = b"".join(items)
-    return lengths + length_crc + body, _masked_crc(summed + length_crc + body)
+    return lengths + length_crc + body, masked_crc(summed + length_crc + body)
 
 
 def _checksummed_lengths(lengths: list[int]) -> bytes:
@@ -300,49 +136,19 @@ def _checksummed_lengths(lengths: list[int]) -> bytes:
     )
 
 
-def _tensor(entry: _Entry, data: _DataFiles, name: str) -> np.ndarray:
-    dtype = _DTYPES.get(entry.dtype)
-    path = data.path(entry.shard)
-    if dtype is None:
-        raise DataLossError(
-            f"{path}: tensor {name!r} has TensorFlow dtype {entry.dtype}, which daskgraph "
-            "does not read"
-        )
-    raw = data.read(entry)
-    count = int(np.prod(entry.shape, dtype=np.int64))
-    if dtype.kind == "O":
-        value, covered = _strings(raw, count)
-    else:
-        value = np.frombuffer(raw, dtype.newbyteorder("<"), count).astype(dtype)
-        covered = raw
-    if len(raw) != entry.size or _masked_crc(covered) != entry.crc:
-        raise DataLossError(f"{path}: the bytes of tensor {name!r} are damaged (checksum)")
-    return value.reshape(entry.shape)
-
-
-def _strings(raw: bytes, count: int) -> tuple[np.ndarray, bytes]:
-    """A string tensor's elements, and the bytes its checksum covers."""
-    lengths, pos = [], 0
-    for _ in range(count):
-        n, pos = _read_varint(raw, pos)
-        lengths.append(n)
-    length_crc = raw[pos : pos + 4]
-    pos += 4
-    items = []
-    for n in lengths:
-        items.append(bytes(raw[pos : pos + n]))
-        pos += n
-    covered = _checksummed_lengths(lengths) + length_crc + b"".join(items)
-    return np.array([*items, None], dtype=object)[:-1], covered
-
-
-# -- the two files --------------------------------------------------------------------------------
 def write_bundle(
     prefix: str, tensors: dict[str, Any], opener: Callable[[str], Any] | None = None
 ) -> None:
     """Write ``tensors`` (name -> array) as the V2 checkpoint ``prefix``: the data file,
     then the index. ``opener(path)`` gives a context manager yielding a binary file to
-    write (default: ``open(path, "wb")``; the Saver passes its atomic writer)."""
+    write (default: ``open(path, "wb")``; the Saver passes its atomic writer).
+
+    >>> import tempfile, os
+    >>> prefix = os.path.join(tempfile.mkdtemp(), "model")
+    >>> write_bundle(prefix, {"b": np.array([1.0, -2.0], ml_dtypes.bfloat16)})
+    >>> open(prefix + DATA_SUFFIX, "rb").read().hex()  # (the high halves of the float32s)
+    '803f00c0'
+    """
     opener = opener or (lambda path: open(path, "wb"))
     index_path, data_path = bundle_files(prefix)
     entries: list[tuple[bytes, bytes]] = [(b"", _header_proto())]
@@ -350,186 +156,338 @@ def write_bundle(
     with opener(data_path) as data:
         for name in sorted(tensors):
             value = np.asarray(tensors[name])
-            dtype = np.dtype(object) if value.dtype.kind in "SU" else value.dtype
-            if dtype not in _ENUMS:
+            kind = np.dtype(object) if value.dtype.kind in "SU" else value.dtype
+            code = _ENUMS.get(kind.newbyteorder("="))
+            if code is None:
                 raise TypeError(f"checkpoint: cannot write {name!r} of dtype {value.dtype}")
             raw, crc = _encoded(value)
             data.write(raw)
-            entry = _entry_proto(_ENUMS[dtype], value.shape, offset, len(raw), crc)
-            entries.append((name.encode(), entry))
-            offset += len(raw)
+            size = raw.nbytes if isinstance(raw, np.ndarray) else len(raw)
+            entries.append((name.encode(), _entry_proto(code, value.shape, offset, size, crc)))
+            offset += size
     with opener(index_path) as index:
-        _write_table(index, entries)
+        write_table(index, entries)
+
+
+# -- the index -----------------------------------------------------------------------------------
+@dataclass
+class _Entry:
+    """A ``BundleEntryProto``, checked: a known dtype (None if not), a shape of sizes >= 0,
+    and the raw (start, length or None) extents of each of its slices."""
+
+    dtype: np.dtype | None
+    code: int
+    shape: tuple[int, ...]
+    shard: int
+    offset: int
+    size: int
+    crc: int
+    slices: list[list[tuple[int, int | None]]] = field(default_factory=list)
+
+
+def _parsed(message: Any, value: bytes, path: str, what: str) -> Any:
+    try:
+        return message.FromString(value)
+    except DecodeError as err:
+        raise _damaged(path, f"{what} is not a valid protocol buffer ({err})") from None
+
+
+def _entry(key: bytes, value: bytes, path: str) -> _Entry:
+    proto = _parsed(pb.BundleEntryProto, value, path, f"the entry of {key!r}")
+    shape = tuple(dim.size for dim in proto.shape.dim)
+    if proto.shape.unknown_rank or any(d < 0 for d in shape):
+        raise _damaged(path, f"the entry of {key!r} has an unknown or negative shape {shape}")
+    slices = [
+        [(e.start, e.length if e.HasField("length") else None) for e in spec.extent]
+        for spec in proto.slices
+    ]
+    return _Entry(
+        _DTYPES.get(proto.dtype),
+        proto.dtype,
+        shape,
+        proto.shard_id,
+        proto.offset,
+        proto.size,
+        proto.crc32c,
+        slices,
+    )
+
+
+@dataclass
+class _Index:
+    """A checkpoint's index: its entries by key, its number of data files and whether the
+    bundle is big endian."""
+
+    path: str
+    entries: dict[bytes, _Entry]
+    shards: int
+    big_endian: bool
+
+    def names(self) -> list[bytes]:
+        """The keys of whole tensors (a slice's key starts with a zero byte)."""
+        return [key for key in self.entries if not key.startswith(b"\x00")]
+
+    def check_endianness(self) -> None:
+        """UnimplementedError for a bundle written big endian, as TensorFlow's reader."""
+        if self.big_endian:
+            raise UnimplementedError(
+                f"{self.path}: Reading a bundle with different endianness from the reader is "
+                "unsupported (it was written on a big-endian machine)",
+                op=None,
+                path=self.path,
+            )
+
+
+def _index(prefix: str) -> _Index:
+    """The checked index of the checkpoint ``prefix``; NotFoundError when there is none."""
+    path = prefix + INDEX_SUFFIX
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise NotFoundError(f"no checkpoint index {path}", op=None, path=path) from None
+    items = read_table(data, path)
+    if not items or items[0][0] != b"":
+        raise _damaged(path, "the index has no header entry (its empty key)")
+    header = _parsed(pb.BundleHeaderProto, items[0][1], path, "the header")
+    entries = {key: _entry(key, value, path) for key, value in items[1:]}
+    # (each data file holds at least one tensor: more files than entries is damage)
+    if not 1 <= header.num_shards <= max(1, len(entries)) or header.endianness not in (0, 1):
+        raise _damaged(
+            path,
+            f"the header says {header.num_shards} data files, endianness "
+            f"{header.endianness}, for {len(entries)} entries",
+        )
+    return _Index(path, entries, header.num_shards, header.endianness == pb.BundleHeaderProto.BIG)
 
 
 def _entries(prefix: str) -> tuple[dict[bytes, _Entry], int]:
-    """The entries of the checkpoint's index, by key, and its number of data shards."""
-    index_path = prefix + INDEX_SUFFIX
-    try:
-        with open(index_path, "rb") as f:
-            index = f.read()
-    except FileNotFoundError:
-        raise NotFoundError(f"no checkpoint index {index_path}", op=None, path=index_path) from None
-    found, shards = {}, 1
-    for key, value in _read_table(index, index_path):
-        if key:
-            found[key] = _Entry(value)
-        else:  # the BundleHeaderProto
-            shards = dict(_fields(value)).get(1, 1)
-    return found, shards
-
-
-def data_files(prefix: str) -> list[str]:
-    """The data files of the V2 checkpoint ``prefix``, one per shard (as its index says)."""
-    _, shards = _entries(prefix)
-    return [_shard_path(prefix, i, shards) for i in range(shards)]
+    """The entries of the checkpoint's index, by key, and its number of data files."""
+    index = _index(prefix)
+    return index.entries, index.shards
 
 
 def _shard_path(prefix: str, shard: int, shards: int) -> str:
     return f"{prefix}.data-{shard:05d}-of-{shards:05d}"
 
 
+def data_files(prefix: str) -> list[str]:
+    """The data files of the V2 checkpoint ``prefix``, one per shard (as its index says).
+
+    >>> import tempfile, os
+    >>> prefix = os.path.join(tempfile.mkdtemp(), "model")
+    >>> write_bundle(prefix, {"w": np.zeros(2)})
+    >>> [os.path.basename(p) for p in data_files(prefix)]
+    ['model.data-00000-of-00001']
+    """
+    shards = _index(prefix).shards
+    return [_shard_path(prefix, i, shards) for i in range(shards)]
+
+
+def _name(key: bytes, path: str) -> str:
+    try:
+        return key.decode()
+    except UnicodeDecodeError:
+        raise _damaged(path, f"a tensor name {key!r} that is not UTF-8") from None
+
+
+def bundle_shapes(prefix: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Name -> (shape, dtype) of every tensor of the checkpoint, from its index alone (the
+    dtype ``object`` for one daskgraph does not read).
+
+    >>> import tempfile, os
+    >>> prefix = os.path.join(tempfile.mkdtemp(), "model")
+    >>> write_bundle(prefix, {"w": np.zeros((2, 3), np.float32)})
+    >>> bundle_shapes(prefix)
+    {'w': ((2, 3), dtype('float32'))}
+    """
+    index = _index(prefix)
+    index.check_endianness()
+    out = {}
+    for key in index.names():
+        entry = index.entries[key]
+        out[_name(key, index.path)] = (entry.shape, entry.dtype or np.dtype(object))
+    return out
+
+
+# -- the data files ------------------------------------------------------------------------------
 class _DataFiles:
     """A checkpoint's data files (a sharded save writes one per device), each opened when
-    a tensor is first read from it."""
+    a tensor is first read from it; every read is checked to lie within its file."""
 
     def __init__(self, prefix: str, shards: int) -> None:
         self.prefix, self.shards = prefix, shards
         self._open: dict[int, Any] = {}
 
     def path(self, shard: int) -> str:
+        """The data file of ``shard``."""
         return _shard_path(self.prefix, shard, self.shards)
 
-    def read(self, entry: _Entry) -> bytes:
-        f = self._open.get(entry.shard)
+    def _file(self, shard: int) -> Any:
+        f = self._open.get(shard)
         if f is None:
-            path = self.path(entry.shard)
+            path = self.path(shard)
             try:
-                f = self._open[entry.shard] = open(path, "rb")
+                f = self._open[shard] = open(path, "rb", buffering=0)
             except FileNotFoundError:
                 raise NotFoundError(
                     f"checkpoint {self.prefix}: its data file {path} is missing",
                     op=None,
                     path=path,
                 ) from None
+        return f
+
+    def check(self, entry: _Entry, name: str) -> str:
+        """The data file of ``entry``, once its bytes are known to lie within that file."""
+        if not 0 <= entry.shard < self.shards:
+            raise _damaged(
+                self.prefix + INDEX_SUFFIX,
+                f"tensor {name!r} is in data file {entry.shard} of {self.shards}",
+                tensor=name,
+            )
+        path = self.path(entry.shard)
+        length = os.fstat(self._file(entry.shard).fileno()).st_size
+        if entry.offset < 0 or entry.size < 0 or entry.offset + entry.size > length:
+            raise _damaged(
+                path,
+                f"tensor {name!r} is said to be {entry.size} bytes at offset {entry.offset}, "
+                f"past the end of the file ({length} bytes): it is truncated or damaged",
+                tensor=name,
+            )
+        return path
+
+    def read_into(self, entry: _Entry, target: Any) -> None:
+        """Fill ``target`` (a writable buffer of ``entry.size`` bytes) from the file."""
+        f = self._file(entry.shard)
         f.seek(entry.offset)
-        return f.read(entry.size)
+        view, done = memoryview(target).cast("B"), 0
+        while done < len(view):
+            got = f.readinto(view[done:])
+            if not got:  # (the file shrank under us)
+                raise _damaged(self.path(entry.shard), "the file ended early")
+            done += got
 
     def close(self) -> None:
+        """Close every data file opened."""
         for f in self._open.values():
             f.close()
 
 
-def _names(entries: dict[bytes, _Entry]) -> list[bytes]:
-    """The keys of whole tensors (a slice's key starts with a zero byte)."""
-    return [key for key in entries if not key.startswith(b"\x00")]
+# -- tensors -------------------------------------------------------------------------------------
+def _dtype_of(entry: _Entry, path: str, name: str) -> np.dtype:
+    if entry.dtype is None:
+        raise _damaged(
+            path,
+            f"tensor {name!r} has TensorFlow dtype {entry.code}, which daskgraph does not read",
+            tensor=name,
+        )
+    return entry.dtype
 
 
-def bundle_shapes(prefix: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """Name -> (shape, dtype) of every tensor of the checkpoint, from its index alone."""
-    entries, _ = _entries(prefix)
-    return {
-        key.decode(): (entries[key].shape, _DTYPES.get(entries[key].dtype, np.dtype(object)))
-        for key in _names(entries)
-    }
+def _tensor(entry: _Entry, data: _DataFiles, name: str, out: np.ndarray | None = None) -> Any:
+    """The tensor of ``entry``, read into ``out`` where given (a C-contiguous array of its
+    shape and dtype), else into a new array; checked against its size and checksum."""
+    dtype = _dtype_of(entry, data.prefix + INDEX_SUFFIX, name)
+    path = data.check(entry, name)
+    count = math.prod(entry.shape)
+    if dtype.kind == "O":
+        return _strings(entry, data, path, name, count).reshape(entry.shape)
+    if count * dtype.itemsize != entry.size:
+        raise _damaged(
+            path,
+            f"tensor {name!r} of shape {entry.shape} and dtype {dtype} is {count * dtype.itemsize}"
+            f" bytes, but its entry says {entry.size}",
+            tensor=name,
+        )
+    value = np.empty(entry.shape, dtype.newbyteorder("<")) if out is None else out
+    raw = value.reshape(-1).view(np.uint8)  # (views: the file's bytes land in ``value``)
+    data.read_into(entry, raw)
+    if masked_crc(raw) != entry.crc:
+        raise _damaged(path, f"the bytes of tensor {name!r} are damaged (checksum)", tensor=name)
+    return value
 
 
-def read_bundle(prefix: str, names: Any = None) -> dict[str, np.ndarray]:
+def _strings(entry: _Entry, data: _DataFiles, path: str, name: str, count: int) -> np.ndarray:
+    """A string tensor's elements: ``count`` varint lengths, their checksum, the bytes."""
+    if count + 4 > entry.size:  # (a length is at least one byte)
+        raise _damaged(path, f"string tensor {name!r} of {count} elements in {entry.size} bytes")
+    raw = bytearray(entry.size)
+    data.read_into(entry, raw)
+    lengths, pos = [], 0
+    for _ in range(count):
+        n, pos = read_varint(raw, pos, len(raw), path)
+        lengths.append(n)
+    if pos + 4 + sum(lengths) != len(raw):
+        raise _damaged(path, f"the lengths of string tensor {name!r} do not add up to its size")
+    length_crc = bytes(raw[pos : pos + 4])
+    body = bytes(raw[pos + 4 :])
+    if masked_crc(_checksummed_lengths(lengths) + length_crc + body) != entry.crc:
+        raise _damaged(path, f"the bytes of tensor {name!r} are damaged (checksum)", tensor=name)
+    items, pos = [], 0
+    for n in lengths:
+        items.append(body[pos : pos + n])
+        pos += n
+    return np.array([*items, None], dtype=object)[:-1]
+
+
+def _assembled(name: str, entry: _Entry, index: _Index, data: _DataFiles) -> np.ndarray:
+    """A partitioned tensor, its slices (each checked, and tiling it exactly) read into one
+    array: straight into it where a slice is a contiguous block of it (slices of the first
+    dimension, as TensorFlow's partitioners make), else through a copy."""
+    dtype = _dtype_of(entry, index.path, name)
+    parts = []
+    for raw in entry.slices:
+        extents = slice_extents(raw, entry.shape, index.path, name)
+        key = slice_key(name, [s for s, _ in raw], [-1 if n is None else n for _, n in raw])
+        part = index.entries.get(key)
+        if part is None:
+            raise _damaged(index.path, f"a slice of {name!r} ({extents}) is missing", tensor=name)
+        if part.shape != tuple(n for _, n in extents) or part.dtype != dtype:
+            raise _damaged(index.path, f"a slice of {name!r} is not of its shape or dtype")
+        if dtype.kind != "O":
+            data.check(part, name)  # (before the whole is allocated)
+            if math.prod(part.shape) * dtype.itemsize != part.size:
+                raise _damaged(index.path, f"a slice of {name!r} is not of its size")
+        parts.append((extents, part))
+    check_tiling([extents for extents, _ in parts], entry.shape, index.path, name)
+    full = np.empty(entry.shape, dtype if dtype.kind == "O" else dtype.newbyteorder("<"))
+    for extents, part in parts:
+        target = full[tuple(slice(s, s + n) for s, n in extents)]
+        if target.flags.c_contiguous and dtype.kind != "O":
+            _tensor(part, data, name, out=target)
+        else:
+            target[...] = _tensor(part, data, name)
+    return full
+
+
+def read_bundle(prefix: str, names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
     """The tensors of the V2 checkpoint ``prefix`` by name (those of ``names``; all by
     default; a partitioned variable's slices assembled into one array); each read from the
-    data file (of its shard) where it lies. NotFoundError names a tensor it does not hold."""
-    entries, shards = _entries(prefix)
-    wanted = _names(entries) if names is None else [n.encode() for n in names]
+    data file (of its shard) where it lies. NotFoundError names a tensor it does not hold;
+    DataLossError names a file that is damaged.
+
+    >>> import tempfile, os
+    >>> prefix = os.path.join(tempfile.mkdtemp(), "model")
+    >>> write_bundle(prefix, {"a": np.ones(2), "b": np.array([b"x"], object)})
+    >>> read_bundle(prefix, ["b"])
+    {'b': array([b'x'], dtype=object)}
+    """
+    index = _index(prefix)
+    index.check_endianness()
+    wanted = index.names() if names is None else [n.encode() for n in names]
     for key in wanted:
-        if key not in entries:
-            raise NotFoundError(
-                f"Key {key.decode()} not found in checkpoint", op=None, variable=key.decode()
-            )
-    data = _DataFiles(prefix, shards)
+        if key not in index.entries:
+            name = _name(key, index.path)
+            raise NotFoundError(f"Key {name} not found in checkpoint", op=None, variable=name)
+    data = _DataFiles(prefix, index.shards)
     try:
         out = {}
         for key in wanted:
-            name, entry = key.decode(), entries[key]
+            name, entry = _name(key, index.path), index.entries[key]
             if entry.slices:
-                out[name] = _assembled(name, entry, entries, data)
+                out[name] = _assembled(name, entry, index, data)
             else:
                 out[name] = _tensor(entry, data, name)
         return out
     finally:
         data.close()
-
-
-def _assembled(
-    name: str, entry: _Entry, entries: dict[bytes, _Entry], data: _DataFiles
-) -> np.ndarray:
-    """A partitioned variable: each slice (a ``TensorSliceProto``: start and length per
-    dimension, no length for all of it) is stored under its own key
-    (``checkpoint::EncodeTensorNameSlice``); put them together."""
-    full = np.zeros(entry.shape, _DTYPES[entry.dtype])
-    for spec in entry.slices:
-        extents = [dict(_fields(value)) for number, value in _fields(spec) if number == 1]
-        starts = [_signed(e.get(1, 0)) for e in extents]
-        lengths = [_signed(e.get(2, (1 << 64) - 1)) for e in extents]
-        key = _slice_key(name, starts, lengths)
-        if key not in entries:
-            raise DataLossError(
-                f"checkpoint {data.prefix}: a slice of {name!r} ({starts}, {lengths}) is missing"
-            )
-        index = tuple(
-            slice(s, None if n == -1 else s + n) for s, n in zip(starts, lengths, strict=True)
-        )
-        full[index] = _tensor(entries[key], data, name)
-    return full
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-# -- TensorFlow's OrderedCode (the keys of slices) ------------------------------------------------
-def _slice_key(name: str, starts: list[int], lengths: list[int]) -> bytes:
-    """``checkpoint::EncodeTensorNameSlice``: 0, the name, the rank, then each dimension's
-    start and length, in ``OrderedCode``.
-
-    >>> _slice_key("v", [0], [-1]).hex()
-    '007600010101807f'
-    """
-    out = _num_increasing(0) + _ordered_string(name.encode()) + _num_increasing(len(starts))
-    for start, length in zip(starts, lengths, strict=True):
-        out += _signed_increasing(start) + _signed_increasing(length)
-    return out
-
-
-def _num_increasing(value: int) -> bytes:
-    """``OrderedCode::WriteNumIncreasing``: a length byte, then big-endian bytes."""
-    raw = value.to_bytes(8, "big").lstrip(b"\x00")
-    return bytes([len(raw)]) + raw
-
-
-_ESCAPES = {b"\x00": b"\x00\xff", b"\xff": b"\xff\x00"}
-
-
-def _ordered_string(value: bytes) -> bytes:
-    """``OrderedCode::WriteString``: 0x00 and 0xff escaped, then the terminator 0x00 0x01."""
-    escaped = re.sub(
-        rb"[\x00\xff]", lambda m: b"\x00\xff" if m[0] == b"\x00" else b"\xff\x00", value
-    )
-    return escaped + b"\x00\x01"
-
-
-#: ``kLengthToHeaderBits`` of OrderedCode's signed numbers
-_HEADER = [(0, 0), (0x80, 0), (0xC0, 0), (0xE0, 0), (0xF0, 0), (0xF8, 0), (0xFC, 0),
-           (0xFE, 0), (0xFF, 0), (0xFF, 0x80), (0xFF, 0xC0)]  # fmt: skip
-
-
-def _signed_increasing(value: int) -> bytes:
-    """``OrderedCode::WriteSignedNumIncreasing``."""
-    x = ~value if value < 0 else value
-    if x < 64:
-        return bytes([(0x80 ^ value) & 0xFF])
-    length = x.bit_length() // 7 + 1
-    sign = b"\xff\xff" if value < 0 else b"\x00\x00"
-    raw = bytearray((sign + (value & (1 << 64) - 1).to_bytes(8, "big"))[10 - length :])
-    raw[0] ^= _HEADER[length][0]
-    raw[1] ^= _HEADER[length][1]
-    return bytes(raw)

@@ -6,12 +6,15 @@ installed, TensorFlow restores a checkpoint daskgraph's Saver wrote."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -19,9 +22,12 @@ import daskgraph as dg
 from daskgraph.errors import DataLossError, NotFoundError
 from daskgraph.ops import tensor_bundle
 from daskgraph.ops.checkpoint_files import checkpoint_shapes, read_checkpoint, write_checkpoint
+from daskgraph.ops.checkpoint_table import read_table, varint, write_table
+from daskgraph.ops.protos import tensor_bundle_pb2 as pb
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "data", "tf_checkpoint")
 TF_PREFIX = os.path.join(HERE, "model")
+BF16 = os.path.join(HERE, "..", "tf_bfloat16")
 EXPECTED = np.load(os.path.join(HERE, "expected.npy"), allow_pickle=True).item()
 
 
@@ -46,13 +52,118 @@ def test_what_daskgraph_writes_is_tensorflows_bytes_for_every_tensor():
     (data_path,) = tensor_bundle.data_files(TF_PREFIX)
     with open(data_path, "rb") as f:
         data = f.read()
+    with open(TF_PREFIX + ".index", "rb") as f:
+        protos = dict(read_table(f.read(), "model.index"))  # (the protos as TensorFlow wrote them)
+    assert tensor_bundle._header_proto() == protos[b""]
     for name, value in EXPECTED.items():
         if name in ("part", "big"):
             continue  # (sliced by TensorFlow's partitioner)
         entry = entries[name.encode()]
         raw, crc = tensor_bundle._encoded(np.asarray(value))
-        assert raw == data[entry.offset : entry.offset + entry.size], name
+        assert bytes(raw) == data[entry.offset : entry.offset + entry.size], name
         assert crc == entry.crc, name
+        written = tensor_bundle._entry_proto(entry.code, entry.shape, entry.offset, len(raw), crc)
+        assert written == protos[name.encode()], name
+
+
+def _fixture_values(directory: str, script: str) -> dict:
+    spec = importlib.util.spec_from_file_location(script, os.path.join(directory, script + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.VALUES
+
+
+def test_tensorflows_bfloat16_checkpoint_reads_and_daskgraph_writes_its_bytes(tmp_path):
+    """TensorFlow 2.21's DT_BFLOAT16 variables (tests/data/tf_bfloat16, made by its
+    make_tf_bfloat16.py) read as ``ml_dtypes.bfloat16`` arrays, and the same arrays written
+    here are TensorFlow's two files byte for byte."""
+    values = _fixture_values(BF16, "make_tf_bfloat16")
+    wanted = {name: np.asarray(v).astype(ml_dtypes.bfloat16) for name, v in values.items()}
+    got = read_checkpoint(os.path.join(BF16, "model"))
+    assert sorted(got) == sorted(wanted)
+    for name, value in wanted.items():
+        assert got[name].dtype == np.dtype(ml_dtypes.bfloat16), name
+        assert got[name].shape == value.shape, name
+        np.testing.assert_array_equal(got[name].view(np.uint16), value.view(np.uint16), name)
+    assert checkpoint_shapes(os.path.join(BF16, "model"))["exact"] == (
+        (3, 3),
+        wanted["exact"].dtype,
+    )
+    prefix = str(tmp_path / "model")
+    write_checkpoint(prefix, wanted)
+    for suffix in (".index", tensor_bundle.DATA_SUFFIX):
+        with (
+            open(prefix + suffix, "rb") as ours,
+            open(os.path.join(BF16, "model" + suffix), "rb") as tfs,
+        ):
+            assert ours.read() == tfs.read(), suffix
+    write_checkpoint(prefix, {"nan": np.array([np.nan, -np.nan], "bfloat16")})
+    assert np.isnan(read_checkpoint(prefix)["nan"]).all()
+
+
+@pytest.mark.parametrize(
+    "index", ["tf_checkpoint/model.index", "tf_sharded/sharded.index", "tf_bfloat16/model.index"]
+)
+def test_the_index_table_written_here_is_tensorflows_bytes(index):
+    """The same entries make the same table: blocks, restarts, the index block's separator
+    keys (LevelDB's shortest successor), trailers and footer."""
+    with open(os.path.join(HERE, "..", index), "rb") as f:
+        raw = f.read()
+    out = io.BytesIO()
+    write_table(out, read_table(raw, index))
+    assert out.getvalue() == raw
+
+
+def test_a_tensor_is_copied_at_most_once_on_write_and_on_read(tmp_path):
+    """Written from the array's own buffer (its checksum computed in place), read straight
+    into the array returned: tracemalloc sees no copy on the way out, one on the way in."""
+    value = np.arange(4 * 2**20, dtype=np.float32)  # (16 MiB)
+    prefix = str(tmp_path / "model")
+    tracemalloc.start()
+    try:
+        write_checkpoint(prefix, {"big": value})
+        _, wrote = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        got = read_checkpoint(prefix)["big"]
+        _, read = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert wrote < value.nbytes // 4, wrote
+    assert read < 1.25 * value.nbytes, read
+    np.testing.assert_array_equal(got, value)
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("handle", "the index block ends at byte 1099511627791"),  # (struct.error before)
+        ("size", "past the end of the file"),  # (an entry claiming 2**62 bytes)
+        ("name", "not UTF-8"),  # (UnicodeDecodeError before)
+    ],
+)
+def test_a_damaged_index_is_data_loss_naming_it(tmp_path, damage, message):
+    prefix = str(tmp_path / "model")
+    write_checkpoint(prefix, {"w": np.arange(4.0)})
+    index_path = prefix + ".index"
+    with open(index_path, "rb") as f:
+        raw = f.read()
+    items = read_table(raw, index_path)
+    if damage == "handle":  # the footer's index block handle: a size far past the end
+        handles = varint(0) + varint(1) + varint(2**40) + varint(10)
+        raw = raw[:-48] + handles + bytes(40 - len(handles)) + raw[-8:]
+    else:
+        entry = pb.BundleEntryProto.FromString(items[1][1])
+        entry.size = 2**62 if damage == "size" else entry.size
+        key = b"\xff\xfe" if damage == "name" else items[1][0]
+        out = io.BytesIO()
+        write_table(out, [items[0], (key, entry.SerializeToString())])
+        raw = out.getvalue()
+    with open(index_path, "wb") as f:
+        f.write(raw)
+    with pytest.raises(DataLossError, match=message) as caught:
+        read_checkpoint(prefix)
+    assert caught.value.path in (index_path, prefix + tensor_bundle.DATA_SUFFIX)
+    assert caught.value.path in str(caught.value)
 
 
 def test_a_checkpoint_written_here_reads_back(tmp_path):
