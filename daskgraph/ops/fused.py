@@ -52,11 +52,11 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from daskgraph.ops.compile_thread import CompileThread
 from daskgraph.ops.fusable import DTYPES, KERNELS, expression_of, step_dtypes
 
 __all__ = [
@@ -277,13 +277,14 @@ _PARALLEL = threading.Lock()
 
 class _Compiled:
     """The process's compiled chains, by (source, input dtypes): rent or buy (see the
-    module). Compilation runs on one background thread."""
+    module). Compilation runs on one background thread, which process exit does not wait
+    for (:class:`~daskgraph.ops.compile_thread.CompileThread`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loops: dict[tuple, Any] = {}  # key -> _Loop, None (not fused) or "pending"
         self._seen: set[tuple] = set()
-        self._pool: ThreadPoolExecutor | None = None
+        self._thread = CompileThread("daskgraph-fusion")
 
     def lookup(self, kernel: FusedKernel, kinds: tuple) -> Any:
         """The loop for inputs of ``kinds`` (whether they are big, then each one's
@@ -299,9 +300,7 @@ class _Compiled:
                 self._seen.add(key)
                 return None
             self._loops[key] = "pending"  # the second buys
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="daskgraph-fusion")
-        self._pool.submit(self._build, key, kernel)
+        self._thread.submit(self._build, key, kernel)
         return None
 
     def _build(self, key: tuple, kernel: FusedKernel) -> Any:
@@ -324,9 +323,7 @@ class _Compiled:
 
     def settle(self, timeout: float) -> None:
         """Wait until the compilations queued so far are done."""
-        pool = self._pool
-        if pool is not None:
-            pool.submit(lambda: None).result(timeout)
+        self._thread.submit(lambda: None).result(timeout)
 
 
 _CACHE = _Compiled()
