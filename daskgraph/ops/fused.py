@@ -36,8 +36,16 @@ returns the first NaN operand).
 (``graph_options.optimizer_options.global_jit_level``) or for the ops of a block
 (``tf.xla.experimental.jit_scope()``); there daskgraph also fuses the transcendental functions
 (:data:`RELAXED`: ``exp``, ``log``, ``tanh``, ``sin``, ``cos``, ``log1p``, ``expm1``, the
-sigmoid), whose compiled results may differ from NumPy's in the last bits
-(:data:`RELAXED_RTOL`), as XLA's differ from TensorFlow's kernels.
+sigmoid), whose compiled results may differ from NumPy's in the last bits, as XLA's differ
+from TensorFlow's kernels. A kernel's result stays within :data:`RELAXED_RTOL` of its ops' one
+by one: the sigmoid is the kernel's own overflow-free formula (``sigmoid(-100)`` is 3.7e-44,
+not 0; subnormals are kept, Numba compiling without fast math), and a transcendental joins a
+kernel only where what follows it there keeps its error bounded (:data:`BOUNDED`): one that a
+sum, difference or comparison would read runs as NumPy's op (``sigmoid(x) * 2 - 1``), as such
+ops would cancel its last bits (``exp(1e-4) - 1`` off by 1e-3). What ops after a kernel make of
+its last bits is theirs, as under XLA; and a subnormal transcendental result (float32's
+``exp(-98.7)``) may differ from NumPy's in its few bits, which a product that brings it back
+to the normal range keeps.
 
 >>> import numpy as np
 >>> k = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
