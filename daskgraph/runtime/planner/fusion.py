@@ -100,7 +100,8 @@ def fuse(
     for root in range(n - 1, -1, -1):
         if not fusable[root] or group_of[root] >= 0:
             continue
-        members = _Group(instructions, root).grow(fusable, group_of, producer, readers, kept)
+        group = _Group(instructions, root, any(loose))
+        members = group.grow(fusable, group_of, producer, readers, kept)
         if len(members) > 1:
             groups[root] = sorted(members)
     if not groups:
@@ -121,8 +122,9 @@ def fuse(
 class _Group:
     """A group grown from its root, producer by producer (see :func:`fuse`)."""
 
-    def __init__(self, instructions: Sequence[tuple], root: int) -> None:
+    def __init__(self, instructions: Sequence[tuple], root: int, relaxed: bool) -> None:
         self.instructions = instructions
+        self.relaxed = relaxed  # (whether relaxed steps may join: else no error to follow)
         self.members = [root]
         self.inputs = set(instructions[root][4])  # slots read from outside the group
 
@@ -156,12 +158,14 @@ class _Group:
                     or readers[slot] != {member}
                 ):
                     continue
-                carried = factor * _growth(self.instructions[member][2], args, slot)
-                if fused_name(self.instructions[p][2], relaxed=False) is None and (
-                    carried == 0 or carried * (RELAXED_ULPS + depth + 1) > CARRIED_ULPS
-                ):
-                    fusable[p] = False  # a relaxed step whose error could grow: NumPy's
-                    continue
+                carried = 1
+                if self.relaxed:
+                    carried = factor * _growth(self.instructions[member][2], args, slot)
+                    if fused_name(self.instructions[p][2], relaxed=False) is None and (
+                        carried == 0 or carried * (RELAXED_ULPS + depth + 1) > CARRIED_ULPS
+                    ):
+                        fusable[p] = False  # a relaxed step whose error could grow: NumPy's
+                        continue
                 if self._fits(p, slot):
                     group_of[p] = root
                     self.members.append(p)
