@@ -56,7 +56,15 @@ _NUM = dtypes.NUMERIC
 
 
 # -- kernels --------------------------------------------------------------------------------------
-@fusable_kernel("sigmoid", "(1 / (1 + np.exp(-{0})))", relaxed=True)
+#: the sigmoid of one element in a fused loop: the kernel's own formula, so that ``exp`` never
+#: overflows (``1 / (1 + exp(100))`` would be 0 where the sigmoid of -100 is 3.7e-44)
+_SIGMOID = (
+    "((1 / (1 + np.exp(-abs({0})))) if {0} >= 0"
+    " else (np.exp(-abs({0})) * (1 / (1 + np.exp(-abs({0}))))))"
+)
+
+
+@fusable_kernel("sigmoid", _SIGMOID, relaxed=True)
 def _sigmoid(xp, x):
     """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees ``-|x|``."""
     e = xp.exp(-xp.abs(x))

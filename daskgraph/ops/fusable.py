@@ -20,12 +20,15 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "BOUNDED",
+    "CARRIED_ULPS",
     "DTYPES",
     "FUSABLE",
     "KERNELS",
     "KERNEL_NAMES",
     "RELAXED",
     "RELAXED_RTOL",
+    "RELAXED_ULPS",
     "expression_of",
     "fusable_kernel",
     "step_dtypes",
@@ -69,9 +72,39 @@ RELAXED: dict[str, str] = {
     "log1p": "np.log1p({0})",
     "expm1": "np.expm1({0})",
 }
-#: the relative difference a relaxed (JIT) fused result may have from the unfused one, by
-#: dtype: a few units in the last place of each function (the tolerance of TensorFlow's XLA tests)
+#: the relative difference a relaxed (JIT) fused kernel's result may have from its ops' one by
+#: one, by dtype (the tolerance of TensorFlow's XLA tests), measured against the smallest
+#: normal number where the result is smaller: ``|fused - unfused| <= RELAXED_RTOL *
+#: max(|unfused|, tiny)`` elementwise, with NaNs and infinities where the unfused result has them
 RELAXED_RTOL = {"float32": 1e-5, "float64": 1e-13}
+#: units in the last place a relaxed function's compiled result may differ from NumPy's
+#: (measured on x86-64 over 10**6 arguments per function and dtype: 3 at most, tanh and log)
+RELAXED_ULPS = 4
+#: units in the last place a relaxed result may grow to on its way to its kernel's result
+#: (float32's RELAXED_RTOL is 84 of them): see :data:`BOUNDED`
+CARRIED_ULPS = 64
+#: Per fusable function, by how much a relative error of each argument may grow in its result
+#: (0: without bound). Sums, differences and comparisons cancel or flip (``exp(x) - 1`` near
+#: ``x = 0``, ``tanh(x) + 1`` for large negative ``x``), and the transcendental functions have
+#: unbounded condition numbers (``log`` near 1, ``sin`` near its zeros), save ``tanh`` (at most
+#: 1). A relaxed step joins a kernel only through arguments that carry its error to the
+#: kernel's result within :data:`CARRIED_ULPS` (:mod:`daskgraph.runtime.planner.fusion`).
+BOUNDED: dict[str, tuple[int, ...]] = {
+    "multiply": (1, 1),
+    "divide": (1, 1),
+    "reciprocal": (1,),
+    "negative": (1,),
+    "abs": (1,),
+    "square": (2,),
+    "sqrt": (1,),
+    "maximum": (1, 1),
+    "minimum": (1, 1),
+    "where": (0, 1, 1),
+    "tanh": (1,),
+    "relu": (1,),
+    "relu_grad": (1, 0),
+    "sigmoid_grad": (0, 1),
+}
 #: daskgraph's kernels a chain may hold, by their name in :data:`FUSABLE` (see
 #: :func:`fusable_kernel`): ``kernel(xp, *inputs)``
 KERNELS: dict[str, Callable[..., Any]] = {}

@@ -36,8 +36,16 @@ returns the first NaN operand).
 (``graph_options.optimizer_options.global_jit_level``) or for the ops of a block
 (``tf.xla.experimental.jit_scope()``); there daskgraph also fuses the transcendental functions
 (:data:`RELAXED`: ``exp``, ``log``, ``tanh``, ``sin``, ``cos``, ``log1p``, ``expm1``, the
-sigmoid), whose compiled results may differ from NumPy's in the last bits
-(:data:`RELAXED_RTOL`), as XLA's differ from TensorFlow's kernels.
+sigmoid), whose compiled results may differ from NumPy's in the last bits, as XLA's differ
+from TensorFlow's kernels. A kernel's result stays within :data:`RELAXED_RTOL` of its ops' one
+by one: the sigmoid is the kernel's own overflow-free formula (``sigmoid(-100)`` is 3.7e-44,
+not 0; subnormals are kept, Numba compiling without fast math), and a transcendental joins a
+kernel only where what follows it there keeps its error bounded (:data:`BOUNDED`): one that a
+sum, difference or comparison would read runs as NumPy's op (``sigmoid(x) * 2 - 1``), as such
+ops would cancel its last bits (``exp(1e-4) - 1`` off by 1e-3). What ops after a kernel make of
+its last bits is theirs, as under XLA; and a subnormal transcendental result (float32's
+``exp(-98.7)``) may differ from NumPy's in its few bits, which a product that brings it back
+to the normal range keeps.
 
 >>> import numpy as np
 >>> k = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
@@ -52,11 +60,11 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from daskgraph.ops.compile_thread import CompileThread
 from daskgraph.ops.fusable import DTYPES, KERNELS, expression_of, step_dtypes
 
 __all__ = [
@@ -277,13 +285,14 @@ _PARALLEL = threading.Lock()
 
 class _Compiled:
     """The process's compiled chains, by (source, input dtypes): rent or buy (see the
-    module). Compilation runs on one background thread."""
+    module). Compilation runs on one background thread, which process exit does not wait
+    for (:class:`~daskgraph.ops.compile_thread.CompileThread`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loops: dict[tuple, Any] = {}  # key -> _Loop, None (not fused) or "pending"
         self._seen: set[tuple] = set()
-        self._pool: ThreadPoolExecutor | None = None
+        self._thread = CompileThread("daskgraph-fusion")
 
     def lookup(self, kernel: FusedKernel, kinds: tuple) -> Any:
         """The loop for inputs of ``kinds`` (whether they are big, then each one's
@@ -299,9 +308,7 @@ class _Compiled:
                 self._seen.add(key)
                 return None
             self._loops[key] = "pending"  # the second buys
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="daskgraph-fusion")
-        self._pool.submit(self._build, key, kernel)
+        self._thread.submit(self._build, key, kernel)
         return None
 
     def _build(self, key: tuple, kernel: FusedKernel) -> Any:
@@ -324,9 +331,7 @@ class _Compiled:
 
     def settle(self, timeout: float) -> None:
         """Wait until the compilations queued so far are done."""
-        pool = self._pool
-        if pool is not None:
-            pool.submit(lambda: None).result(timeout)
+        self._thread.submit(lambda: None).result(timeout)
 
 
 _CACHE = _Compiled()

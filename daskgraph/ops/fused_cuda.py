@@ -51,7 +51,10 @@ _C_EXPRESSIONS = {
     "cos": "cos({0})",
     "log1p": "log1p({0})",
     "expm1": "expm1({0})",
-    "sigmoid": "(1 / (1 + exp(-{0})))",
+    # (the kernel's formula: exp never overflows)
+    "sigmoid": (
+        "({0} >= 0 ? 1 / (1 + exp(-fabs({0}))) : exp(-fabs({0})) * (1 / (1 + exp(-fabs({0})))))"
+    ),
 }
 _C_TYPES = {"float32": "float", "float64": "double", "bool": "bool"}
 

@@ -41,3 +41,22 @@ def test_every_fusable_function_gives_cupys_bits(name, dtype):
     nan = np.isnan(unfused) if unfused.dtype.kind == "f" else np.zeros(unfused.shape, bool)
     assert (np.isnan(fused) == nan).all() if fused.dtype.kind == "f" else True
     assert fused[~nan].tobytes() == unfused[~nan].tobytes(), name
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_fused_sigmoid_keeps_cupys_small_values(dtype):
+    """``1 / (1 + exp(100))`` would be 0: the kernel's formula keeps the sigmoid of -100
+    (3.7e-44, a subnormal float32) within RELAXED_RTOL of CuPy's op by op."""
+    import cupy as cp
+
+    from daskgraph.ops.fusable import RELAXED_RTOL
+
+    x = cp.asarray(np.array([-800.0, -100.0, -20.0, 0.0, 20.0, 100.0], dtype))
+    big = cp.full(x.shape, 1e30, dtype)
+    kernel = FusedKernel((("s", "sigmoid", (0,)), ("m", "multiply", (2, 1))), 2)
+    for _ in range(2):  # the second call builds the kernel
+        kernel(cp, x, big)
+    fused = cp.asnumpy(kernel(cp, x, big))
+    unfused = cp.asnumpy(kernel.one_by_one(cp, (x, big)))
+    assert fused[1] > 0
+    np.testing.assert_allclose(fused, unfused, rtol=RELAXED_RTOL[dtype])

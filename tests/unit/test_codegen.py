@@ -20,15 +20,32 @@ def _hot(program, session: str) -> codegen.HotProgram:
 
 def _run_until_built(program, session: str, feeds: tuple) -> list:
     """Run ``program`` until its generated function is being built (the loop's time has
-    reached the cost of building it); the results of the loop's runs."""
+    reached the cost of building it), then wait for the build; the loop's results."""
     results = []
     for number in range(1, 10_000):
         results.append(execute_partition(program, RunStep(session, number), feeds, False))
         hot = _hot(program, session)
-        if hot._cost is None:
+        if hot.building is not None:
             break
-    assert hot.built.wait(30), "the background thread did not build the function"
+    hot.building.result(timeout=120)  # (raises what the build raised)
     return results
+
+
+def test_the_function_is_built_once_the_loop_has_spent_what_building_costs() -> None:
+    steps = [(np.negative, 1, 0, -1, (0,), 0, (), k) for k in range(100)]
+    hot = codegen.HotProgram(steps, [0], [0])
+    cost = codegen.COMPILE_SECONDS_PER_OP * len(steps)
+    hot.ran(cost * 0.6)
+    assert hot.building is None and hot.function() is None  # the loop's runs pay first
+    hot.ran(cost * 0.6)
+    building = hot.building
+    assert building is not None
+    building.result(timeout=120)
+    hot.ran(cost * 10)
+    assert hot.building is building  # built once
+    slots = [np.float32(2.0)]
+    hot.function()(slots)
+    assert slots == [np.float32(2.0)]  # negated 100 times
 
 
 def test_a_program_that_keeps_running_is_generated_and_gives_the_loops_results() -> None:
@@ -36,7 +53,6 @@ def test_a_program_that_keeps_running_is_generated_and_gives_the_loops_results()
     program = one_partition(g, [out], [x])
     value = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
     looped = _run_until_built(program, "gen", (value,))
-    assert len(looped) > 1  # not built at once: the loop's runs pay for it first
     hot = _hot(program, "gen")
     assert hot.function() is not None
     generated = execute_partition(program, RunStep("gen", 10_000), (value,), False)
@@ -75,5 +91,4 @@ def test_empty_and_huge_programs_stay_with_the_loop(ops: int) -> None:
     steps = [(np.negative, 1, 0, -1, (0,), 0, (), k) for k in range(ops)]
     hot = codegen.HotProgram(steps, [0], [0])
     hot.ran(3600.0)  # an hour in the loop: still not worth it (nothing to gain, or too big)
-    assert hot.function() is None
-    assert not hot.built.wait(0.5)
+    assert hot.building is None and hot.function() is None

@@ -337,8 +337,8 @@ def _transcendental_graph(jit_scope=None):
         x = dg.placeholder(dg.float32, [16, 16], name="x")
         h = dg.abs(x) * 0.5 + 0.1
         with jit_scope() if jit_scope else contextlib.nullcontext():
-            y = dg.tanh(h, name="t") * dg.sigmoid(x, name="s") + dg.exp(-h, name="e")
-        z = dg.tanh(y, name="outer") + 1.0
+            y = dg.tanh(h, name="t") * dg.sigmoid(x, name="s") * dg.exp(-h, name="e")
+        z = dg.tanh(y, name="outer") * 2.0
     return g, x, z
 
 

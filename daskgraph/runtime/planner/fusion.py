@@ -10,7 +10,13 @@ the op that reads its result when
   no attributes, it holds no state and reads
   no variable reference, and its result is a float32, float64 or bool tensor;
 * its result is read by that op alone (several times is fine), and is neither an output of
-  the partition (fetched, or read by another partition) nor fed.
+  the partition (fetched, or read by another partition) nor fed;
+* the group stays within :data:`MAX_KERNEL_SIZE` steps and inputs (a longer chain becomes
+  several kernels, each compiled in about a second, where one would take minutes);
+* under the JIT switches, a transcendental function (:data:`~daskgraph.ops.fusable.RELAXED`)
+  joins only where the ops between it and the group's result keep its error bounded
+  (:data:`~daskgraph.ops.fusable.BOUNDED`: products, quotients, selections, ``tanh``; not
+  sums, differences or comparisons, which cancel or flip); else it runs as NumPy's op.
 
 Groups are trees of ops ending in one result; a group of one op stays as it is. The pass is
 a pure function of the instructions (as tuples of :class:`~daskgraph.runtime.program.Instruction`
@@ -30,13 +36,25 @@ from collections.abc import Sequence
 from typing import Any
 
 from daskgraph.framework.op_registry import ArrayFunction
-from daskgraph.ops.fusable import DTYPES, FUSABLE, KERNEL_NAMES, RELAXED
+from daskgraph.ops.fusable import (
+    BOUNDED,
+    CARRIED_ULPS,
+    DTYPES,
+    FUSABLE,
+    KERNEL_NAMES,
+    RELAXED,
+    RELAXED_ULPS,
+)
 from daskgraph.ops.fused import FusedKernel
 
-__all__ = ["FUSED", "format_fusion_log", "fuse"]
+__all__ = ["FUSED", "MAX_KERNEL_SIZE", "format_fusion_log", "fuse"]
 
 #: the op type of a fused instruction
 FUSED = "Fused"
+#: the most steps and inputs (together) a fused kernel holds: Numba's compile time grows with
+#: both (on a 2-core x86 VM: 400 steps of one input, or 200 steps of 200 inputs, about 1 s;
+#: 10,000 steps about 100 s), so a longer chain is split into kernels of this size
+MAX_KERNEL_SIZE = 256
 
 
 def fuse(
@@ -82,22 +100,8 @@ def fuse(
     for root in range(n - 1, -1, -1):
         if not fusable[root] or group_of[root] >= 0:
             continue
-        members, stack = [root], [root]
-        group_of[root] = root
-        while stack:
-            member = stack.pop()
-            for slot in instructions[member][4]:
-                p = producer.get(slot, -1)
-                if (
-                    p >= 0
-                    and fusable[p]
-                    and group_of[p] < 0
-                    and slot not in kept
-                    and readers[slot] == {member}
-                ):
-                    group_of[p] = root
-                    members.append(p)
-                    stack.append(p)
+        group = _Group(instructions, root, any(loose))
+        members = group.grow(fusable, group_of, producer, readers, kept)
         if len(members) > 1:
             groups[root] = sorted(members)
     if not groups:
@@ -113,6 +117,80 @@ def fuse(
             moved[i] = len(out)
             out.append(ins)
     return out, moved
+
+
+class _Group:
+    """A group grown from its root, producer by producer (see :func:`fuse`)."""
+
+    def __init__(self, instructions: Sequence[tuple], root: int, relaxed: bool) -> None:
+        self.instructions = instructions
+        self.relaxed = relaxed  # (whether relaxed steps may join: else no error to follow)
+        self.members = [root]
+        self.inputs = set(instructions[root][4])  # slots read from outside the group
+
+    def grow(
+        self,
+        fusable: list[bool],
+        group_of: list[int],
+        producer: dict[int, int],
+        readers: dict[int, set[int]],
+        kept: set[int],
+    ) -> list[int]:
+        """The group's members: every fusable producer read by a member alone, while the
+        kernel stays within :data:`MAX_KERNEL_SIZE`; a relaxed one only where the members
+        between it and the root carry its error boundedly (:data:`~daskgraph.ops.fusable.
+        BOUNDED`), else it is left unfused (its result then NumPy's)."""
+        root = self.members[0]
+        group_of[root] = root
+        # member, how much it and those after it grow a relative error (0: without bound),
+        # how many steps it is from the root
+        stack = [(root, 1, 0)]
+        while stack:
+            member, factor, depth = stack.pop()
+            args = self.instructions[member][4]
+            for slot in dict.fromkeys(args):
+                p = producer.get(slot, -1)
+                if (
+                    p < 0
+                    or not fusable[p]
+                    or group_of[p] >= 0
+                    or slot in kept
+                    or readers[slot] != {member}
+                ):
+                    continue
+                carried = 1
+                if self.relaxed:
+                    carried = factor * _growth(self.instructions[member][2], args, slot)
+                    if fused_name(self.instructions[p][2], relaxed=False) is None and (
+                        carried == 0 or carried * (RELAXED_ULPS + depth + 1) > CARRIED_ULPS
+                    ):
+                        fusable[p] = False  # a relaxed step whose error could grow: NumPy's
+                        continue
+                if self._fits(p, slot):
+                    group_of[p] = root
+                    self.members.append(p)
+                    stack.append((p, carried, depth + 1))
+        return self.members
+
+    def _fits(self, p: int, slot: int) -> bool:
+        """Whether producer ``p`` of ``slot`` joins the group within
+        :data:`MAX_KERNEL_SIZE` (then the group's inputs are updated)."""
+        new = {a for a in self.instructions[p][4] if a not in self.inputs}
+        if len(self.members) + len(self.inputs) + len(new) > MAX_KERNEL_SIZE:
+            return False  # (members + 1, inputs - 1 + new)
+        self.inputs.discard(slot)
+        self.inputs.update(new)
+        return True
+
+
+def _growth(kernel: Any, args: tuple[int, ...], slot: int) -> int:
+    """By how much a relative error of ``slot`` may grow in the result of an op of ``kernel``
+    reading it as ``args`` (0: without bound; summed where it is read more than once)."""
+    factors = BOUNDED.get(fused_name(kernel) or "", ())
+    positions = [i for i, a in enumerate(args) if a == slot]
+    if any(i >= len(factors) or factors[i] == 0 for i in positions):
+        return 0
+    return sum(factors[i] for i in positions)
 
 
 def fused_name(kernel: Any, relaxed: bool = True) -> str | None:

@@ -48,8 +48,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
+
+from daskgraph.ops.compile_thread import CompileThread
 
 __all__ = ["COMPILE_SECONDS_PER_OP", "MAX_OPS", "HotProgram", "build", "generate"]
 
@@ -58,7 +60,8 @@ MAX_OPS = 50_000
 #: what CPython takes to compile generated source, per instruction (measured: 30-37 us)
 COMPILE_SECONDS_PER_OP = 35e-6
 
-_compiler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="daskgraph-codegen")
+#: the background thread (process exit does not wait for it)
+_compiler = CompileThread("daskgraph-codegen")
 
 
 def generate(
@@ -140,8 +143,13 @@ class HotProgram:
         self._cost = COMPILE_SECONDS_PER_OP * len(steps) if 0 < len(steps) <= MAX_OPS else None
         self._function: Callable[[list], None] | None = None
         self._lock = threading.Lock()
-        #: set once the background thread has built the function
-        self.built = threading.Event()
+        self._building: Future | None = None
+
+    @property
+    def building(self) -> Future | None:
+        """The build on the background thread once it is asked for (done once the
+        function is there), else None: what a caller waits on, rather than timing it."""
+        return self._building
 
     def function(self) -> Callable[[list], None] | None:
         """The generated function, or ``None`` while the loop must run the program."""
@@ -156,13 +164,10 @@ class HotProgram:
             self._spent += seconds
             if self._spent >= self._cost:
                 self._cost = None  # once
-                _compiler.submit(self._build)
+                self._building = _compiler.submit(self._build)
 
     def _build(self) -> None:
-        try:
-            self._function = build(self.steps, self._incoming, self._outputs)
-        finally:
-            self.built.set()
+        self._function = build(self.steps, self._incoming, self._outputs)
 
     def failed(self) -> None:
         """The generated function misbehaved: the loop runs this program from now on."""
