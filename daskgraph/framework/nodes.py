@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from daskgraph.framework import dtypes
 from daskgraph.framework.default_session import run_in_default
 from daskgraph.framework.device import DeviceSpec
-from daskgraph.framework.tensor_shape import TensorShape
+from daskgraph.framework.tensor_shape import TensorShape, static_shape
 
 if TYPE_CHECKING:
     from daskgraph.framework.graph import Graph
@@ -50,7 +50,7 @@ class Tensor:
         self.op = op
         self.index = index
         self.dtype = dtype
-        self.shape = shape
+        self._shape = None if shape is None else static_shape(shape)
 
     @property
     def shape(self) -> TensorShape | None:
@@ -63,7 +63,7 @@ class Tensor:
     @shape.setter
     def shape(self, shape: Shape | None) -> None:
         """Set the static shape (a tuple of ints and None, or None)."""
-        self._shape = None if shape is None else TensorShape(shape, v1=False)
+        self._shape = None if shape is None else static_shape(shape)
 
     @property
     def name(self) -> str:

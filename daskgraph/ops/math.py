@@ -22,6 +22,7 @@ import numpy as np
 from daskgraph.framework import dtypes
 from daskgraph.framework.graph import Shape, Tensor, get_default_graph
 from daskgraph.framework.op_registry import ArrayFunction, register
+from daskgraph.framework.tensor_shape import TensorShape
 from daskgraph.ops import blas_threads
 from daskgraph.ops.array import cast, convert_to_tensor
 
@@ -115,8 +116,8 @@ def broadcast_shape(x: Shape | None, y: Shape | None, where: str) -> Shape | Non
     """
     if x is None or y is None:
         return None
-    if x == y or not y:  # the common cases: equal shapes, or a scalar operand
-        return tuple(x)
+    if x is y or x == y or not y:  # the common cases: equal shapes, or a scalar operand
+        return x if type(x) is TensorShape else tuple(x)  # (a TensorShape is immutable)
     if not x:
         return tuple(y)
     result = []
