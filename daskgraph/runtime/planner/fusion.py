@@ -71,10 +71,11 @@ def fuse(
     if sum(fusable) < 2:
         return list(instructions), list(range(n))
     producer: dict[int, int] = {}
-    readers: dict[int, set[int]] = {}
+    readers: dict[int, int] = {}  # slot -> the one instruction reading it, -1: several
     for i, ins in enumerate(instructions):
         for slot in ins[4]:
-            readers.setdefault(slot, set()).add(i)
+            if readers.setdefault(slot, i) != i:
+                readers[slot] = -1
         if ins[5] >= 0:
             producer[ins[5]] = i
     group_of = [-1] * n
@@ -93,7 +94,7 @@ def fuse(
                     and fusable[p]
                     and group_of[p] < 0
                     and slot not in kept
-                    and readers[slot] == {member}
+                    and readers[slot] == member
                 ):
                     group_of[p] = root
                     members.append(p)

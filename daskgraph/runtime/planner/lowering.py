@@ -113,10 +113,16 @@ def lower(
     with cyclic_gc_paused():  # nothing made here is cyclic; see footprint
         needed = _needed_ops(ops, fetches, fed_ops)
         parts = split_parallel(partition_ops(needed, placement, fed_ops), placement, fed_ops)
+        del needed
         emitter = _Emitter(parts, placement, fed, fed_ops)
+        del parts
         emitter.fusion = bool(dask.config.get("daskgraph.fusion")) if fusion is None else fusion
         emitter.jit = jit
-        return emitter.plan(fetches, feeds)
+        plan = emitter.plan(fetches, feeds)
+        # the per-op lists go while the collector is paused: turned on again, it would first
+        # walk every object made here that is still alive (a few per op of the graph)
+        del emitter
+    return plan
 
 
 def needed_ops(
@@ -414,13 +420,17 @@ def _predictable(ops: Sequence[Operation]) -> bool:
     """Whether every output of ``ops`` has a fully known static shape and none is of a type
     whose run time depends on the data (see :attr:`Partition.predictable`)."""
     slow = unpredictable_types()
+    known = None  # the last shape found fully defined (tensors share their shape objects)
     for op in ops:
         if op.type in slow:
             return False
         for t in op.outputs:
             shape = t.shape
+            if shape is known:
+                continue
             if shape is None or not shape.is_fully_defined():
                 return False
+            known = shape
     return True
 
 
