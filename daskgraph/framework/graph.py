@@ -160,10 +160,10 @@ class Graph:
             op_type,
             inputs,
             controls,
-            attrs or {},
+            attrs,
         )
         if dtype is not None:
-            op.outputs.append(Tensor(op, 0, dtype, shape))
+            op.outputs = [Tensor(op, 0, dtype, shape)]
         _request_device(op, target)
         if self._override_map and op_type in self._override_map:
             self._gradient_names[op] = self._override_map[op_type]
