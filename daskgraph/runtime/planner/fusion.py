@@ -64,8 +64,9 @@ def fuse(
     """
     n = len(instructions)
     loose = relaxed if relaxed is not None else [False] * n
+    names: dict[tuple[int, bool], str | None] = {}  # (id(kernel), relaxed) -> fused_name
     fusable = [
-        _fusable(ins, dtype, jit)
+        _fusable(ins, dtype, jit, names)
         for ins, dtype, jit in zip(instructions, dtypes, loose, strict=True)
     ]
     if sum(fusable) < 2:
@@ -105,11 +106,12 @@ def fuse(
         return list(instructions), list(range(n))
     out: list[tuple] = []
     moved = [0] * n
+    shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # the groups' steps' refs, made once
     for i, ins in enumerate(instructions):
         if i in groups:
             for member in groups[i]:
                 moved[member] = len(out)
-            out.append(_fused(instructions, groups[i]))
+            out.append(_fused(instructions, groups[i], names, shared))
         elif group_of[i] < 0 or group_of[i] not in groups:
             moved[i] = len(out)
             out.append(ins)
@@ -131,10 +133,18 @@ def fused_name(kernel: Any, relaxed: bool = True) -> str | None:
     return None
 
 
-def _fusable(ins: tuple, dtype: str | None, relaxed: bool) -> bool:
+def _fusable(
+    ins: tuple, dtype: str | None, relaxed: bool, names: dict[tuple[int, bool], str | None]
+) -> bool:
+    """Whether an instruction may join a group (``names`` keeps :func:`fused_name` by kernel:
+    a partition has few kernels and many instructions)."""
     kernel, attrs, out, stateful, deref = ins[2], ins[3], ins[5], ins[6], ins[7]
+    key = (id(kernel), relaxed)
+    name = names.get(key, False)
+    if name is False:
+        name = names[key] = fused_name(kernel, relaxed)
     return (
-        fused_name(kernel, relaxed) is not None
+        name is not None
         and not attrs
         and not stateful
         and not deref
@@ -143,19 +153,38 @@ def _fusable(ins: tuple, dtype: str | None, relaxed: bool) -> bool:
     )
 
 
-def _fused(instructions: Sequence[tuple], members: list[int]) -> tuple:
-    """One instruction for the group ``members`` (in order; the last is its root)."""
+def _fused(
+    instructions: Sequence[tuple],
+    members: list[int],
+    names: dict[tuple[int, bool], str | None] | None = None,
+    shared: dict[tuple[int, ...], tuple[int, ...]] | None = None,
+) -> tuple:
+    """One instruction for the group ``members`` (in order; the last is its root).
+
+    ``names`` keeps :func:`fused_name` by kernel; ``shared`` the steps' refs already made
+    (groups of one shape, such as the links of long chains, have the same refs)."""
+    names = {} if names is None else names
+    shared = {} if shared is None else shared
     made = {instructions[m][5]: k for k, m in enumerate(members)}  # slot -> its step
-    inputs = list(dict.fromkeys(s for m in members for s in instructions[m][4] if s not in made))
-    n_inputs = len(inputs)
+    position: dict[int, int] = {}  # input slot -> its position among the inputs
+    for m in members:
+        for s in instructions[m][4]:
+            if s not in made and s not in position:
+                position[s] = len(position)
+    n_inputs = len(position)
     steps = []
     for m in members:
         name, _, kernel, _, args = instructions[m][:5]
-        refs = tuple(n_inputs + made[s] if s in made else inputs.index(s) for s in args)
-        steps.append((name, fused_name(kernel), refs))
+        refs = tuple([n_inputs + made[s] if s in made else position[s] for s in args])
+        refs = shared.setdefault(refs, refs)
+        key = (id(kernel), True)
+        fname = names.get(key, False)
+        if fname is False:
+            fname = names[key] = fused_name(kernel)
+        steps.append((name, fname, refs))
     root = instructions[members[-1]]
     kernel = FusedKernel(tuple(steps), n_inputs)
-    return (root[0], FUSED, kernel, {}, tuple(inputs), root[5], False, ())
+    return (root[0], FUSED, kernel, {}, tuple(position), root[5], False, ())
 
 
 def format_fusion_log(plan: Any) -> list[str]:
