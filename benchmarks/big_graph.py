@@ -13,7 +13,8 @@ takes, with a graph of ``n`` ops: ``chains`` name-scoped chains of elementwise `
 * ``second_run`` -- the same fetch again (the plan cached);
 * ``close`` -- ``Session.close()``;
 
-and the process's resident memory: after the build (``rss_build``), after the first run
+(``build_cpu`` and ``first_run_cpu``: the process's CPU time in those phases, every thread,
+steadier than wall time on a shared machine) and the process's resident memory: after the build (``rss_build``), after the first run
 (``rss_first``), and its peak (``peak_rss``, ``ru_maxrss``). The result is checked against
 the same computation in NumPy, untimed.
 
@@ -146,18 +147,20 @@ def measure(n_ops: int, chains: int) -> dict[str, Any]:
     x_value = np.random.default_rng(0).standard_normal((SIZE, SIZE)).astype(np.float32)
     gc.collect()
     out: dict[str, Any] = {"rss_start": _rss()}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     graph, x, total = build(n_ops, chains)
     out["build"] = time.perf_counter() - start
+    out["build_cpu"] = time.process_time() - cpu
     out["rss_build"] = _rss()
     out["graph_ops"] = len(graph)
     start = time.perf_counter()
     sess = tf.Session(graph=graph)
     out["session"] = time.perf_counter() - start
     try:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         value = sess.run(total, {x: x_value})
         out["first_run"] = time.perf_counter() - start
+        out["first_run_cpu"] = time.process_time() - cpu
         out["rss_first"] = _rss()
         start = time.perf_counter()
         again = sess.run(total, {x: x_value})
