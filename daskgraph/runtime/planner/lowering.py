@@ -295,7 +295,9 @@ class _Emitter:
         part_of, first = self.cut.part_of, self.first
         return tuple(
             [
-                first[j] + t.index if part_of[(j := t.op.id)] == p else self.receive(p, t)
+                (first[j] + t.index if t.index else first[j])
+                if part_of[(j := t.op.id)] == p
+                else self.receive(p, t)
                 for t in inputs
             ]
         )
@@ -334,8 +336,16 @@ class _Emitter:
             if len(inputs) == 2:  # most ops: unpacked, this takes half the time of args()
                 a, b = inputs
                 ja, jb = a.op.id, b.op.id
-                sa = first[ja] + a.index if part_of[ja] == p else received(a)
-                sb = first[jb] + b.index if part_of[jb] == p else received(b)
+                # (the slot's own int object where it can be: a million ops, a million
+                # ints less, as ``x + 0`` makes a new one)
+                if part_of[ja] == p:
+                    sa = first[ja] + a.index if a.index else first[ja]
+                else:
+                    sa = received(a)
+                if part_of[jb] == p:
+                    sb = first[jb] + b.index if b.index else first[jb]
+                else:
+                    sb = received(b)
                 # (None: a value received for the first time)
                 args = self.args(p, inputs) if sa is None or sb is None else (sa, sb)
             else:
@@ -380,6 +390,7 @@ class _Emitter:
         device = self.devices[self.cut.device[p]]
         kept = {s for s, _ in self.outputs[p]}
         instructions, read_at = self.instructions[p], self.read_at[p]
+        self.instructions[p] = []  # (the unfused ones go once fused: they are the most memory)
         if self.fusion:
             fed_ops = self.fed_ops
             ops = [op for op in self.cut.members[p] if op.id not in fed_ops]
