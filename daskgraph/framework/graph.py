@@ -112,10 +112,12 @@ class Graph:
         if mark_as_used:
             in_use[key] = count + 1
         if count:
-            while f"{key}_{count}" in in_use:
+            taken = f"{key}_{count}"
+            while taken in in_use:
                 count += 1
+                taken = f"{key}_{count}"
             if mark_as_used:
-                in_use[f"{key}_{count}"] = 1
+                in_use[taken] = 1
             name = f"{name}_{count}"
         return name
 
