@@ -14,8 +14,9 @@ takes, with a graph of ``n`` ops: ``chains`` name-scoped chains of elementwise `
 * ``close`` -- ``Session.close()``;
 
 (``build_cpu`` and ``first_run_cpu``: the process's CPU time in those phases, every thread,
-steadier than wall time on a shared machine) and the process's resident memory: after the build (``rss_build``), after the first run
-(``rss_first``), and its peak (``peak_rss``, ``ru_maxrss``). The result is checked against
+steadier than wall time on a shared machine) and the process's resident memory: after the
+build (``rss_build``), after the first run (``rss_first``), and its peak (``peak_rss``,
+``ru_maxrss``). The result is checked against
 the same computation in NumPy, untimed.
 
 Run one size by hand (prints one JSON object)::
@@ -229,12 +230,12 @@ def run(args) -> dict[str, Any]:
         f"every {TANH_EVERY} ops, a matmul and a reduce_sum each, joined by add_n) built, run "
         "twice, in a fresh process each",
         "params": {"sizes": [r["graph_ops"] for r in rows], "chains": DEFAULT_CHAINS},
-        "rows": rows,
+        "processes": rows,
         "ways": ways,
         "targets": [
             target_record(
                 "big_graph.time",
-                f"{big['graph_ops'] / 1e6:.1f}M-op TF1 graph: build + first run",
+                f"{big['graph_ops']:,}-op TF1 graph: build + first run",
                 big["build_first_run"],
                 "<=",
                 GOAL_S,
@@ -243,7 +244,7 @@ def run(args) -> dict[str, Any]:
             ),
             target_record(
                 "big_graph.rss",
-                f"{big['graph_ops'] / 1e6:.1f}M-op TF1 graph: peak RSS",
+                f"{big['graph_ops']:,}-op TF1 graph: peak RSS",
                 big["peak_rss"],
                 "<=",
                 GOAL_RSS,

@@ -42,6 +42,7 @@ CASE_ORDER = (
     "latency",
     "scale",
     "first_run",
+    "big_graph",
     "feeds",
     "training",
     "towers",
