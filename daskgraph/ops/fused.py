@@ -84,14 +84,23 @@ class FusedKernel:
         How many inputs the kernel takes.
     """
 
-    __slots__ = ("_loops", "least", "n_inputs", "source", "steps")
+    __slots__ = ("_loops", "_text", "least", "n_inputs", "steps")
 
     def __init__(self, steps: tuple[tuple[str, str, tuple[int, ...]], ...], n_inputs: int):
         self.steps, self.n_inputs = steps, n_inputs
-        self.source = _source(steps, n_inputs)
+        self._text: str | None = None  # (written when first asked for: see source)
         self._loops: dict[tuple, _Loop] = {}  # this kernel's compiled loops, by input kinds
         #: the fewest elements from which the loop beats the ops one by one (:func:`worth_a_loop`)
         self.least = 0 if worth_a_loop(len(steps), n_inputs, 0) else SMALL_ELEMENTS
+
+    @property
+    def source(self) -> str:
+        """The chain as the body of a loop (what its compiled loops are made from, and keyed
+        by); written on first use: a kernel run on small arrays op by op never needs it, and
+        lowering a million-op graph made twenty thousand of them."""
+        if self._text is None:
+            self._text = _source(self.steps, self.n_inputs)
+        return self._text
 
     @property
     def op_names(self) -> tuple[str, ...]:
