@@ -99,7 +99,15 @@ class FusedKernel:
         by); written on first use: a kernel run on small arrays op by op never needs it, and
         lowering a million-op graph made twenty thousand of them."""
         if self._text is None:
-            self._text = _source(self.steps, self.n_inputs)
+            # kernels of one structure (the links of long chains) share one text: written
+            # once, and hashed once as their compiled loops' key
+            shape = (self.n_inputs, tuple([step[1:] for step in self.steps]))
+            text = _SOURCES.get(shape)
+            if text is None:
+                text = _source(self.steps, self.n_inputs)
+                if len(_SOURCES) < _SOURCES_KEPT:
+                    _SOURCES[shape] = text
+            self._text = text
         return self._text
 
     @property
@@ -195,6 +203,12 @@ def _loop_shape(inputs: tuple) -> tuple[int, ...] | None:
             return None
         shape = x.shape
     return shape
+
+
+#: the loop bodies written so far, by kernel structure (inputs, then each step's function and
+#: arguments): many kernels share one (see FusedKernel.source)
+_SOURCES: dict[tuple, str] = {}
+_SOURCES_KEPT = 4096
 
 
 def _source(steps: tuple, n_inputs: int) -> str:
