@@ -180,6 +180,12 @@ class Graph:
         """Whether ``op`` was made under a ``jit_scope`` that compiles it."""
         return op.id in self._jit_ops
 
+    @property
+    def has_jit_scopes(self) -> bool:
+        """Whether any op was made under a ``jit_scope`` that compiles it (when not, no op
+        needs asking :meth:`jit_compiled`)."""
+        return bool(self._jit_ops)
+
     def _check_members(
         self, op_type: str, inputs: Sequence[Tensor], others: Sequence[Operation | None]
     ) -> None:

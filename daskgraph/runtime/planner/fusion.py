@@ -64,7 +64,7 @@ def fuse(
     """
     n = len(instructions)
     loose = relaxed if relaxed is not None else [False] * n
-    names: dict[tuple[int, bool], str | None] = {}  # (id(kernel), relaxed) -> fused_name
+    names: dict[int, str | None] = {}  # id(kernel) -> fused_name(kernel)
     fusable = [
         _fusable(ins, dtype, jit, names)
         for ins, dtype, jit in zip(instructions, dtypes, loose, strict=True)
@@ -133,18 +133,16 @@ def fused_name(kernel: Any, relaxed: bool = True) -> str | None:
     return None
 
 
-def _fusable(
-    ins: tuple, dtype: str | None, relaxed: bool, names: dict[tuple[int, bool], str | None]
-) -> bool:
+def _fusable(ins: tuple, dtype: str | None, relaxed: bool, names: dict[int, str | None]) -> bool:
     """Whether an instruction may join a group (``names`` keeps :func:`fused_name` by kernel:
     a partition has few kernels and many instructions)."""
     kernel, attrs, out, stateful, deref = ins[2], ins[3], ins[5], ins[6], ins[7]
-    key = (id(kernel), relaxed)
-    name = names.get(key, False)
+    name = names.get(id(kernel), False)
     if name is False:
-        name = names[key] = fused_name(kernel, relaxed)
+        name = names[id(kernel)] = fused_name(kernel)
     return (
         name is not None
+        and (relaxed or name in FUSABLE)  # (fused_name(kernel, relaxed) is not None)
         and not attrs
         and not stateful
         and not deref
@@ -156,7 +154,7 @@ def _fusable(
 def _fused(
     instructions: Sequence[tuple],
     members: list[int],
-    names: dict[tuple[int, bool], str | None] | None = None,
+    names: dict[int, str | None] | None = None,
     shared: dict[tuple[int, ...], tuple[int, ...]] | None = None,
 ) -> tuple:
     """One instruction for the group ``members`` (in order; the last is its root).
@@ -174,14 +172,13 @@ def _fused(
     n_inputs = len(position)
     steps = []
     for m in members:
-        name, _, kernel, _, args = instructions[m][:5]
-        refs = tuple([n_inputs + made[s] if s in made else position[s] for s in args])
+        ins = instructions[m]
+        refs = tuple([n_inputs + made[s] if s in made else position[s] for s in ins[4]])
         refs = shared.setdefault(refs, refs)
-        key = (id(kernel), True)
-        fname = names.get(key, False)
+        fname = names.get(id(ins[2]), False)
         if fname is False:
-            fname = names[key] = fused_name(kernel)
-        steps.append((name, fname, refs))
+            fname = names[id(ins[2])] = fused_name(ins[2])
+        steps.append((ins[0], fname, refs))
     root = instructions[members[-1]]
     kernel = FusedKernel(tuple(steps), n_inputs)
     return (root[0], FUSED, kernel, {}, tuple(position), root[5], False, ())

@@ -395,7 +395,11 @@ class _Emitter:
             fed_ops = self.fed_ops
             ops = [op for op in self.cut.members[p] if op.id not in fed_ops]
             dtypes = [_dtype_name(op) for op in ops]
-            relaxed = [self.jit or op.graph.jit_compiled(op) for op in ops]
+            relaxed: list[bool] | None = None  # (none is: the common case)
+            if self.jit:
+                relaxed = [True] * len(ops)
+            elif ops and ops[0].graph.has_jit_scopes:
+                relaxed = [op.graph.jit_compiled(op) for op in ops]
             instructions, moved = fuse(instructions, dtypes, kept, relaxed)
             read_at = {slot: moved[i] for slot, i in read_at.items()}
         instructions = with_frees(instructions, kept, self.n_slots(p), read_at)
