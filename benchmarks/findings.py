@@ -89,9 +89,9 @@ both are deeper changes than this issue made.""",
 (each walks the 4 GC-tracked objects an op: the op, its tensor, its inputs tuple and outputs
 list), the rest about 5 us an op of Python (name uniquing, scopes, the op and tensor);
 first run 7.2-7.5 s: placement 0.3 s, lowering 3.5 s (emitting 1M instructions, the branch
-analysis of `split_parallel`, fusion planning 1.5 s), the first run of the 20,000 fused
+analysis of `split_parallel`, fusion planning 1.7 s), the first run of the 20,000 fused
 kernels op by op (the fused kernels' rent-or-buy policy: 1M NumPy calls, 1.1 s), and one full
-collection that the graph's growth had made due (1 s). What was cut: tensors share their
+collection that the graph's growth had made due (0.6 s). What was cut: tensors share their
 shape objects (one TensorShape per distinct shape, not a TensorShape, a list, Dimensions and a
 dict per tensor), ops without control inputs or attributes share read-only empty ones,
 lowering frees its per-op lists before the collector is turned on again, fusion planning
