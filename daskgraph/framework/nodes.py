@@ -50,7 +50,10 @@ class Tensor:
         self.op = op
         self.index = index
         self.dtype = dtype
-        self._shape = None if shape is None else static_shape(shape)
+        if type(shape) is TensorShape and not shape._v1:  # (most ops: an input's shape)
+            self._shape = shape
+        else:
+            self._shape = None if shape is None else static_shape(shape)
 
     @property
     def shape(self) -> TensorShape | None:

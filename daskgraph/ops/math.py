@@ -139,7 +139,7 @@ def _binary(op_type: str, x: Any, y: Any, name: str | None, shape_name: str) -> 
     if type(x) is not Tensor or type(y) is not Tensor or x.dtype is not y.dtype:
         x, y = _as_pair(x, y, op_type)  # conversions, and the dtype check's error
     shape = broadcast_shape(x.shape, y.shape, shape_name)
-    op = get_default_graph().create_op(op_type, [x, y], dtype=x.dtype, shape=shape, name=name)
+    op = get_default_graph().create_op(op_type, (x, y), dtype=x.dtype, shape=shape, name=name)
     return op.outputs[0]
 
 
@@ -166,7 +166,7 @@ def _is_tensor_like(value: Any) -> bool:
 
 def _unary(op_type: str, x: Any, name: str | None) -> Tensor:
     x = convert_to_tensor(x)
-    op = get_default_graph().create_op(op_type, [x], dtype=x.dtype, shape=x.shape, name=name)
+    op = get_default_graph().create_op(op_type, (x,), dtype=x.dtype, shape=x.shape, name=name)
     return op.outputs[0]
 
 
