@@ -88,7 +88,7 @@ both are deeper changes than this issue made.""",
 7.8-8.5 s, of which about 3.5 s are the 15 full collections Python makes while the graph grows
 (each walks the 4 GC-tracked objects an op: the op, its tensor, its inputs tuple and outputs
 list), the rest about 5 us an op of Python (name uniquing, scopes, the op and tensor);
-first run 7.2-7.5 s: placement 0.3 s, lowering 3.5 s (emitting 1M instructions, the branch
+first run 5.8-7.5 s: placement 0.3 s, lowering 3-3.5 s (emitting 1M instructions, the branch
 analysis of `split_parallel`, fusion planning 1.7 s), the first run of the 20,000 fused
 kernels op by op (the fused kernels' rent-or-buy policy: 1M NumPy calls, 1.1 s), and one full
 collection that the graph's growth had made due (0.6 s). What was cut: tensors share their
@@ -105,8 +105,8 @@ lower-cased string per op.""",
 **Per op: about 575 B for the graph, 300 B at lowering's peak, 100 B kept by the plan.** At
 1M ops (issue 32 began at 2.11 GB): 0.66 GB after the build (the op 112 B, its tensor and
 outputs list 120 B, inputs tuple 56 B, its name and its lower-cased unique key 166 B, two
-dict entries about 90 B), 1.16 GB after the first run (the fused kernels' steps, 64 B an op,
-and memory freed by lowering that the allocator keeps), 1.39 GB at the peak, when the second
+dict entries about 90 B), 1.11-1.16 GB after the first run (the fused kernels' steps, 64 B an op,
+and memory freed by lowering that the allocator keeps), 1.33-1.39 GB at the peak, when the second
 run starts compiling the fused kernels with Numba (about 200 MB, the import and LLVM).""",
     "compute.vs_numpy": """\
 **Page faults on every op output, and 48 MB across a process boundary.** Fixed: Dask's nanny
