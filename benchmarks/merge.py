@@ -28,6 +28,7 @@ TITLE_ORDER = (
     "latency",
     "scale",
     "first run",
+    "big graph",
     "feeds",
     "training",
     "tower concurrency",

@@ -47,6 +47,7 @@ CASE_ORDER = (
     "latency",
     "scale",
     "first_run",
+    "big_graph",
     "feeds",
     "training",
     "towers",

@@ -24,7 +24,9 @@ Cases, in the order they run (each in its own module):
 * ``memory`` -- client, scheduler and worker memory over long runs of a two-device graph (a
   client process of its own, the cluster in another; ``--memory-runs``);
 * ``first-run`` -- a million-op graph built, a ``Session()`` opened and run once, in a fresh
-  process (``--first-run-ops``).
+  process (``--first-run-ops``);
+* ``big-graph`` -- TF1 programs of 100k and 1M ops built and run twice, build and run times
+  and peak RSS, a fresh process per size (``--big-graph-sizes``).
 
 TensorFlow and NumPy are timed in processes of their own (:mod:`benchmarks.peer`), started once
 and kept for the run. TensorFlow is an optional peer (the ``bench`` extra): without it, its rows
@@ -52,6 +54,7 @@ import cloudpickle
 
 import benchmarks
 from benchmarks import (
+    big_graph,
     compute_bound,
     feeds,
     fine_grained,
@@ -89,6 +92,7 @@ CASES = (
     "sessions",
     "memory",
     "first-run",
+    "big-graph",
 )
 #: the cases on the default embedded cluster, each a function (client, worker, peers, args)
 CPU_CASES = {
@@ -116,6 +120,7 @@ RESULT_KEYS = {
     "sessions": "sessions",
     "memory": "memory",
     "first-run": "first_run",
+    "big-graph": "big_graph",
 }
 
 
@@ -204,6 +209,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=first_run.DEFAULT_OPS,
         help="first-run: ops in the graph (default 1,000,000)",
+    )
+    parser.add_argument(
+        "--big-graph-sizes",
+        type=_sizes,
+        default=list(big_graph.DEFAULT_SIZES),
+        help="big-graph: op counts, comma-separated (default 100000,1000000)",
     )
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.big_repeats < 1:
@@ -333,6 +344,10 @@ def _run_cases(
     if "first-run" in cases:
         _progress("first-run", started)
         done["first_run"] = first_run.run(args)
+
+    if "big-graph" in cases:
+        _progress("big-graph", started)
+        done["big_graph"] = big_graph.run(args)
 
     results["suite"]["wall_s"] = time.perf_counter() - started
     results["suite"]["loadavg_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None

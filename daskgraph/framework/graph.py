@@ -112,10 +112,12 @@ class Graph:
         if mark_as_used:
             in_use[key] = count + 1
         if count:
-            while f"{key}_{count}" in in_use:
+            taken = f"{key}_{count}"
+            while taken in in_use:
                 count += 1
+                taken = f"{key}_{count}"
             if mark_as_used:
-                in_use[f"{key}_{count}"] = 1
+                in_use[taken] = 1
             name = f"{name}_{count}"
         return name
 
@@ -160,10 +162,10 @@ class Graph:
             op_type,
             inputs,
             controls,
-            attrs or {},
+            attrs,
         )
         if dtype is not None:
-            op.outputs.append(Tensor(op, 0, dtype, shape))
+            op.outputs = [Tensor(op, 0, dtype, shape)]
         _request_device(op, target)
         if self._override_map and op_type in self._override_map:
             self._gradient_names[op] = self._override_map[op_type]
@@ -177,6 +179,12 @@ class Graph:
     def jit_compiled(self, op: Operation) -> bool:
         """Whether ``op`` was made under a ``jit_scope`` that compiles it."""
         return op.id in self._jit_ops
+
+    @property
+    def has_jit_scopes(self) -> bool:
+        """Whether any op was made under a ``jit_scope`` that compiles it (when not, no op
+        needs asking :meth:`jit_compiled`)."""
+        return bool(self._jit_ops)
 
     def _check_members(
         self, op_type: str, inputs: Sequence[Tensor], others: Sequence[Operation | None]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from daskgraph.framework import dtypes
 from daskgraph.framework.default_session import run_in_default
 from daskgraph.framework.device import DeviceSpec
-from daskgraph.framework.tensor_shape import TensorShape
+from daskgraph.framework.tensor_shape import TensorShape, static_shape
 
 if TYPE_CHECKING:
     from daskgraph.framework.graph import Graph
@@ -50,7 +50,10 @@ class Tensor:
         self.op = op
         self.index = index
         self.dtype = dtype
-        self.shape = shape
+        if type(shape) is TensorShape and not shape._v1:  # (most ops: an input's shape)
+            self._shape = shape
+        else:
+            self._shape = None if shape is None else static_shape(shape)
 
     @property
     def shape(self) -> TensorShape | None:
@@ -63,7 +66,7 @@ class Tensor:
     @shape.setter
     def shape(self, shape: Shape | None) -> None:
         """Set the static shape (a tuple of ints and None, or None)."""
-        self._shape = None if shape is None else TensorShape(shape, v1=False)
+        self._shape = None if shape is None else static_shape(shape)
 
     @property
     def name(self) -> str:
@@ -137,6 +140,35 @@ class Tensor:
         raise TypeError(f"Tensor {self.name!r} is not iterable before it is run.")
 
 
+class _ReadOnlyList(list):
+    """The empty list that every operation without control inputs (or without outputs)
+    shares: read-only, so that no op's change reaches the others (a million ops, a million
+    empty lists less)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("an Operation's control_inputs and outputs cannot be changed")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+class _ReadOnlyDict(dict):
+    """The empty attributes that every operation without attributes shares, read-only."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("an Operation's attrs cannot be changed")
+
+    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _refuse
+
+
+NO_OPS: list[Any] = _ReadOnlyList()  # (the control inputs, or outputs, of an op with none)
+NO_ATTRS: dict[str, Any] = _ReadOnlyDict()  # (the attributes of an op with none)
+
+
 class Operation:
     """A node of the graph.
 
@@ -179,16 +211,17 @@ class Operation:
         op_type: str,
         inputs: tuple[Tensor, ...],
         control_inputs: Sequence[Operation],
-        attrs: dict[str, Any],
+        attrs: dict[str, Any] | None,
     ) -> None:
         self.graph = graph
         self.id = op_id  # position in the graph: creation order, a topological order
         self.name = name
         self.type = op_type
         self.inputs = inputs
-        self.control_inputs = list(control_inputs)  # a list, as TensorFlow gives it
-        self.attrs = attrs
-        self.outputs: list[Tensor] = []
+        # lists, as TensorFlow gives them (ops without any share one read-only empty list)
+        self.control_inputs = list(control_inputs) if control_inputs else NO_OPS
+        self.attrs = attrs or NO_ATTRS
+        self.outputs: list[Tensor] = NO_OPS  # (create_op sets them)
         self.device = ""
         self.colocation: str | None = None
 

@@ -31,7 +31,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Dimension", "Size", "TensorShape", "as_dimension", "as_shape", "dimension_value"]
+__all__ = [
+    "Dimension",
+    "Size",
+    "TensorShape",
+    "as_dimension",
+    "as_shape",
+    "dimension_value",
+    "static_shape",
+]
 
 
 class Dimension:
@@ -336,6 +344,8 @@ class TensorShape(tuple):
         return not self._known_rank or tuple.__len__(self) > 0
 
     def __eq__(self, other: Any) -> bool:
+        if type(other) is TensorShape:  # (no conversion: both are tuples of ints and None)
+            return self._known_rank is other._known_rank and tuple.__eq__(self, other)
         try:
             other = as_shape(other)
         except (TypeError, ValueError):
@@ -346,8 +356,8 @@ class TensorShape(tuple):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    def __hash__(self) -> int:
-        return hash(self._raw())
+    def __hash__(self) -> int:  # (a plain tuple's hash: no copy made)
+        return tuple.__hash__(self) if self._known_rank else hash(None)
 
     def __add__(self, other: Any) -> TensorShape:
         return self.concatenate(other)
@@ -383,3 +393,37 @@ def as_shape(shape: Any, v1: bool = True) -> TensorShape:
     """``shape`` (a TensorShape, a list or tuple of ints / None / Dimensions, or None for an
     unknown rank) as a :class:`TensorShape`."""
     return shape if isinstance(shape, TensorShape) else TensorShape(shape, v1=v1)
+
+
+#: ``tensor.shape`` objects by their sizes, shared (a TensorShape is immutable): a graph of a
+#: million ops has a handful of distinct shapes, not a million copies of them
+_SHARED: dict[tuple[int | None, ...], TensorShape] = {}
+_SHARED_MAX = 4096  # distinct shapes kept (beyond: made per tensor, as before)
+
+
+def static_shape(dims: Any) -> TensorShape:
+    """``dims`` (not None) as ``tensor.shape``'s :class:`TensorShape` (``v1=False``): one
+    shared object for each shape of plain ints and None.
+
+    >>> a, b = static_shape((2, None)), static_shape([2, None])
+    >>> a is b, a, static_shape(a) is a, static_shape(TensorShape([2, None])) is a
+    (True, (2, None), True, True)
+    """
+    if type(dims) is TensorShape:
+        if not dims._v1:
+            return dims
+        dims = dims._raw()
+        if dims is None:
+            return TensorShape(None, v1=False)
+    if type(dims) is tuple or type(dims) is list:
+        key = tuple(dims)
+        for d in key:  # (True == 1 and 3.0 == 3: only plain sizes may find a shared shape)
+            if d is not None and type(d) is not int and type(d) is not Size:
+                return TensorShape(dims, v1=False)
+        shape = _SHARED.get(key)
+        if shape is None:
+            shape = TensorShape(key, v1=False)
+            if len(_SHARED) < _SHARED_MAX:
+                _SHARED[shape._raw()] = shape
+        return shape
+    return TensorShape(dims, v1=False)

@@ -92,14 +92,31 @@ class FusedKernel:
         How many inputs the kernel takes.
     """
 
-    __slots__ = ("_loops", "least", "n_inputs", "source", "steps")
+    __slots__ = ("_loops", "_text", "least", "n_inputs", "steps")
 
     def __init__(self, steps: tuple[tuple[str, str, tuple[int, ...]], ...], n_inputs: int):
         self.steps, self.n_inputs = steps, n_inputs
-        self.source = _source(steps, n_inputs)
+        self._text: str | None = None  # (written when first asked for: see source)
         self._loops: dict[tuple, _Loop] = {}  # this kernel's compiled loops, by input kinds
         #: the fewest elements from which the loop beats the ops one by one (:func:`worth_a_loop`)
         self.least = 0 if worth_a_loop(len(steps), n_inputs, 0) else SMALL_ELEMENTS
+
+    @property
+    def source(self) -> str:
+        """The chain as the body of a loop (what its compiled loops are made from, and keyed
+        by); written on first use: a kernel run on small arrays op by op never needs it, and
+        lowering a million-op graph made twenty thousand of them."""
+        if self._text is None:
+            # kernels of one structure (the links of long chains) share one text: written
+            # once, and hashed once as their compiled loops' key
+            shape = (self.n_inputs, tuple([step[1:] for step in self.steps]))
+            text = _SOURCES.get(shape)
+            if text is None:
+                text = _source(self.steps, self.n_inputs)
+                if len(_SOURCES) < _SOURCES_KEPT:
+                    _SOURCES[shape] = text
+            self._text = text
+        return self._text
 
     @property
     def op_names(self) -> tuple[str, ...]:
@@ -194,6 +211,12 @@ def _loop_shape(inputs: tuple) -> tuple[int, ...] | None:
             return None
         shape = x.shape
     return shape
+
+
+#: the loop bodies written so far, by kernel structure (inputs, then each step's function and
+#: arguments): many kernels share one (see FusedKernel.source)
+_SOURCES: dict[tuple, str] = {}
+_SOURCES_KEPT = 4096
 
 
 def _source(steps: tuple, n_inputs: int) -> str:

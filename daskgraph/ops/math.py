@@ -22,6 +22,7 @@ import numpy as np
 from daskgraph.framework import dtypes
 from daskgraph.framework.graph import Shape, Tensor, get_default_graph
 from daskgraph.framework.op_registry import ArrayFunction, register
+from daskgraph.framework.tensor_shape import TensorShape
 from daskgraph.ops import blas_threads
 from daskgraph.ops.array import cast, convert_to_tensor
 
@@ -115,8 +116,8 @@ def broadcast_shape(x: Shape | None, y: Shape | None, where: str) -> Shape | Non
     """
     if x is None or y is None:
         return None
-    if x == y or not y:  # the common cases: equal shapes, or a scalar operand
-        return tuple(x)
+    if x is y or x == y or not y:  # the common cases: equal shapes, or a scalar operand
+        return x if type(x) is TensorShape else tuple(x)  # (a TensorShape is immutable)
     if not x:
         return tuple(y)
     result = []
@@ -138,7 +139,7 @@ def _binary(op_type: str, x: Any, y: Any, name: str | None, shape_name: str) -> 
     if type(x) is not Tensor or type(y) is not Tensor or x.dtype is not y.dtype:
         x, y = _as_pair(x, y, op_type)  # conversions, and the dtype check's error
     shape = broadcast_shape(x.shape, y.shape, shape_name)
-    op = get_default_graph().create_op(op_type, [x, y], dtype=x.dtype, shape=shape, name=name)
+    op = get_default_graph().create_op(op_type, (x, y), dtype=x.dtype, shape=shape, name=name)
     return op.outputs[0]
 
 
@@ -165,7 +166,7 @@ def _is_tensor_like(value: Any) -> bool:
 
 def _unary(op_type: str, x: Any, name: str | None) -> Tensor:
     x = convert_to_tensor(x)
-    op = get_default_graph().create_op(op_type, [x], dtype=x.dtype, shape=x.shape, name=name)
+    op = get_default_graph().create_op(op_type, (x,), dtype=x.dtype, shape=x.shape, name=name)
     return op.outputs[0]
 
 

@@ -12,7 +12,7 @@ import pytest
 import daskgraph as dg
 from daskgraph.errors import GraphMismatchError, OpError
 from daskgraph.framework.device import DeviceSpec
-from daskgraph.framework.graph import get_default_graph
+from daskgraph.framework.graph import get_default_graph, new_tensor
 
 
 def names(graph: dg.Graph) -> list[str]:
@@ -573,6 +573,33 @@ def test_constant_value_is_read_only() -> None:
         c = dg.constant([1.0, 2.0])
     with pytest.raises(ValueError):
         c.op.attrs["value"][0] = 5.0
+
+
+def test_tensors_of_one_shape_share_one_shape_object() -> None:
+    # a graph of a million ops keeps a handful of shapes, not one per tensor (issue 32, B1)
+    with dg.Graph().as_default():
+        x = dg.placeholder(dg.float32, shape=(4, 4))
+        chain = [x]
+        for i in range(200):
+            chain.append(chain[-1] + 1.0 if i % 2 else chain[-1] * 2.0)
+        other = new_tensor("Placeholder", [], dg.float32, [4, 4])
+        # sizes equal to a shared shape's but refused stay refused: True == 1, 4.0 == 4
+        with pytest.raises(TypeError):
+            new_tensor("Placeholder", [], dg.float32, (4, 4.0))
+        with pytest.raises(TypeError):
+            new_tensor("Placeholder", [], dg.float32, (True, 4))
+    assert len({id(t.shape) for t in [*chain, other]}) == 1
+    assert x.shape == (4, 4) and isinstance(x.shape[0], int) and x.shape[0].value == 4
+
+
+def test_ops_without_control_inputs_or_attrs_cannot_change_each_others() -> None:
+    with dg.Graph().as_default():
+        a, b = dg.constant(1.0) + 1.0, dg.constant(2.0) + 2.0
+    with pytest.raises(TypeError, match="cannot be changed"):
+        a.op.control_inputs.append(b.op)
+    with pytest.raises(TypeError, match="cannot be changed"):
+        a.op.attrs["x"] = 1
+    assert b.op.control_inputs == [] and b.op.attrs == {} and b.op.outputs == [b]
 
 
 # -- dtypes -----------------------------------------------------------------------------------

@@ -82,17 +82,19 @@ def fuse(
     """
     n = len(instructions)
     loose = relaxed if relaxed is not None else [False] * n
+    names: dict[int, str | None] = {}  # id(kernel) -> fused_name(kernel)
     fusable = [
-        _fusable(ins, dtype, jit)
+        _fusable(ins, dtype, jit, names)
         for ins, dtype, jit in zip(instructions, dtypes, loose, strict=True)
     ]
     if sum(fusable) < 2:
         return list(instructions), list(range(n))
     producer: dict[int, int] = {}
-    readers: dict[int, set[int]] = {}
+    readers: dict[int, int] = {}  # slot -> the one instruction reading it, -1: several
     for i, ins in enumerate(instructions):
         for slot in ins[4]:
-            readers.setdefault(slot, set()).add(i)
+            if readers.setdefault(slot, i) != i:
+                readers[slot] = -1
         if ins[5] >= 0:
             producer[ins[5]] = i
     group_of = [-1] * n
@@ -108,11 +110,12 @@ def fuse(
         return list(instructions), list(range(n))
     out: list[tuple] = []
     moved = [0] * n
+    shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # the groups' steps' refs, made once
     for i, ins in enumerate(instructions):
         if i in groups:
             for member in groups[i]:
                 moved[member] = len(out)
-            out.append(_fused(instructions, groups[i]))
+            out.append(_fused(instructions, groups[i], names, shared))
         elif group_of[i] < 0 or group_of[i] not in groups:
             moved[i] = len(out)
             out.append(ins)
@@ -133,7 +136,7 @@ class _Group:
         fusable: list[bool],
         group_of: list[int],
         producer: dict[int, int],
-        readers: dict[int, set[int]],
+        readers: dict[int, int],
         kept: set[int],
     ) -> list[int]:
         """The group's members: every fusable producer read by a member alone, while the
@@ -155,7 +158,7 @@ class _Group:
                     or not fusable[p]
                     or group_of[p] >= 0
                     or slot in kept
-                    or readers[slot] != {member}
+                    or readers[slot] != member
                 ):
                     continue
                 carried = 1
@@ -208,10 +211,16 @@ def fused_name(kernel: Any, relaxed: bool = True) -> str | None:
     return None
 
 
-def _fusable(ins: tuple, dtype: str | None, relaxed: bool) -> bool:
+def _fusable(ins: tuple, dtype: str | None, relaxed: bool, names: dict[int, str | None]) -> bool:
+    """Whether an instruction may join a group (``names`` keeps :func:`fused_name` by kernel:
+    a partition has few kernels and many instructions)."""
     kernel, attrs, out, stateful, deref = ins[2], ins[3], ins[5], ins[6], ins[7]
+    name = names.get(id(kernel), False)
+    if name is False:
+        name = names[id(kernel)] = fused_name(kernel)
     return (
-        fused_name(kernel, relaxed) is not None
+        name is not None
+        and (relaxed or name in FUSABLE)  # (fused_name(kernel, relaxed) is not None)
         and not attrs
         and not stateful
         and not deref
@@ -220,19 +229,37 @@ def _fusable(ins: tuple, dtype: str | None, relaxed: bool) -> bool:
     )
 
 
-def _fused(instructions: Sequence[tuple], members: list[int]) -> tuple:
-    """One instruction for the group ``members`` (in order; the last is its root)."""
+def _fused(
+    instructions: Sequence[tuple],
+    members: list[int],
+    names: dict[int, str | None] | None = None,
+    shared: dict[tuple[int, ...], tuple[int, ...]] | None = None,
+) -> tuple:
+    """One instruction for the group ``members`` (in order; the last is its root).
+
+    ``names`` keeps :func:`fused_name` by kernel; ``shared`` the steps' refs already made
+    (groups of one shape, such as the links of long chains, have the same refs)."""
+    names = {} if names is None else names
+    shared = {} if shared is None else shared
     made = {instructions[m][5]: k for k, m in enumerate(members)}  # slot -> its step
-    inputs = list(dict.fromkeys(s for m in members for s in instructions[m][4] if s not in made))
-    n_inputs = len(inputs)
+    position: dict[int, int] = {}  # input slot -> its position among the inputs
+    for m in members:
+        for s in instructions[m][4]:
+            if s not in made and s not in position:
+                position[s] = len(position)
+    n_inputs = len(position)
     steps = []
     for m in members:
-        name, _, kernel, _, args = instructions[m][:5]
-        refs = tuple(n_inputs + made[s] if s in made else inputs.index(s) for s in args)
-        steps.append((name, fused_name(kernel), refs))
+        ins = instructions[m]
+        refs = tuple([n_inputs + made[s] if s in made else position[s] for s in ins[4]])
+        refs = shared.setdefault(refs, refs)
+        fname = names.get(id(ins[2]), False)
+        if fname is False:
+            fname = names[id(ins[2])] = fused_name(ins[2])
+        steps.append((ins[0], fname, refs))
     root = instructions[members[-1]]
     kernel = FusedKernel(tuple(steps), n_inputs)
-    return (root[0], FUSED, kernel, {}, tuple(inputs), root[5], False, ())
+    return (root[0], FUSED, kernel, {}, tuple(position), root[5], False, ())
 
 
 def format_fusion_log(plan: Any) -> list[str]:

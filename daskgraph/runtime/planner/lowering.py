@@ -113,10 +113,16 @@ def lower(
     with cyclic_gc_paused():  # nothing made here is cyclic; see footprint
         needed = _needed_ops(ops, fetches, fed_ops)
         parts = split_parallel(partition_ops(needed, placement, fed_ops), placement, fed_ops)
+        del needed
         emitter = _Emitter(parts, placement, fed, fed_ops)
+        del parts
         emitter.fusion = bool(dask.config.get("daskgraph.fusion")) if fusion is None else fusion
         emitter.jit = jit
-        return emitter.plan(fetches, feeds)
+        plan = emitter.plan(fetches, feeds)
+        # the per-op lists go while the collector is paused: turned on again, it would first
+        # walk every object made here that is still alive (a few per op of the graph)
+        del emitter
+    return plan
 
 
 def needed_ops(
@@ -289,7 +295,9 @@ class _Emitter:
         part_of, first = self.cut.part_of, self.first
         return tuple(
             [
-                first[j] + t.index if part_of[(j := t.op.id)] == p else self.receive(p, t)
+                (first[j] + t.index if t.index else first[j])
+                if part_of[(j := t.op.id)] == p
+                else self.receive(p, t)
                 for t in inputs
             ]
         )
@@ -328,8 +336,16 @@ class _Emitter:
             if len(inputs) == 2:  # most ops: unpacked, this takes half the time of args()
                 a, b = inputs
                 ja, jb = a.op.id, b.op.id
-                sa = first[ja] + a.index if part_of[ja] == p else received(a)
-                sb = first[jb] + b.index if part_of[jb] == p else received(b)
+                # (the slot's own int object where it can be: a million ops, a million
+                # ints less, as ``x + 0`` makes a new one)
+                if part_of[ja] == p:
+                    sa = first[ja] + a.index if a.index else first[ja]
+                else:
+                    sa = received(a)
+                if part_of[jb] == p:
+                    sb = first[jb] + b.index if b.index else first[jb]
+                else:
+                    sb = received(b)
                 # (None: a value received for the first time)
                 args = self.args(p, inputs) if sa is None or sb is None else (sa, sb)
             else:
@@ -374,11 +390,16 @@ class _Emitter:
         device = self.devices[self.cut.device[p]]
         kept = {s for s, _ in self.outputs[p]}
         instructions, read_at = self.instructions[p], self.read_at[p]
+        self.instructions[p] = []  # (the unfused ones go once fused: they are the most memory)
         if self.fusion:
             fed_ops = self.fed_ops
             ops = [op for op in self.cut.members[p] if op.id not in fed_ops]
             dtypes = [_dtype_name(op) for op in ops]
-            relaxed = [self.jit or op.graph.jit_compiled(op) for op in ops]
+            relaxed: list[bool] | None = None  # (none is: the common case)
+            if self.jit:
+                relaxed = [True] * len(ops)
+            elif ops and ops[0].graph.has_jit_scopes:
+                relaxed = [op.graph.jit_compiled(op) for op in ops]
             instructions, moved = fuse(instructions, dtypes, kept, relaxed)
             read_at = {slot: moved[i] for slot, i in read_at.items()}
         instructions = with_frees(instructions, kept, self.n_slots(p), read_at)
@@ -414,13 +435,17 @@ def _predictable(ops: Sequence[Operation]) -> bool:
     """Whether every output of ``ops`` has a fully known static shape and none is of a type
     whose run time depends on the data (see :attr:`Partition.predictable`)."""
     slow = unpredictable_types()
+    known = None  # the last shape found fully defined (tensors share their shape objects)
     for op in ops:
         if op.type in slow:
             return False
         for t in op.outputs:
             shape = t.shape
+            if shape is known:
+                continue
             if shape is None or not shape.is_fully_defined():
                 return False
+            known = shape
     return True
 
 

@@ -386,6 +386,8 @@ def _label_branches(ops: list[Operation], p: int, branches: _Branches) -> list[i
     part_of, label, weight, fed_ops = branches
     started: list[int] = []
     sizes: dict[Any, int] = {}  # shape -> elements
+    last: Any = ()  # the shape last looked up (never a tensor's: those are TensorShapes)
+    n = 0
     for op in ops:
         i = op.id
         if i in fed_ops or (op.type == "Const" and not op.control_inputs):
@@ -412,9 +414,11 @@ def _label_branches(ops: list[Operation], p: int, branches: _Branches) -> list[i
             outputs = op.outputs
             if outputs:
                 shape = outputs[0].shape
-                n = sizes.get(shape)
-                if n is None:
-                    n = sizes[shape] = _elements(shape)
+                if shape is not last:  # (tensors share their shape objects: no hashing)
+                    n = sizes.get(shape)
+                    if n is None:
+                        n = sizes[shape] = _elements(shape)
+                    last = shape
                 weight[found] += n
     return started
 
