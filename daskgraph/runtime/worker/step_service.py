@@ -47,6 +47,7 @@ import dask.config
 from dask.utils import parse_timedelta
 
 from daskgraph.runtime.program import StepPart
+from daskgraph.runtime.worker.comm_check import check_comm
 from daskgraph.runtime.worker.step_channel import ChannelServer
 from daskgraph.runtime.worker.step_order import OrderedStep
 from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun, reply_of
@@ -119,8 +120,11 @@ class StepService(StepHost):
         return service
 
     # -- handlers -----------------------------------------------------------------------------
-    async def step_message(self, **message: Any) -> dict[str, Any]:
-        """``daskgraph_step`` from another process: :meth:`step`, its reply packed."""
+    async def step_message(self, comm: Any = None, **message: Any) -> dict[str, Any]:
+        """``daskgraph_step`` from another process: :meth:`step`, its reply packed (a
+        connection :func:`~daskgraph.runtime.worker.comm_check.check_comm` refuses gets
+        :class:`~daskgraph.errors.UnauthenticatedError`, its message unread)."""
+        check_comm(self.worker, comm, "daskgraph_step")
         reply = await self.step(**open_envelope(message))
         if reply.get("outputs"):
             reply["outputs"] = pack(reply["outputs"])
@@ -177,8 +181,11 @@ class StepService(StepHost):
             self.runs.pop(key, None)
             self._end(key)
 
-    def channel(self) -> dict[str, Any]:
-        """``daskgraph_step_channel``: where this worker's step channel listens."""
+    def channel(self, comm: Any = None) -> dict[str, Any]:
+        """``daskgraph_step_channel``: where this worker's step channel listens, and its key
+        (only over a connection :func:`~daskgraph.runtime.worker.comm_check.check_comm`
+        lets in)."""
+        check_comm(self.worker, comm, "daskgraph_step_channel")
         return self.channels.endpoint()
 
     def step_now(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -212,9 +219,10 @@ class StepService(StepHost):
         """The worker closes (Dask calls its extensions' ``close``): stop the step channel."""
         self.channels.close()
 
-    def recv(self, **message: Any) -> str:
+    def recv(self, comm: Any = None, **message: Any) -> str:
         """``daskgraph_step_recv``: the outputs of a partition on another worker (fields
         ``session``, ``run``, ``producer``, ``value`` and the ``sender``'s address)."""
+        check_comm(self.worker, comm, "daskgraph_step_recv")
         fields = open_envelope(message)
         self._received(**fields)
         return "OK"
@@ -224,8 +232,9 @@ class StepService(StepHost):
         self.counts[f"from {sender}"] += 1
         self.deliver((session, run), producer, unpack(value))
 
-    def abort(self, session: str, run: str) -> str:
+    def abort(self, comm: Any = None, *, session: str, run: str) -> str:
         """``daskgraph_step_abort``: the client gave run ``run`` up."""
+        check_comm(self.worker, comm, "daskgraph_step_abort")
         key = (session, run)
         self._end(key)
         found = self.runs.get(key)
@@ -233,8 +242,9 @@ class StepService(StepHost):
             found.cancel()
         return "OK"
 
-    def forget(self, session: str, tokens: list[str]) -> str:
+    def forget(self, comm: Any = None, *, session: str, tokens: list[str]) -> str:
         """``daskgraph_step_forget``: drop loaded plans of ``session``."""
+        check_comm(self.worker, comm, "daskgraph_step_forget")
         programs = self.state.session(session).steps
         for token in tokens:
             programs.pop(token, None)
