@@ -22,7 +22,7 @@ without a certificate and one whose certificate comes from another CA are all re
 folder of the old layout (one ``node.pem`` and ``node-key.pem`` for every role) still works.
 :func:`https_settings` and :func:`require_client_certificates` put a node's HTTP server (the
 dashboard, ``/daskgraph.json``, Dask's ``/info`` pages) under the same certificates. Needs the
-``cryptography`` package (extra ``tls``).
+``cryptography`` package (a dependency of daskgraph).
 
 A worker process started from a JSON spec (the GPU workers, see :mod:`daskgraph.cluster.local`)
 cannot be handed a ``Security`` object: :func:`security_fields` turns one into plain data and
