@@ -15,8 +15,13 @@ cluster accepts: their connections fail in the TLS handshake, before a message i
 A session of the same process may still name such a cluster by its address
 (``Session("tls://127.0.0.1:PORT")``, or ``host:port``): :func:`known_security` gives the
 credentials of this process's embedded clusters by address (:func:`remember`, :func:`forget`),
-which :mod:`daskgraph.cluster.master` uses where no ``security`` was given. Other processes,
-the same user's included, cannot connect: they do not hold the credentials.
+which :mod:`daskgraph.cluster.master` uses where no ``security`` was given, as does a plain
+``distributed.Client(address)`` of this process: :func:`security_loader` is Dask's
+``distributed.client.security-loader`` once an embedded cluster has started, unless another
+loader was configured. Other processes cannot connect without the credentials (a program of
+the same user may pass them on: :func:`daskgraph.cluster.tls.security_fields` writes them to
+files only that user can read, and :func:`daskgraph.cluster.tls.security_from_fields` reads
+them).
 
 ``daskgraph.local.security: none`` opts out (plain TCP: the cluster is then as open as a
 ``LocalCluster``, to every local user), for a machine where only one user runs anything.
@@ -48,12 +53,15 @@ __all__ = [
     "known_security",
     "local_security",
     "remember",
+    "security_loader",
 ]
 
 #: the Dask config key that says how embedded clusters are secured
 CONFIG_KEY = "daskgraph.local.security"
 #: its values: per-cluster mutual TLS (the default), or plain TCP
 SECURITY_CHOICES = ("temporary", "none")
+#: Dask's setting of the function that finds a new ``Client``'s credentials by address
+LOADER_KEY = "distributed.client.security-loader"
 _LOOPBACK_NAMES = {"localhost": "127.0.0.1"}
 
 #: this process's embedded clusters' credentials, by the scheduler's ``host:port``
@@ -112,6 +120,8 @@ def remember(address: str, security: Any) -> None:
     if security is not None:
         with _known_lock:
             _known[_host_port(address)] = security
+        if dask.config.get(LOADER_KEY, None) is None:  # (a loader of the user's stays)
+            dask.config.set({LOADER_KEY: f"{__name__}.security_loader"})
 
 
 def forget(address: str) -> None:
@@ -125,3 +135,10 @@ def known_security(address: str) -> Any:
     ``address`` (any protocol, or none), or ``None``."""
     with _known_lock:
         return _known.get(_host_port(address))
+
+
+def security_loader(info: dict[str, Any]) -> Any:
+    """Dask's ``distributed.client.security-loader``: the credentials of this process's
+    embedded cluster at ``info["address"]`` for a ``Client`` given none (``None``
+    elsewhere: Dask's default)."""
+    return known_security(str(info.get("address", "")))

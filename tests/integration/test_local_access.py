@@ -9,7 +9,8 @@ pickled object whose unpickling makes a folder, ``daskgraph_step_channel`` (and 
 names, with the key), Dask's ``run`` on each worker and nanny, and ``Client(scheduler).run``.
 None may make the folder, and each attempt must fail.
 
-A session of the test's own process still reaches the cluster by its address.
+A session (and a plain ``distributed.Client``) of the test's own process still reaches the
+cluster by its address.
 """
 
 from __future__ import annotations
@@ -174,9 +175,11 @@ def test_another_user_cannot_run_code_through_the_embedded_cluster(session, tmp_
     assert_refused(results, marker)
     # the session still runs its steps, and this process reaches the cluster by address
     assert session.run(z, {x: np.zeros(2, np.float32)}).tolist() == [1.0, 1.0]
-    address = session.client.scheduler.address.split("://", 1)[1]
-    with dg.Session(address) as again:
+    address = session.client.scheduler.address
+    with dg.Session(address.split("://", 1)[1]) as again:
         assert again.run(z, {x: np.ones(2, np.float32)}).tolist() == [3.0, 3.0]
+    with Client(address, set_as_default=False, timeout=30) as plain:  # (Dask's own, too)
+        assert len(plain.scheduler_info(n_workers=-1)["workers"]) == 2
 
 
 @pytest.mark.parametrize("processes", [True, False], ids=["processes", "threads"])

@@ -1,6 +1,6 @@
 """Compiled steps on a Dask worker: the handlers a step's messages reach, without the scheduler.
 
-:meth:`StepService.install` adds four handlers to a worker's comm server (as Dask's P2P
+:meth:`StepService.install` adds five handlers to a worker's comm server (as Dask's P2P
 shuffle does through its worker plugin; the session's
 :class:`~daskgraph.runtime.worker.session_plugin.SessionPlugin` installs them on every worker):
 
@@ -24,6 +24,18 @@ shuffle does through its worker plugin; the session's
     steps that need one round trip (:func:`~daskgraph.runtime.planner.step_split.one_round`)
     then come through a local socket and run in its thread (:meth:`StepService.step_now`,
     :mod:`~daskgraph.runtime.worker.step_channel`), not through the event loop.
+
+Who is answered: these handlers unpickle what they receive and hand out the step channel's
+key, so whoever they answer can run code as the worker's user. Each answers a connection that
+is authenticated (TLS with a certificate of the cluster's CA, or in-process) and refuses any
+other with :class:`~daskgraph.errors.UnauthenticatedError` before reading its message, unless
+the worker listens only on plain TCP: a cluster its user runs without TLS (``daskgraph
+server`` without ``--tls-dir``, a plain ``dask scheduler``, ``daskgraph.local.security:
+none``), where anyone who reaches the worker runs code through Dask's own ``run`` anyway
+(:mod:`~daskgraph.runtime.worker.comm_check`). The embedded cluster uses TLS with credentials
+of its own by default (:mod:`daskgraph.cluster.local_security`), so no other user of the
+machine reaches these handlers; the step channel's socket lives in a folder only its user can
+enter.
 
 Tensors between workers go through the worker's own connection pool (``Worker.rpc``), that
 is, Dask's comm: TLS and every protocol Dask supports apply, and CuPy arrays travel by Dask's
