@@ -395,7 +395,7 @@ def scheduler_spec(
     encryption), dashboard only where Bokeh is installed, with the extensions of
     :func:`daskgraph.cluster.footprint.scheduler_extensions`.
 
-    >>> from daskgraph.cluster.local_security import forget, local_security, remember
+    >>> from daskgraph.cluster.local_security import local_security
     >>> scheduler_spec(security=local_security("temporary"))["options"]["protocol"]
     'tls'
     """

@@ -80,6 +80,17 @@ def local_security(choice: str | None = None) -> Any:
         ``choice`` is none of :data:`SECURITY_CHOICES` (fields ``key``, ``found``).
     ImportError
         ``"temporary"`` where the ``cryptography`` package is missing (saying how to fix it).
+
+    Examples
+    --------
+    >>> local_security("temporary").tls_worker_cert.startswith("-----BEGIN CERTIFICATE")
+    True
+    >>> local_security("open")
+    Traceback (most recent call last):
+    ...
+    daskgraph.errors.InvalidArgumentError: daskgraph.local.security is 'open': give one of \
+temporary, none ('temporary': each embedded cluster gets its own TLS certificate, so other \
+users of this machine cannot reach it; 'none': plain TCP, open to them).
     """
     if choice is None:
         choice = dask.config.get(CONFIG_KEY, "temporary")
@@ -140,5 +151,9 @@ def known_security(address: str) -> Any:
 def security_loader(info: dict[str, Any]) -> Any:
     """Dask's ``distributed.client.security-loader``: the credentials of this process's
     embedded cluster at ``info["address"]`` for a ``Client`` given none (``None``
-    elsewhere: Dask's default)."""
+    elsewhere: Dask's default).
+
+    >>> security_loader({"address": "tls://127.0.0.1:1"}) is None
+    True
+    """
     return known_security(str(info.get("address", "")))

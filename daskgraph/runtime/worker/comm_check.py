@@ -51,7 +51,14 @@ def authenticated(comm: Any) -> bool:
 def open_to_any(server: Any) -> bool:
     """Whether the Dask ``server`` (a worker) listens only on transports that authenticate
     nobody (and at least on one), so that anyone who reaches it runs code through Dask's own
-    handlers."""
+    handlers.
+
+    >>> from types import SimpleNamespace as Listener
+    >>> open_to_any(Listener(listeners=[Listener(listen_address="tcp://127.0.0.1:1")]))
+    True
+    >>> open_to_any(Listener(listeners=[Listener(listen_address="tls://127.0.0.1:1")]))
+    False
+    """
     addresses = [str(getattr(li, "listen_address", "")) for li in getattr(server, "listeners", ())]
     if not addresses:
         return False
@@ -65,6 +72,17 @@ def check_comm(server: Any, comm: Any, handler: str) -> None:
     ------
     UnauthenticatedError
         Naming the handler and the peer (fields ``handler``, ``peer``).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as Stub
+    >>> tls_worker = Stub(listeners=[Stub(listen_address="tls://127.0.0.1:1")])
+    >>> check_comm(tls_worker, Stub(peer_address="tcp://127.0.0.1:2", extra_info={}), "x")
+    Traceback (most recent call last):
+    ...
+    daskgraph.errors.UnauthenticatedError: daskgraph's x handler refused a message from \
+tcp://127.0.0.1:2: this worker listens with TLS, and the connection showed no certificate of \
+the cluster. Connect with the cluster's credentials (the Security its client has).
     """
     if comm is None or authenticated(comm) or open_to_any(server):
         return

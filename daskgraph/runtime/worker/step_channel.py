@@ -106,6 +106,12 @@ def sweep_step_folders(folder: str | None = None) -> list[str]:
 
     A folder of a live process, of another user, of another machine, or of an older name
     is left alone, as is anything that is not a plain directory.
+
+    >>> folder = tempfile.mkdtemp()
+    >>> alive = tempfile.mkdtemp(prefix=step_folder_prefix(), dir=folder)
+    >>> sweep_step_folders(folder), os.path.isdir(alive)
+    ([], True)
+    >>> shutil.rmtree(folder)
     """
     folder = folder or tempfile.gettempdir()
     mine = _machine_tag()
