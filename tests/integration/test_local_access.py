@@ -1,7 +1,8 @@
 """Another user of the machine cannot run code through an embedded cluster (issue 32, S1).
 
 A process of uid 65534 (``nobody``: a child forked from the test and dropped to that user
-before it connects; the test must run as root) reaches every worker, nanny and the scheduler
+before it connects, where the test runs as root; elsewhere a child of the same user that
+holds only credentials of its own) reaches every worker, nanny and the scheduler
 of the embedded cluster a ``Session()`` starts and of ``local_cluster`` (threads and
 processes) at their loopback ports, as it would find them with ``ss -ltn``. It tries, over
 plain TCP and over TLS with credentials of its own: daskgraph's ``daskgraph_step`` with a
@@ -39,9 +40,8 @@ from daskgraph.cluster.local import local_cluster
 NOBODY = 65534
 ATTEMPT_S = 5
 
-pytestmark = pytest.mark.skipif(
-    os.name != "posix" or os.geteuid() != 0, reason="needs root, to act as another user"
-)
+#: the attacker's user: ``nobody`` where the test may become it (as root)
+ATTACKER = NOBODY if os.name == "posix" and os.geteuid() == 0 else os.getuid()
 
 
 class MakesFolder:
@@ -110,13 +110,14 @@ async def _attack(addresses: list[str], scheduler: str, marker: str) -> dict[str
     return results
 
 
-def _as_nobody(addresses: list[str], scheduler: str, marker: str, out: Any) -> None:
-    """The forked child: become ``nobody``, attack, report the results as JSON."""
+def _as_attacker(addresses: list[str], scheduler: str, marker: str, out: Any) -> None:
+    """The forked child: become the :data:`ATTACKER`, attack, report the results as JSON."""
     code = 1
     try:
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
+        if ATTACKER != os.getuid():
+            os.setgroups([])
+            os.setgid(ATTACKER)
+            os.setuid(ATTACKER)
         results = asyncio.run(_attack(addresses, scheduler, marker))
         out.send_bytes(json.dumps({"uid": os.getuid(), "results": results}).encode())
         code = 0
@@ -125,13 +126,13 @@ def _as_nobody(addresses: list[str], scheduler: str, marker: str, out: Any) -> N
 
 
 def attack_as_another_user(client: Client, tmp_path: Path) -> tuple[dict[str, str], Path]:
-    """Attack every address of ``client``'s cluster from a process of uid ``nobody``."""
+    """Attack every address of ``client``'s cluster from a process of the :data:`ATTACKER`."""
     marker = tmp_path / "made-by-an-attacker"
     tmp_path.chmod(0o755)  # (the attacker may look at the folder; only a worker may write)
     context = multiprocessing.get_context("fork")
     here, there = context.Pipe(duplex=False)
     child = context.Process(
-        target=_as_nobody, args=(_addresses(client), client.scheduler.address, str(marker), there)
+        target=_as_attacker, args=(_addresses(client), client.scheduler.address, str(marker), there)
     )
     child.start()
     there.close()
@@ -140,7 +141,7 @@ def attack_as_another_user(client: Client, tmp_path: Path) -> tuple[dict[str, st
         report = json.loads(here.recv_bytes())
     finally:
         child.join(30)
-    assert report["uid"] == NOBODY
+    assert report["uid"] == ATTACKER
     return report["results"], marker
 
 
