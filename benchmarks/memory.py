@@ -7,8 +7,9 @@ grows with the number of runs (:mod:`daskgraph.cluster.footprint` lists what the
 
 One child process is the client; it starts the cluster in a process of its own
 (``daskgraph.cluster.local.local_cluster(virtual_gpus=1, processes=True)``: the scheduler there, one
-nanny worker process per device), so that the client, the scheduler and each worker are
-processes apart, each with its own resident memory. The graph: a placeholder on ``/gpu:0``
+nanny worker process per device; its TLS credentials passed on as files only this user reads),
+so that the client, the scheduler and each worker are processes apart, each with its own
+resident memory. The graph: a placeholder on ``/gpu:0``
 (the virtual GPU) fed ``feed_kib`` KiB each run, and ``reduce_sum(a * 2)`` on ``/cpu:0``; each
 result is checked against NumPy. After ``WARMUP`` untimed runs (which fill Dask's bounded logs
 and daskgraph's bounded key memo), ``runs`` runs, with every process's resident memory read
@@ -54,9 +55,13 @@ _LOCAL = "/job:localhost/replica:0/task:0/device:"
 def _cluster() -> None:
     """Start the cluster, print its address, and keep it until stdin closes."""
     from daskgraph.cluster.local import local_cluster
+    from daskgraph.cluster.tls import security_fields
 
     with local_cluster(virtual_gpus=1, processes=True) as cluster:
-        print(json.dumps({"address": cluster.scheduler_address, "pid": os.getpid()}), flush=True)
+        # its TLS credentials, as files only this user reads (for the client's process)
+        security = security_fields(cluster.security) if cluster.security else None
+        started = {"address": cluster.scheduler_address, "pid": os.getpid(), "security": security}
+        print(json.dumps(started), flush=True)
         sys.stdin.read()
 
 
@@ -111,6 +116,7 @@ def _measure(runs: int, feed_kib: int, warmup: int) -> dict[str, Any]:
     from distributed import Client
 
     import daskgraph as dg
+    from daskgraph.cluster.tls import security_from_fields
 
     cluster = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.memory", "cluster"],
@@ -120,11 +126,13 @@ def _measure(runs: int, feed_kib: int, warmup: int) -> dict[str, Any]:
     )
     try:
         started = json.loads(cluster.stdout.readline())
-        with Client(started["address"], set_as_default=False) as probe:
+        fields = started["security"]
+        security = security_from_fields(fields) if fields else None
+        with Client(started["address"], security=security, set_as_default=False) as probe:
             probe.wait_for_workers(2, timeout=120)
         feed = feed_kib * 256  # float32 values
         graph, a, out = _graph(feed)
-        with dg.Session(started["address"], graph=graph) as sess:
+        with dg.Session(started["address"], graph=graph, security=security) as sess:
             step = _stepper(sess, a, out, feed)
             for i in range(warmup):
                 step(i)

@@ -77,15 +77,20 @@ def server(
             raise click.UsageError("Give --job-name and --task-index (or set TF_CONFIG).")
         job_name = job_name if job_name is not None else from_env[1]
         task_index = task_index if task_index is not None else from_env[2]
+    from daskgraph.errors import InvalidArgumentError
+
     security = _security(tls_dir) if tls_dir else None
-    srv = Server(
-        spec,
-        job_name,
-        task_index,
-        scheduler_address=scheduler_address,
-        virtual_gpus=virtual_gpus,
-        security=security,
-    )
+    try:  # (a certificate that cannot serve in its role is refused before anything starts)
+        srv = Server(
+            spec,
+            job_name,
+            task_index,
+            scheduler_address=scheduler_address,
+            virtual_gpus=virtual_gpus,
+            security=security,
+        )
+    except InvalidArgumentError as exc:
+        raise click.ClickException(str(exc)) from None
 
     def serving() -> None:  # once SIGTERM stops the server cleanly
         click.echo(f"daskgraph server /job:{job_name}/task:{task_index} serving {srv.target}")

@@ -6,7 +6,9 @@ memory options, CPU threads, processes) reuse both, so a session costs milliseco
 a second. A session that asks for another shape gets a cluster of its own; a cluster nobody
 uses is closed when one of another shape is started, and every one is closed cleanly when the
 process exits (clients first, then workers, then the scheduler), so sessions left open print
-nothing at exit. :func:`shutdown` closes them all now.
+nothing at exit. :func:`shutdown` closes them all now. Each cluster's connections are TLS
+with credentials of its own (``daskgraph.local.security``,
+:mod:`daskgraph.cluster.local_security`): other users of the machine cannot reach it.
 
 >>> shape = ClusterShape(virtual_gpus=2)
 >>> shape.virtual_gpus, shape.processes
@@ -26,6 +28,8 @@ from distributed import Client
 from daskgraph.cluster.gpus import GPUInfo, visible_gpus
 from daskgraph.cluster.liveness import forget_client
 from daskgraph.cluster.local import EmbeddedCluster, scheduler_spec, worker_specs
+from daskgraph.cluster.local_security import CONFIG_KEY as SECURITY_KEY
+from daskgraph.cluster.local_security import local_security
 from daskgraph.cluster.shutdown import quiet_close
 from daskgraph.config import GPUOptions, SessionConfig, virtual_gpu_count
 from daskgraph.framework.device import CPU, GPU
@@ -49,6 +53,7 @@ class ClusterShape:
     cpu_devices: int = 1
     processes: bool = True
     cpu_in_process: bool = True
+    security: str = "temporary"
 
     @property
     def gpu_options(self) -> GPUOptions:
@@ -79,6 +84,7 @@ def shape_for(config: SessionConfig) -> ClusterShape:
         cpu_devices=max(1, config.device_count.get(CPU, 1)),
         processes=bool(dask.config.get("daskgraph.local.processes")),
         cpu_in_process=bool(dask.config.get("daskgraph.local.cpu-in-process")),
+        security=str(dask.config.get(SECURITY_KEY)).lower(),
     )
 
 
@@ -136,6 +142,7 @@ def shutdown() -> None:
 
 def _start(shape: ClusterShape) -> _Running:
     timeout = float(dask.config.get("daskgraph.local.startup-timeout"))
+    security = local_security(shape.security)  # its own credentials: no other user connects
     specs = worker_specs(
         virtual_gpus=shape.virtual_gpus,
         gpus=shape.gpus,
@@ -144,8 +151,9 @@ def _start(shape: ClusterShape) -> _Running:
         cpu_devices=shape.cpu_devices,
         processes=shape.processes,
         cpu_in_process=shape.cpu_in_process,
+        security=security,
     )
-    cluster = EmbeddedCluster(specs, scheduler_spec())
+    cluster = EmbeddedCluster(specs, scheduler_spec(security=security), security=security)
     try:
         client = Client(cluster, set_as_default=False, direct_to_workers=True)
         client.wait_for_workers(len(specs), timeout=timeout)

@@ -44,6 +44,7 @@ from daskgraph.cluster.cuda_specs import (
 )
 from daskgraph.cluster.footprint import scheduler_extensions, shorten_dask_logs, worker_settings
 from daskgraph.cluster.gpus import GPUInfo, visible_gpus
+from daskgraph.cluster.local_security import forget, local_security, remember
 from daskgraph.cluster.shutdown import close_workers, quiet_close
 from daskgraph.cluster.tls import https_settings, security_fields
 from daskgraph.cluster.topology import VIRTUAL_GPU_RESOURCE
@@ -388,9 +389,17 @@ def _worker_spec(
     }
 
 
-def scheduler_spec(host: str = LOOPBACK, dashboard_address: str | None = None) -> dict[str, Any]:
-    """The scheduler's spec: listening on ``host``, dashboard only where Bokeh is installed,
-    with the extensions of :func:`daskgraph.cluster.footprint.scheduler_extensions`."""
+def scheduler_spec(
+    host: str = LOOPBACK, dashboard_address: str | None = None, security: Any = None
+) -> dict[str, Any]:
+    """The scheduler's spec: listening on ``host`` (``tls://`` where ``security`` requires
+    encryption), dashboard only where Bokeh is installed, with the extensions of
+    :func:`daskgraph.cluster.footprint.scheduler_extensions`.
+
+    >>> from daskgraph.cluster.local_security import local_security
+    >>> scheduler_spec(security=local_security("temporary"))["options"]["protocol"]
+    'tls'
+    """
     if dashboard_address is None:
         dashboard_address = dask.config.get("daskgraph.local.dashboard-address")
     # the scheduler serves HTTP (health, metrics, and the dashboard where Bokeh is installed)
@@ -400,6 +409,9 @@ def scheduler_spec(host: str = LOOPBACK, dashboard_address: str | None = None) -
         "dashboard_address": dashboard_address,
         "extensions": scheduler_extensions(),
     }
+    if security is not None:
+        options["security"] = security
+        options["protocol"] = "tls" if security.require_encryption else "tcp"
     if importlib.util.find_spec("bokeh") is None:
         options["dashboard"] = False
     return {"cls": Scheduler, "options": options}
@@ -414,13 +426,17 @@ def local_cluster(
     processes: bool | None = None,
     cpu_in_process: bool = False,
     cpu_devices: int = 1,
+    security: Any = None,
 ) -> EmbeddedCluster:
     """Start an embedded cluster; unset arguments come from the ``daskgraph`` Dask config,
     and ``gpus`` from NVML (:func:`daskgraph.cluster.gpus.visible_gpus`: none without a driver).
     Sessions share one per process (:mod:`daskgraph.cluster.embedded`); this starts a private one,
     whose workers all have processes of their own with ``processes=True`` unless
     ``cpu_in_process`` keeps the CPU worker in this one; ``cpu_devices`` CPU devices (see
-    :func:`worker_specs`)."""
+    :func:`worker_specs`). Its connections use ``security`` (a ``distributed.Security``), by
+    default per ``daskgraph.local.security``: TLS with credentials made for this cluster
+    alone (:mod:`daskgraph.cluster.local_security`), so that no other user of the machine
+    can reach it; ``Client(cluster)`` picks them up."""
     if virtual_gpus is None:
         virtual_gpus = virtual_gpu_count()
     if gpus is None:
@@ -429,6 +445,8 @@ def local_cluster(
         cpu_threads = dask.config.get("daskgraph.local.cpu-threads")
     if processes is None:
         processes = bool(dask.config.get("daskgraph.local.processes"))
+    if security is None:
+        security = local_security()
     workers = worker_specs(
         virtual_gpus=virtual_gpus,
         gpus=gpus,
@@ -437,8 +455,9 @@ def local_cluster(
         processes=processes,
         cpu_in_process=cpu_in_process,
         cpu_devices=cpu_devices,
+        security=security,
     )
-    return EmbeddedCluster(workers, scheduler_spec())
+    return EmbeddedCluster(workers, scheduler_spec(security=security), security=security)
 
 
 class EmbeddedCluster:
@@ -459,15 +478,29 @@ class EmbeddedCluster:
         Device name -> worker spec (:func:`worker_specs`).
     scheduler
         The scheduler's spec (:func:`scheduler_spec`).
+    security
+        The ``distributed.Security`` the scheduler and the workers were given (their specs
+        carry it), for the clients of the cluster (``Client(cluster)`` reads
+        ``cluster.security``); ``None`` for plain TCP.
     """
 
-    def __init__(self, worker_spec: dict[str, dict[str, Any]], scheduler: dict[str, Any]):
+    def __init__(
+        self,
+        worker_spec: dict[str, dict[str, Any]],
+        scheduler: dict[str, Any],
+        security: Any = None,
+    ):
         self.worker_spec = worker_spec
         self.workers: dict[str, Any] = {}
         shorten_dask_logs()  # the scheduler, its streams and thread workers, in this process
         self._cluster = SpecCluster(
-            workers={}, scheduler=scheduler, silence_logs="error", name="daskgraph-local"
+            workers={},
+            scheduler=scheduler,
+            silence_logs="error",
+            name="daskgraph-local",
+            security=security,
         )
+        remember(self.scheduler_address, security)  # (sessions of this process may name it)
         try:
             self.sync(self._start_workers)
         except BaseException:
@@ -482,7 +515,7 @@ class EmbeddedCluster:
 
     @property
     def scheduler_address(self) -> str:
-        """The scheduler's address (``tcp://127.0.0.1:PORT``)."""
+        """The scheduler's address (``tls://127.0.0.1:PORT``; ``tcp://`` without TLS)."""
         return self._cluster.scheduler_address
 
     @property
@@ -512,6 +545,7 @@ class EmbeddedCluster:
         meanwhile in this process's closing threads stays out of stderr
         (:mod:`daskgraph.cluster.shutdown`).
         """
+        forget(self.scheduler_address)
         with quiet_close(self.loop):
             if self.workers:
                 workers, self.workers = list(self.workers.values()), {}

@@ -50,6 +50,7 @@ from daskgraph.cluster.greeting import (
     requires_encryption,
     silent_server_error,
 )
+from daskgraph.cluster.local_security import known_security
 from daskgraph.cluster.task_wait import (
     SPEC_KEY,
     publish_cluster_spec,
@@ -319,6 +320,8 @@ def open_target(
         As :func:`resolve_target` and :func:`connect` do.
     """
     resolved = resolve_target(target)
+    if security is None:  # one of this process's embedded clusters: its own credentials
+        security = known_security(resolved.address)
     scheduler, task = locate(resolved.address, security, timeout)
     client = _client(scheduler, security, timeout, direct_to_workers)
     if task is not None:
@@ -353,6 +356,8 @@ def connect(address: str, security: Any = None, timeout: float | None = None) ->
     ...     print(exc.found)
     connection refused
     """
+    if security is None:
+        security = known_security(address)
     scheduler, _ = locate(address, security, timeout)
     return _client(scheduler, security, timeout)
 

@@ -17,12 +17,18 @@ configuration but their spec, as JSON. :class:`DeviceNanny` takes three things f
   a
   JSON spec cannot carry.
 
+A nanny killed outright (``SIGKILL``) leaves the semaphores of its worker's queues to its
+resource tracker (multiprocessing's process), which removes them and warns about them on the
+user's stderr: nothing leaked, yet a warning. :class:`DeviceNanny` has that warning ignored
+(:data:`TRACKER_WARNINGS`; the tracker's interpreter takes the nanny's ``-W`` options).
+
 >>> pre_spawn_values({"OMP_NUM_THREADS": "2", "CUDA_VISIBLE_DEVICES": "0"})
 {'OMP_NUM_THREADS': '2'}
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +38,11 @@ from daskgraph.cluster.cuda_specs import CudaWorker, dask_cuda_plugins
 from daskgraph.cluster.shutdown import quiet_process
 from daskgraph.cluster.tls import security_from_fields
 
-__all__ = ["PRE_SPAWN", "DeviceNanny", "pre_spawn_values"]
+__all__ = ["PRE_SPAWN", "TRACKER_WARNINGS", "DeviceNanny", "pre_spawn_values"]
+
+#: the ``-W`` option that silences the resource tracker's "leaked semaphore" warnings (it
+#: cleans them up: what a killed nanny left is not leaked)
+TRACKER_WARNINGS = "ignore:resource_tracker:UserWarning"
 
 #: variables that take effect only when set before the worker process starts
 PRE_SPAWN = (
@@ -86,6 +96,8 @@ class DeviceNanny(Nanny):
             kwargs["plugins"] = [*(kwargs.get("plugins") or ()), *plugins]
         super().__init__(*args, security=security, **kwargs)
         self.pre_spawn_env.update(pre_spawn_values(self.env))
+        if TRACKER_WARNINGS not in sys.warnoptions:  # before the tracker starts, with the worker
+            sys.warnoptions.append(TRACKER_WARNINGS)
 
     async def close(self, *args: Any, **kwargs: Any) -> Any:
         """``Nanny.close``, printing nothing: this process ends with its nanny, and its stderr

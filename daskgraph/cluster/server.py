@@ -60,7 +60,11 @@ from daskgraph.cluster.footprint import scheduler_extensions, shorten_dask_logs
 from daskgraph.cluster.gpus import visible_gpus
 from daskgraph.cluster.local import worker_specs
 from daskgraph.cluster.shutdown import close_workers, quiet_close
-from daskgraph.cluster.tls import https_settings, require_client_certificates
+from daskgraph.cluster.tls import (
+    check_serving_certificates,
+    https_settings,
+    require_client_certificates,
+)
 from daskgraph.config import SessionConfig, virtual_gpu_count
 from daskgraph.errors import InvalidArgumentError, UnknownError
 from daskgraph.framework.device import CPU, GPU
@@ -218,9 +222,19 @@ class Server:
 
     def start(self) -> None:
         """Start the scheduler (first task only; the other tasks answer at their address with
-        the scheduler's) and this task's workers."""
+        the scheduler's) and this task's workers.
+
+        Raises
+        ------
+        InvalidArgumentError
+            A certificate of ``security`` that cannot serve in its role (a client's given as
+            the scheduler's or a worker's), naming its file, before anything starts
+            (:func:`daskgraph.cluster.tls.check_serving_certificates`).
+        """
         if self._loop is not None:
             return
+        roles = ("scheduler", "worker") if self._hosts_scheduler else ("worker",)
+        check_serving_certificates(self.security, roles)
         self._quiet = silence_logging_cmgr(logging.WARNING)  # no INFO chatter, as LocalCluster
         self._quiet.__enter__()
         self._loop = LoopRunner(asynchronous=False)

@@ -22,7 +22,7 @@ without a certificate and one whose certificate comes from another CA are all re
 folder of the old layout (one ``node.pem`` and ``node-key.pem`` for every role) still works.
 :func:`https_settings` and :func:`require_client_certificates` put a node's HTTP server (the
 dashboard, ``/daskgraph.json``, Dask's ``/info`` pages) under the same certificates. Needs the
-``cryptography`` package (extra ``tls``).
+``cryptography`` package (a dependency of daskgraph).
 
 A worker process started from a JSON spec (the GPU workers, see :mod:`daskgraph.cluster.local`)
 cannot be handed a ``Security`` object: :func:`security_fields` turns one into plain data and
@@ -50,7 +50,9 @@ from daskgraph.errors import InvalidArgumentError, quote
 
 __all__ = [
     "ROLES",
+    "SERVING_ROLES",
     "add_node",
+    "check_serving_certificates",
     "https_settings",
     "make_certificates",
     "require_client_certificates",
@@ -61,6 +63,8 @@ __all__ = [
 
 #: the roles Dask's ``Security`` has a certificate for
 ROLES = ("scheduler", "worker", "client")
+#: the roles whose certificates serve (listen) as well as connect
+SERVING_ROLES = ("scheduler", "worker")
 CA_FILE, CA_KEY_FILE = "ca.pem", "ca-key.pem"
 #: the old layout's one certificate and key for every role (still read)
 LEGACY_CERT_FILE, LEGACY_KEY_FILE = "node.pem", "node-key.pem"
@@ -413,6 +417,65 @@ def security_from_dir(directory: Path):
     for role, (cert, key) in files.items():
         fields[f"tls_{role}_cert"], fields[f"tls_{role}_key"] = cert, key
     return Security(**fields, require_encryption=True)
+
+
+def check_serving_certificates(security: Any, roles: Iterable[str] = SERVING_ROLES) -> None:
+    """Check that ``security``'s certificate for each of ``roles`` may serve and connect, as
+    a scheduler or worker certificate must (they listen, and they connect to each other).
+
+    A certificate whose extended key usage leaves out ``serverAuth`` or ``clientAuth`` (a
+    client's certificate of :func:`make_certificates` has only ``clientAuth``) passes no
+    TLS handshake as a server: a node started with it would never serve, retrying its
+    handshakes without end. A certificate without that extension may do anything; one that
+    cannot be read is left to Dask, which names it.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming the role, the file (``file``), what its certificate allows (``found``) and
+        how to make the right one.
+
+    Examples
+    --------
+    >>> check_serving_certificates(None)  # (no TLS: nothing to check)
+    """
+    if security is None or not getattr(security, "require_encryption", False):
+        return
+    for role in roles:
+        where = getattr(security, f"tls_{role}_cert", None)
+        if not where:
+            continue
+        usages = _extended_key_usages(where)
+        if usages is None:
+            continue
+        missing = [u for u in ("serverAuth", "clientAuth") if u not in usages]
+        if missing:
+            name = "the in-memory certificate" if "-----BEGIN" in where else where
+            raise InvalidArgumentError(
+                f"The {role} certificate {quote(name, limit=4096)} cannot serve as a {role}: "
+                f"its extended key usage allows {', '.join(sorted(usages)) or 'nothing'}, not "
+                f"{' and '.join(missing)} (is it a client's certificate?). A {role} listens "
+                f"and connects: put the {role} certificate there, or issue one with "
+                f"`daskgraph certs DIR --role {role}` (or `--add NAME --role {role}`).",
+                role=role,
+                file=name,
+                found=sorted(usages),
+            )
+
+
+def _extended_key_usages(where: str) -> set[str] | None:
+    """The extended key usages (OpenSSL's short names) of the certificate in file ``where``
+    (or PEM text), or ``None`` where it has no such extension or cannot be read."""
+    try:
+        from cryptography import x509
+
+        data = where.encode() if "-----BEGIN" in where else Path(where).read_bytes()
+        cert = x509.load_pem_x509_certificate(data)
+        usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except Exception:  # no extension, no file, not PEM: Dask says what it finds
+        return None
+    names = {"1.3.6.1.5.5.7.3.1": "serverAuth", "1.3.6.1.5.5.7.3.2": "clientAuth"}
+    return {names.get(oid.dotted_string, oid.dotted_string) for oid in usage}
 
 
 def https_settings(security: Any, role: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from daskgraph.runtime.client.session import RunMetadata, RunOptions
 
 TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
 PREFIX = "/job:localhost/replica:0/task:0/device:"
-LOOPBACK = "tcp://127.0.0.1:"
+LOOPBACK = "tls://127.0.0.1:"  # (mutual TLS with the cluster's own credentials: issue 32)
 THREADS = {"daskgraph.virtual-gpus": 1, "daskgraph.local.processes": False}
 #: every worker in a process of its own, the CPU worker too
 PROCESSES = {"daskgraph.local.processes": True, "daskgraph.local.cpu-in-process": False}
@@ -153,10 +153,10 @@ def test_another_cluster_shape_replaces_an_idle_embedded_cluster():
 
 
 @pytest.mark.virtual_gpus(2)
-@pytest.mark.parametrize("scheme", [True, False], ids=["tcp-address", "host-port"])
+@pytest.mark.parametrize("scheme", [True, False], ids=["full-address", "host-port"])
 def test_session_by_address_connects_and_leaves_the_cluster_running(dg_client, scheme):
     address = dg_client.scheduler.address
-    target = address if scheme else address.removeprefix("tcp://")
+    target = address if scheme else address.split("://", 1)[1]
     with dg.Graph().as_default():
         sess = dg.Session(target)
         try:

@@ -533,6 +533,25 @@ def test_cli_server_with_tls_dir(tmp_path, certs):
             proc.wait(10)
 
 
+@pytest.mark.parametrize("role", ["scheduler", "worker"])
+def test_cli_server_given_a_client_certificate_exits_naming_the_file(tmp_path, role):
+    """Issue 32, H2: a client's certificate copied over the scheduler's (or a worker's) can
+    never serve; the server says so and exits, before it starts, instead of retrying its
+    handshakes forever."""
+    certs = make_certs(tmp_path / "certs")
+    for suffix in (".pem", "-key.pem"):
+        (certs / f"{role}{suffix}").write_bytes((certs / f"client{suffix}").read_bytes())
+    (port,) = free_ports(1)
+    spec = tmp_path / "spec.json"
+    spec.write_text(f'{{"local": ["localhost:{port}"]}}')
+    task = ["--job-name", "local", "--task-index", "0", "--tls-dir", str(certs)]
+    done = cli("server", "--cluster-spec", str(spec), *task, timeout=LIMIT_S * 3)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert str(certs / f"{role}.pem") in done.stderr, done.stderr
+    assert "client's certificate" in done.stderr and "Traceback" not in done.stderr
+    assert "serving" not in done.stdout
+
+
 # -- loopback only -------------------------------------------------------------------------------
 def _listening() -> set[tuple[str, int]]:
     """(ip, port) of the TCP sockets this process listens on."""

@@ -259,7 +259,7 @@ def no_dask_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_real_gpus_without_dask_cuda_warn_once_and_use_daskgraphs_set_up(no_dask_cuda) -> None:
     assert not dask_cuda_installed()
-    with pytest.warns(RuntimeWarning, match=r"daskgraph\[cuda12\]'? or '?daskgraph\[cuda13\]"):
+    with pytest.warns(RuntimeWarning, match=r"pip install -e '\.\[cuda12\]' \(or '\.\[cuda13\]'\)"):
         specs = worker_specs(gpus=gpus(1))
     kwargs = gpu_kwargs(specs)
     assert kwargs["preload"] == ["daskgraph.cluster.worker_preload", "daskgraph.cluster.gpu_worker"]

@@ -4,6 +4,7 @@ its key, and what its clients see when it closes."""
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from multiprocessing import AuthenticationError, Pipe
 from multiprocessing.connection import Client as connect
@@ -17,6 +18,8 @@ from daskgraph.runtime.worker.step_channel import (
     host_identity,
     recv_message,
     send_message,
+    step_folder_prefix,
+    sweep_step_folders,
 )
 
 
@@ -126,3 +129,53 @@ def test_serving_a_channel_leaves_the_callers_thread_as_it_was():
     finally:
         server.close()
     assert (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, os.nice(0)) == before
+
+
+def _dead_pid() -> int:
+    """The id of a process that has ended (and been reaped)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_step_folder_is_named_after_its_process_and_removed_when_it_closes(tmp_path):
+    server = ChannelServer(lambda m: m, "w")
+    path = server.endpoint()["path"]
+    folder = os.path.dirname(path)
+    assert os.path.basename(folder).startswith(step_folder_prefix(os.getpid()))
+    assert os.stat(folder).st_mode & 0o777 == 0o700
+    server.close()
+    assert not os.path.exists(folder)
+
+
+def test_the_step_folders_of_dead_processes_are_swept_and_no_others(tmp_path):
+    dead, folders = _dead_pid(), {}
+    for name, prefix in [
+        ("dead", step_folder_prefix(dead)),
+        ("alive", step_folder_prefix(os.getpid())),
+        ("other machine", f"daskgraph-steps-{dead}-0123456789-"),  # (another tag)
+        ("old name", "daskgraph-steps-"),
+    ]:
+        folders[name] = tmp_path / (prefix + "abc123")
+        folders[name].mkdir(mode=0o700)
+        (folders[name] / "steps.sock").write_bytes(b"")
+    (tmp_path / (step_folder_prefix(dead) + "file")).write_text("not a folder")
+    assert sweep_step_folders(str(tmp_path)) == [str(folders["dead"])]
+    assert not folders["dead"].exists()
+    assert all(folders[name].exists() for name in ("alive", "other machine", "old name"))
+    assert (tmp_path / (step_folder_prefix(dead) + "file")).exists()
+
+
+def test_a_new_channel_server_sweeps_the_folder_of_a_killed_worker(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    killed = tmp_path / (step_folder_prefix(_dead_pid()) + "k1ll3d")
+    killed.mkdir(mode=0o700)
+    (killed / "steps.sock").write_bytes(b"")
+    server = ChannelServer(lambda m: m, "w")
+    try:
+        assert not killed.exists()
+    finally:
+        server.close()

@@ -326,3 +326,32 @@ def test_a_plain_probe_hears_that_a_tls_server_speaks_tls(tls_server):
     assert error.wants == f"tls://127.0.0.1:{tls_server}"
     assert f"wants tls://127.0.0.1:{tls_server}" in str(error)
     assert "security_from_dir" in str(error) and "--tls-dir" in str(error)
+
+
+# -- certificates that cannot serve in their role (issue 32, H2) ---------------------------------
+def _with_client_certificate_as(folder: Path, role: str) -> Path:
+    tls.make_certificates(folder)
+    for suffix in (".pem", "-key.pem"):
+        (folder / f"{role}{suffix}").write_bytes((folder / f"client{suffix}").read_bytes())
+    return folder
+
+
+@pytest.mark.parametrize("role", ["scheduler", "worker"])
+def test_a_client_certificate_given_as_a_servers_is_refused_naming_its_file(tmp_path, role):
+    security = tls.security_from_dir(_with_client_certificate_as(tmp_path, role))
+    with pytest.raises(InvalidArgumentError) as refused:
+        tls.check_serving_certificates(security)
+    assert refused.value.file == str(tmp_path / f"{role}.pem")
+    assert refused.value.role == role and refused.value.found == ["clientAuth"]
+    assert str(tmp_path / f"{role}.pem") in str(refused.value)
+    assert f"daskgraph certs DIR --role {role}" in str(refused.value)
+    other = "worker" if role == "scheduler" else "scheduler"
+    tls.check_serving_certificates(security, [other])  # (the other role's is right)
+
+
+def test_the_certificates_of_certs_and_temporary_ones_serve(tmp_path):
+    from distributed import Security
+
+    tls.make_certificates(tmp_path)
+    tls.check_serving_certificates(tls.security_from_dir(tmp_path))
+    tls.check_serving_certificates(Security.temporary())  # (no extended key usage: any use)

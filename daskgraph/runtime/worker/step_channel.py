@@ -16,6 +16,12 @@ message from the thread that called ``Session.run`` and reads the reply there
 Messages are pickled (protocol 5); arrays of :data:`OUT_OF_BAND_BYTES` or more travel as
 frames of their own, without a copy into the pickle, and arrive writable.
 
+The socket's directory (mode 0700, in the temporary folder) is named after the worker's
+process and machine (:func:`step_folder_prefix`): a worker killed outright (``SIGKILL``) cannot
+remove it, so every channel server, such as the one of the worker its nanny starts in the
+killed one's place, first removes the folders of this user whose process is gone
+(:func:`sweep_step_folders`).
+
 >>> from multiprocessing import Pipe
 >>> import numpy as np
 >>> a, b = Pipe()
@@ -28,11 +34,14 @@ frames of their own, without a copy into the pickle, and arrive writable.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import pickle
+import re
 import shutil
 import socket
+import stat
 import struct
 import tempfile
 import threading
@@ -42,11 +51,14 @@ from typing import Any
 
 __all__ = [
     "OUT_OF_BAND_BYTES",
+    "STEP_FOLDER",
     "ChannelServer",
     "encode",
     "host_identity",
     "recv_message",
     "send_message",
+    "step_folder_prefix",
+    "sweep_step_folders",
     "write",
 ]
 
@@ -54,6 +66,9 @@ logger = logging.getLogger("daskgraph.runtime.worker.step_channel")
 
 #: arrays at least this large travel as frames of their own (no copy into the pickle)
 OUT_OF_BAND_BYTES = 1 << 16
+#: the start of a step channel's folder name (then the process id and the machine's tag)
+STEP_FOLDER = "daskgraph-steps-"
+_STEP_FOLDER_NAME = re.compile(re.escape(STEP_FOLDER) + r"(\d+)-([0-9a-f]{10})-")
 
 
 def host_identity() -> str:
@@ -64,6 +79,67 @@ def host_identity() -> str:
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot = f.read().strip()
     return f"{socket.gethostname()}/{boot}"
+
+
+def step_folder_prefix(pid: int | None = None) -> str:
+    """The start of the name of a step channel's folder made by process ``pid`` (this one):
+    :data:`STEP_FOLDER`, the process id, and a tag of this machine (:func:`host_identity`:
+    a folder from another container sharing the temporary folder, or from before a reboot,
+    is never taken for one of this machine's processes).
+
+    >>> step_folder_prefix(42).startswith("daskgraph-steps-42-")
+    True
+    >>> _STEP_FOLDER_NAME.match(step_folder_prefix(42) + "x1y2").group(1)
+    '42'
+    """
+    return f"{STEP_FOLDER}{os.getpid() if pid is None else pid}-{_machine_tag()}-"
+
+
+def _machine_tag() -> str:
+    return hashlib.sha256(host_identity().encode()).hexdigest()[:10]
+
+
+def sweep_step_folders(folder: str | None = None) -> list[str]:
+    """Remove the step channel folders in ``folder`` (the temporary folder) that this user
+    owns, this machine's processes made, and whose process is gone (killed before it could
+    remove them); return their paths.
+
+    A folder of a live process, of another user, of another machine, or of an older name
+    is left alone, as is anything that is not a plain directory.
+
+    >>> folder = tempfile.mkdtemp()
+    >>> alive = tempfile.mkdtemp(prefix=step_folder_prefix(), dir=folder)
+    >>> sweep_step_folders(folder), os.path.isdir(alive)
+    ([], True)
+    >>> shutil.rmtree(folder)
+    """
+    folder = folder or tempfile.gettempdir()
+    mine = _machine_tag()
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            match = _STEP_FOLDER_NAME.match(entry.name)
+            if match is None or match.group(2) != mine or _alive(int(match.group(1))):
+                continue
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+                    shutil.rmtree(entry.path)
+                    removed.append(entry.path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (another user's counts)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (PermissionError: another user's process)
+        return True
+    return True
 
 
 def encode(message: Any) -> list[Any]:
@@ -147,6 +223,8 @@ def run_as_batch_work() -> None:
 class ChannelServer:
     """A worker's step channels (see the module): listens once asked for its
     :meth:`endpoint`, and answers each message of a connection with ``serve(message)``.
+    Made, it removes the step folders of this user's dead processes
+    (:func:`sweep_step_folders`).
 
     Parameters
     ----------
@@ -164,6 +242,7 @@ class ChannelServer:
         self._key = b""
         self._connections: set[Connection] = set()
         self._closed = False
+        sweep_step_folders()  # of workers killed before they could (this one's predecessor)
 
     def endpoint(self) -> dict[str, Any]:
         """Where and how to connect: the socket's ``path``, the ``authkey`` and this
@@ -172,7 +251,7 @@ class ChannelServer:
             if self._closed:
                 raise RuntimeError(f"the step channels of {self.name} are closed")
             if self._listener is None:
-                self._directory = tempfile.mkdtemp(prefix="daskgraph-steps-")  # mode 0700
+                self._directory = tempfile.mkdtemp(prefix=step_folder_prefix())  # mode 0700
                 self._key = os.urandom(32)
                 path = os.path.join(self._directory, "steps.sock")
                 self._listener = Listener(path, family="AF_UNIX", authkey=self._key)

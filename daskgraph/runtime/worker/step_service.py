@@ -1,6 +1,6 @@
 """Compiled steps on a Dask worker: the handlers a step's messages reach, without the scheduler.
 
-:meth:`StepService.install` adds four handlers to a worker's comm server (as Dask's P2P
+:meth:`StepService.install` adds five handlers to a worker's comm server (as Dask's P2P
 shuffle does through its worker plugin; the session's
 :class:`~daskgraph.runtime.worker.session_plugin.SessionPlugin` installs them on every worker):
 
@@ -25,6 +25,18 @@ shuffle does through its worker plugin; the session's
     then come through a local socket and run in its thread (:meth:`StepService.step_now`,
     :mod:`~daskgraph.runtime.worker.step_channel`), not through the event loop.
 
+Who is answered: these handlers unpickle what they receive and hand out the step channel's
+key, so whoever they answer can run code as the worker's user. Each answers a connection that
+is authenticated (TLS with a certificate of the cluster's CA, or in-process) and refuses any
+other with :class:`~daskgraph.errors.UnauthenticatedError` before reading its message, unless
+the worker listens only on plain TCP: a cluster its user runs without TLS (``daskgraph
+server`` without ``--tls-dir``, a plain ``dask scheduler``, ``daskgraph.local.security:
+none``), where anyone who reaches the worker runs code through Dask's own ``run`` anyway
+(:mod:`~daskgraph.runtime.worker.comm_check`). The embedded cluster uses TLS with credentials
+of its own by default (:mod:`daskgraph.cluster.local_security`), so no other user of the
+machine reaches these handlers; the step channel's socket lives in a folder only its user can
+enter.
+
 Tensors between workers go through the worker's own connection pool (``Worker.rpc``), that
 is, Dask's comm: TLS and every protocol Dask supports apply, and CuPy arrays travel by Dask's
 CUDA serializers (:mod:`~daskgraph.runtime.worker.wire`). Between workers of one process
@@ -47,6 +59,7 @@ import dask.config
 from dask.utils import parse_timedelta
 
 from daskgraph.runtime.program import StepPart
+from daskgraph.runtime.worker.comm_check import check_comm
 from daskgraph.runtime.worker.step_channel import ChannelServer
 from daskgraph.runtime.worker.step_order import OrderedStep
 from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun, reply_of
@@ -119,8 +132,11 @@ class StepService(StepHost):
         return service
 
     # -- handlers -----------------------------------------------------------------------------
-    async def step_message(self, **message: Any) -> dict[str, Any]:
-        """``daskgraph_step`` from another process: :meth:`step`, its reply packed."""
+    async def step_message(self, comm: Any = None, **message: Any) -> dict[str, Any]:
+        """``daskgraph_step`` from another process: :meth:`step`, its reply packed (a
+        connection :func:`~daskgraph.runtime.worker.comm_check.check_comm` refuses gets
+        :class:`~daskgraph.errors.UnauthenticatedError`, its message unread)."""
+        check_comm(self.worker, comm, "daskgraph_step")
         reply = await self.step(**open_envelope(message))
         if reply.get("outputs"):
             reply["outputs"] = pack(reply["outputs"])
@@ -177,8 +193,11 @@ class StepService(StepHost):
             self.runs.pop(key, None)
             self._end(key)
 
-    def channel(self) -> dict[str, Any]:
-        """``daskgraph_step_channel``: where this worker's step channel listens."""
+    def channel(self, comm: Any = None) -> dict[str, Any]:
+        """``daskgraph_step_channel``: where this worker's step channel listens, and its key
+        (only over a connection :func:`~daskgraph.runtime.worker.comm_check.check_comm`
+        lets in)."""
+        check_comm(self.worker, comm, "daskgraph_step_channel")
         return self.channels.endpoint()
 
     def step_now(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -212,9 +231,10 @@ class StepService(StepHost):
         """The worker closes (Dask calls its extensions' ``close``): stop the step channel."""
         self.channels.close()
 
-    def recv(self, **message: Any) -> str:
+    def recv(self, comm: Any = None, **message: Any) -> str:
         """``daskgraph_step_recv``: the outputs of a partition on another worker (fields
         ``session``, ``run``, ``producer``, ``value`` and the ``sender``'s address)."""
+        check_comm(self.worker, comm, "daskgraph_step_recv")
         fields = open_envelope(message)
         self._received(**fields)
         return "OK"
@@ -224,8 +244,9 @@ class StepService(StepHost):
         self.counts[f"from {sender}"] += 1
         self.deliver((session, run), producer, unpack(value))
 
-    def abort(self, session: str, run: str) -> str:
+    def abort(self, comm: Any = None, *, session: str, run: str) -> str:
         """``daskgraph_step_abort``: the client gave run ``run`` up."""
+        check_comm(self.worker, comm, "daskgraph_step_abort")
         key = (session, run)
         self._end(key)
         found = self.runs.get(key)
@@ -233,8 +254,9 @@ class StepService(StepHost):
             found.cancel()
         return "OK"
 
-    def forget(self, session: str, tokens: list[str]) -> str:
+    def forget(self, comm: Any = None, *, session: str, tokens: list[str]) -> str:
         """``daskgraph_step_forget``: drop loaded plans of ``session``."""
+        check_comm(self.worker, comm, "daskgraph_step_forget")
         programs = self.state.session(session).steps
         for token in tokens:
             programs.pop(token, None)
