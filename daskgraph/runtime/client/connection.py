@@ -159,8 +159,10 @@ class Connection:
 
     @property
     def changed(self) -> bool:
-        """Whether a worker joined or left since the devices were last read."""
-        return self.watch.version != self._seen
+        """Whether a worker joined or left since the devices were last read (False once
+        closed)."""
+        watch = self.watch
+        return watch is not None and watch.version != self._seen
 
     def discover(self) -> list[Device]:
         """The cluster's devices now (waiting for a first worker of a cluster still starting),

@@ -42,6 +42,7 @@ from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph.cluster.liveness import ClusterWatch
 from daskgraph.deadline import raise_if_past, wait_time
+from daskgraph.errors import CancelledError as RunCancelledError
 from daskgraph.errors import DeadlineExceededError, UnavailableError
 from daskgraph.framework.op_registry import blocking_types
 from daskgraph.runtime.planner.lowering import Plan, build_task_graph, task_group
@@ -226,7 +227,7 @@ class FastPath:
         try:
             executor = self._executor(worker, compiled.plan, tick)
             result = self._call(executor, compiled, step, feeds, trace, tick)
-        except (UnavailableError, DeadlineExceededError):
+        except (UnavailableError, DeadlineExceededError, RunCancelledError):
             self.forget(worker)  # a timed-out actor may still be busy: the next run makes anew
             raise
         except Exception as exc:  # the actor failed: its worker died, or something else
@@ -495,7 +496,7 @@ def _result_watching_workers(
         except (TimeoutError, concurrent.futures.TimeoutError):
             try:
                 raise_if_past("the partitions of the run")
-            except DeadlineExceededError:
+            except (DeadlineExceededError, RunCancelledError):
                 future.client.cancel(futures)
                 raise
             raise_if_devices_left(watch, plan, futures, started=started, max_age=tick)
