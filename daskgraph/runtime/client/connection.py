@@ -25,7 +25,7 @@ from distributed import Client
 
 from daskgraph.cluster import embedded, footprint, gpu_worker, master
 from daskgraph.cluster.cuda_specs import cuda_worker_probe, may_be_cuda_worker
-from daskgraph.cluster.liveness import ClusterWatch, release_watch, watch_for
+from daskgraph.cluster.liveness import ClusterWatch, release_watch, restart_grace, watch_for
 from daskgraph.cluster.shutdown import quiet_close
 from daskgraph.cluster.topology import Device, claims_gpu, devices_from_workers
 from daskgraph.config import SessionConfig
@@ -143,7 +143,7 @@ class Connection:
         names = list(spec)
         if not self.watch.view().missing(names):
             return
-        grace = float(dask.config.get("daskgraph.worker-restart-grace"))
+        grace = restart_grace()
         if not self.watch.wait_for(names, grace):
             logger.warning(
                 "workers %s of the cluster's spec did not join within %s s "
