@@ -41,6 +41,7 @@ from distributed import Client, Future
 from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph.cluster.liveness import ClusterWatch
+from daskgraph.cluster.shutdown import end_quietly_at_exit
 from daskgraph.deadline import raise_if_past, wait_time
 from daskgraph.errors import CancelledError as RunCancelledError
 from daskgraph.errors import DeadlineExceededError, UnavailableError
@@ -393,6 +394,7 @@ def _submit_once(
     stager: FastPath | None,
 ) -> dict[int, tuple]:
     plan = compiled.plan
+    end_quietly_at_exit()  # a daemon thread at exit submits nothing to a closing scheduler
     started = workers_now(watch, plan)  # raises at once if a device's worker is missing
     programs = compiled.program_futures(client)
     staged = _stage_large_feeds(stager, plan, key_prefix, feed_values, tick)

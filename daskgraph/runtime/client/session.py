@@ -30,6 +30,7 @@ import dask.config
 from distributed import Client
 
 from daskgraph.cluster import master
+from daskgraph.cluster.shutdown import end_quietly_at_exit
 from daskgraph.cluster.topology import Device, format_device_mapping
 from daskgraph.config import SessionConfig, check_timeout_ms, default_session_config
 from daskgraph.deadline import cancelled_error, raise_if_cancelled, run_deadline, sent_deadline
@@ -264,6 +265,20 @@ class Session:
         the metadata records, per partition, the device, the worker it actually ran on and
         the timing of each op.
         """
+        try:
+            return self._run(fetches, feed_dict, options, run_metadata)
+        except Exception as exc:
+            end_quietly_at_exit(exc)  # (a daemon thread at exit: it ends with the process)
+            raise
+
+    def _run(
+        self,
+        fetches: Any,
+        feed_dict: Mapping[Any, Any] | None,
+        options: RunOptions | None,
+        run_metadata: RunMetadata | None,
+    ) -> Any:
+        """:meth:`run`'s work."""
         self._check_usable()
         if not len(self._graph):
             raise RuntimeError(
