@@ -27,6 +27,10 @@ keeps those lines out of the user's stderr, and only those:
   ``SubprocessWorker.close`` does, can kill the resource tracker while the nanny still runs:
   the nanny starts a new one, which then prints ``KeyError: '/mp-...'`` for every semaphore it
   never saw.)
+* :func:`quiet_peer_departures` — a client that goes without closing (a program on another
+  task stopped with Ctrl-C, or killed) makes the scheduler log a CRITICAL ``CommClosedError``
+  traceback as it sends that client the news of its own departure; in the processes where
+  daskgraph runs a scheduler, that record becomes one INFO line naming the peer.
 * :func:`end_quietly_at_exit` — a run still under way on a daemon thread when the program
   exits meets the embedded cluster closing under it; rather than print that error's
   traceback (``Exception in thread ...``), the thread waits for the interpreter to end it,
@@ -61,6 +65,7 @@ __all__ = [
     "loop_thread",
     "quiet_at_exit",
     "quiet_close",
+    "quiet_peer_departures",
     "quiet_process",
     "quieting_now",
 ]
@@ -104,6 +109,36 @@ class _CloseTimeFilter(logging.Filter):
             record.daskgraph_quieted = True  # one copy, however many handlers it reaches
             logger.debug("while closing: %s - %s", record.name, record.getMessage())
         return False
+
+
+class _PeerGoneFilter(logging.Filter):
+    """Turns the scheduler's CRITICAL "Closed comm ... while trying to write" record (with
+    its traceback) into one INFO line naming the client that left."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and str(record.msg).startswith(_CLOSED_COMM):
+            comm = record.args[0] if isinstance(record.args, tuple) and record.args else None
+            peer = getattr(getattr(comm, "comm", None), "peer_address", None) or "a client"
+            record.msg, record.args = "client %s left without closing its connection", (peer,)
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+
+#: how the scheduler's message about a client connection found closed begins
+_CLOSED_COMM = "Closed comm %r while trying to write"
+_peer_filter = _PeerGoneFilter()
+
+
+def quiet_peer_departures() -> None:
+    """In this process, a client that left without closing its connection is one INFO line
+    of the scheduler's logger, not a CRITICAL traceback (see the module); idempotent.
+
+    >>> quiet_peer_departures()
+    >>> _peer_filter in logging.getLogger("distributed.scheduler").filters
+    True
+    """
+    logging.getLogger("distributed.scheduler").addFilter(_peer_filter)  # (once: a set-like add)
 
 
 def _exit_noise(record: logging.LogRecord) -> bool:

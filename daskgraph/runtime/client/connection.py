@@ -26,7 +26,7 @@ from distributed import Client
 from daskgraph.cluster import embedded, footprint, gpu_worker, master
 from daskgraph.cluster.cuda_specs import cuda_worker_probe, may_be_cuda_worker
 from daskgraph.cluster.liveness import ClusterWatch, release_watch, restart_grace, watch_for
-from daskgraph.cluster.shutdown import quiet_at_exit, quiet_close
+from daskgraph.cluster.shutdown import quiet_at_exit, quiet_close, quiet_peer_departures
 from daskgraph.cluster.topology import Device, claims_gpu, devices_from_workers
 from daskgraph.config import SessionConfig
 from daskgraph.errors import InvalidArgumentError
@@ -98,6 +98,7 @@ class Connection:
             self._shape = embedded.shape_for(self.config)
             self.cluster, client = embedded.acquire(self._shape)
             quiet_at_exit()  # its exit is daskgraph's: nothing of Dask's closing is printed
+            quiet_peer_departures()  # (its scheduler: a client that left is one INFO line)
             return client
         if isinstance(target, Client):
             return target
