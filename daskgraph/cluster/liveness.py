@@ -61,6 +61,7 @@ from dask.utils import parse_timedelta
 from distributed import Client
 from distributed.comm import get_address_host_port, parse_address
 
+from daskgraph.deadline import raise_if_cancelled
 from daskgraph.errors import UnreachableError
 
 __all__ = [
@@ -378,11 +379,14 @@ class ClusterWatch:
         """Wait until ``ready(view)`` holds for the cluster's membership, looking again after
         every membership event; returns whether it holds, at the latest after ``timeout``
         seconds (``None``: no limit). While waiting, ``waiting(view)`` is called every
-        ``every`` seconds (a progress report)."""
+        ``every`` seconds (a progress report). Inside a run whose session is closed
+        meanwhile, raises :class:`~daskgraph.errors.CancelledError` (within half a second).
+        """
         start = time.monotonic()
         next_report = start + every if every else None
         fresh = False
         while True:
+            raise_if_cancelled("lost workers to come back")
             version = self._version
             view = self.view(fresh)
             if ready(view):
