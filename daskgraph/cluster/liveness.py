@@ -32,7 +32,8 @@ A worker that left is *gone for good* (:meth:`ClusterWatch.gone_for_good`), and 
 for it to come back, when it was retired on purpose (``Client.retire_workers``: the
 scheduler's ``remove-worker`` event carries a ``retire-workers`` stimulus), or when no nanny
 will restart it: it had none (a worker in a thread, a ``dask worker --no-nanny``, a
-daskgraph server task), or its nanny is gone too (its address refuses connections). Only a
+daskgraph server task), or its nanny is gone too (its address refuses connections: a host
+out of reach says nothing, and its workers are awaited). Only a
 worker whose nanny still runs is awaited, for ``daskgraph.worker-restart-grace``.
 
 There is one watch per client (:func:`watch_for`), shared by the sessions using that client,
@@ -417,9 +418,10 @@ class ClusterWatch:
 
 
 def nanny_answers(address: str, timeout: float = 1.0) -> bool:
-    """Whether something still listens at the nanny ``address`` (a TCP connection opens):
-    a nanny that is gone refuses it. Addresses of other transports cannot be told: they
-    count as answering (their workers are awaited, as before).
+    """Whether the nanny at ``address`` may still be there: only a refused TCP connection
+    says it is gone (its host answers, nothing listens). A connection that cannot be tried
+    or times out (another transport, a host out of reach) says nothing: the nanny counts as
+    there, and its worker is awaited for the restart grace, as before.
 
     >>> nanny_answers("tcp://127.0.0.1:1")
     False
@@ -433,9 +435,9 @@ def nanny_answers(address: str, timeout: float = 1.0) -> bool:
         host, port = get_address_host_port(address)
         with socket.create_connection((host, port), timeout=timeout):
             return True
-    except OSError:
+    except ConnectionRefusedError:
         return False
-    except ValueError:  # not an address at all
+    except (OSError, ValueError):  # out of reach, or not an address: cannot tell
         return True
 
 
