@@ -21,6 +21,7 @@ from worker_probes import step_counts
 
 import daskgraph as dg
 from daskgraph.cluster.local import local_cluster
+from daskgraph.data.queues import FIFOQueue
 from daskgraph.errors import CancelledError
 from daskgraph.ops.script_ops import py_func
 
@@ -124,3 +125,36 @@ def test_close_during_a_step_channel_run_cancels_it():
     finally:
         client.close()
         cluster.close()
+
+
+def _started(x: np.ndarray) -> np.ndarray:
+    STARTED.set()
+    return x
+
+
+def test_close_cancels_a_dequeue_blocked_on_an_empty_queue(threads):
+    """A dequeue on a worker of this process waits for an element that never comes: close()
+    ends it (TensorFlow cancels a blocked dequeue when its session closes). The step is
+    known to run once a py_func before the dequeue ran."""
+    STARTED.clear()
+    box: dict = {}
+    ended = threading.Event()
+    with dg.Graph().as_default(), dg.device("/cpu:0"):
+        queue = FIFOQueue(2, [dg.float32], shapes=[()])
+        ran = py_func(_started, [dg.constant(1.0)], dg.float32)
+        with dg.control_dependencies([ran]):
+            taken = queue.dequeue()
+        session = dg.Session(threads)
+
+        def run() -> None:
+            try:
+                box["value"] = session.run(taken)
+            except BaseException as exc:
+                box["error"] = exc
+            ended.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        assert STARTED.wait(WAIT_S), "the step never started"
+        session.close()
+        assert ended.wait(WAIT_S), "the dequeue still blocks after close()"
+    assert isinstance(box.get("error"), CancelledError), box
