@@ -18,7 +18,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 #: a program that has not ended after this long hangs, which is a failure too
-RUN_TIMEOUT_S = 180
+RUN_TIMEOUT_S = 120
 
 IEEE = textwrap.dedent(
     """
