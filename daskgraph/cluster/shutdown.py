@@ -81,6 +81,11 @@ NANNY_GRACE = 7.0
 LOOP_JOIN_TIMEOUT = 5.0
 #: what CPython's thread pools say of work submitted once the interpreter is shutting down
 _INTERPRETER_EXIT = "after interpreter shutdown"
+#: ... and of work submitted to a pool shut down (at exit, the interpreter's last act before
+#: its main thread ends is to stop every pool's threads; their pools then say this)
+_POOL_SHUT = "cannot schedule new futures after"
+#: seconds a daemon thread whose run met a pool shut down waits to see the main thread end
+_EXIT_WAIT = 2.0
 #: seconds to wait for a running loop to say which thread it runs in
 _ASK_TIMEOUT = 2.0
 
@@ -143,11 +148,8 @@ def quiet_peer_departures() -> None:
 
 def _exit_noise(record: logging.LogRecord) -> bool:
     """Whether ``record`` was logged while the process exits (see :func:`exiting`)."""
-    if not threading.main_thread().is_alive():
-        return True
-    return _INTERPRETER_EXIT in str(record.msg) or (
-        record.exc_info is not None and exiting(record.exc_info[1])
-    )
+    error = record.exc_info[1] if record.exc_info else None
+    return _POOL_SHUT in str(record.msg) or exiting(error, wait=False)
 
 
 _filter = _CloseTimeFilter()
@@ -288,21 +290,38 @@ def end_quietly_at_exit(error: BaseException | None = None) -> None:
         threading.Event().wait()
 
 
-def exiting(error: BaseException | None = None) -> bool:
-    """Whether the process is exiting: its main thread has ended, or ``error`` (or an error
-    it was raised from) says the interpreter is shutting down.
+def exiting(error: BaseException | None = None, wait: bool = True) -> bool:
+    """Whether the process is exiting: its main thread and every other non-daemon thread
+    have ended (the interpreter runs its exit hooks), or ``error`` (or an error it was raised
+    from) says the interpreter is shutting down: its pools refuse new work (then, where
+    ``wait``, at most :data:`_EXIT_WAIT` seconds to see the main thread end, as it does at
+    exit; never in the main thread).
 
     >>> exiting(), exiting(RuntimeError("cannot schedule new futures after interpreter shutdown"))
     (False, True)
     """
-    if not threading.main_thread().is_alive():
+    if _threads_ended():
         return True
     seen = 0
     while error is not None and seen < 8:
         if _INTERPRETER_EXIT in str(error):
             return True
+        if (
+            wait
+            and _POOL_SHUT in str(error)
+            and threading.current_thread() is not threading.main_thread()
+        ):
+            threading.main_thread().join(_EXIT_WAIT)
+            return _threads_ended()
         error, seen = error.__cause__ or error.__context__, seen + 1
     return False
+
+
+def _threads_ended() -> bool:
+    """Whether the main thread and every other non-daemon thread have ended."""
+    return not threading.main_thread().is_alive() and not any(
+        t.is_alive() and not t.daemon for t in threading.enumerate()
+    )
 
 
 def dask_teardown(worker: Any) -> None:
