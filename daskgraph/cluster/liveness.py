@@ -32,9 +32,9 @@ A worker that left is *gone for good* (:meth:`ClusterWatch.gone_for_good`), and 
 for it to come back, when it was retired on purpose (``Client.retire_workers``: the
 scheduler's ``remove-worker`` event carries a ``retire-workers`` stimulus), or when no nanny
 will restart it: it had none (a worker in a thread, a ``dask worker --no-nanny``, a
-daskgraph server task), or its nanny is gone too (its address refuses connections: a host
-out of reach says nothing, and its workers are awaited). Only a
-worker whose nanny still runs is awaited, for ``daskgraph.worker-restart-grace``.
+daskgraph server task), or its nanny is gone too (its address refuses connections; a host
+out of reach says nothing, and its workers are awaited). Only a worker whose nanny still
+runs is awaited, for ``daskgraph.worker-restart-grace``.
 
 There is one watch per client (:func:`watch_for`), shared by the sessions using that client,
 and it unsubscribes when the last of them lets it go (:func:`release_watch`): a client that
