@@ -28,6 +28,14 @@ is left out of every later view of that client: its devices read as gone, and a 
 wakes up later is not trusted with a half-run step (one that restarts comes back at a new
 address, and is seen afresh).
 
+A worker that left is *gone for good* (:meth:`ClusterWatch.gone_for_good`), and nobody waits
+for it to come back, when it was retired on purpose (``Client.retire_workers``: the
+scheduler's ``remove-worker`` event carries a ``retire-workers`` stimulus), or when no nanny
+will restart it: it had none (a worker in a thread, a ``dask worker --no-nanny``, a
+daskgraph server task), or its nanny is gone too (its address refuses connections; a host
+out of reach says nothing, and its workers are awaited). Only a worker whose nanny still
+runs is awaited, for ``daskgraph.worker-restart-grace``.
+
 There is one watch per client (:func:`watch_for`), shared by the sessions using that client,
 and it unsubscribes when the last of them lets it go (:func:`release_watch`): a client that
 closes while subscribed makes the scheduler log a ``CommClosedError`` as it announces that.
@@ -42,6 +50,7 @@ closes while subscribed makes the scheduler log a ``CommClosedError`` as it anno
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 import weakref
@@ -51,7 +60,9 @@ from typing import Any
 import dask.config
 from dask.utils import parse_timedelta
 from distributed import Client
+from distributed.comm import get_address_host_port, parse_address
 
+from daskgraph.deadline import raise_if_cancelled
 from daskgraph.errors import UnreachableError
 
 __all__ = [
@@ -59,7 +70,9 @@ __all__ = [
     "MembershipView",
     "cluster_workers",
     "forget_client",
+    "nanny_answers",
     "release_watch",
+    "restart_grace",
     "scheduler_lost",
     "silent_workers",
     "stall_timeout",
@@ -71,6 +84,8 @@ logger = logging.getLogger(__name__)
 #: the scheduler's event topic that carries add-worker / remove-worker
 TOPIC = "all"
 _MEMBERSHIP = frozenset({"add-worker", "remove-worker"})
+#: how the scheduler's stimulus ids of ``retire_workers`` begin
+_RETIRED = "retire-workers"
 #: worker statuses of a worker on its way out: it serves no device any more
 LEAVING = frozenset({"closing", "closing_gracefully", "closed", "failed"})
 
@@ -148,6 +163,18 @@ def stall_timeout() -> float:
     return float(parse_timedelta(value, default="seconds"))
 
 
+def restart_grace() -> float:
+    """``daskgraph.worker-restart-grace`` in seconds (a number, or a duration such as "30s"):
+    how long a run waits for a lost worker whose nanny may restart it.
+
+    >>> with dask.config.set({"daskgraph.worker-restart-grace": "2s"}):
+    ...     restart_grace()
+    2.0
+    """
+    value = dask.config.get("daskgraph.worker-restart-grace")
+    return float(parse_timedelta(value, default="seconds"))
+
+
 def silent_workers(workers: Mapping[str, Mapping[str, Any]], timeout: float) -> list[str]:
     """The workers (addresses) whose last heartbeat is over ``timeout`` seconds older than the
     latest heartbeat of any worker: frozen while the others, and the scheduler, went on.
@@ -210,6 +237,9 @@ class ClusterWatch:
         #: scheduler does after ``worker-ttl``), so that its device comes back, fresh
         self.restart_stalled = False
         self._lost: UnreachableError | None = None
+        self._retired: set[str] = set()  # addresses retired on purpose (retire_workers)
+        #: name and address of each worker seen -> (its address, its record), as last seen
+        self._last: dict[Any, tuple[str, Mapping[str, Any]]] = {}
         client.subscribe_topic(TOPIC, self._on_event)
 
     @property
@@ -237,6 +267,8 @@ class ClusterWatch:
         """Runs on the client's event loop: never blocks, only records that something moved."""
         _, msg = event
         if isinstance(msg, dict) and msg.get("action") in _MEMBERSHIP:
+            if str(msg.get("stimulus_id", "")).startswith(_RETIRED) and msg.get("worker"):
+                self._retired.add(str(msg["worker"]))  # (set.add: atomic, never blocks)
             with self._changed:
                 self._version += 1
                 self._changed.notify_all()
@@ -258,6 +290,8 @@ class ClusterWatch:
                 self.check()
                 raise
             self._note_stalls(workers)
+            for address, info in workers.items():
+                self._last[address] = self._last[info.get("name", address)] = (address, info)
             self._view = MembershipView(workers, self._stalled)
             self._view_version, self._view_time = version, now
         return self._view
@@ -300,15 +334,40 @@ class ClusterWatch:
     def wait_for(self, workers: Iterable[Any], timeout: float, exclude: Iterable[str] = ()) -> bool:
         """Wait until every one of ``workers`` (names or addresses) is in the cluster, on a
         worker whose address is not in ``exclude`` (the dead ones the scheduler may still
-        list for a moment); returns whether they all are, at the latest after ``timeout``."""
+        list for a moment); returns whether they all are, at the latest after ``timeout``.
+        Workers :meth:`gone_for_good` are not waited for: once only those are missing, it
+        returns False at once."""
         wanted = list(workers)
         dead = set(exclude)
+        back = [False]
 
-        def ready(view: MembershipView) -> bool:
+        def settled(view: MembershipView) -> bool:
             alive = MembershipView({a: i for a, i in view.workers.items() if a not in dead})
-            return not alive.missing(wanted)
+            missing = alive.missing(wanted)
+            back[0] = not missing
+            return not missing or len(self.gone_for_good(missing, dead)) == len(missing)
 
-        return self.wait_until(ready, timeout)
+        self.wait_until(settled, timeout)
+        return back[0]
+
+    def gone_for_good(self, workers: Iterable[Any], exclude: Iterable[str] = ()) -> list[Any]:
+        """Those of ``workers`` (names or addresses; absent from the cluster, or at an
+        address in ``exclude``) that no nanny will bring back: retired on purpose, without a
+        nanny, or whose nanny is gone too (see the module). A worker this watch never saw is
+        not among them (it may still be starting)."""
+        dead = set(exclude)
+        view = self.view()
+        gone = []
+        for worker in workers:
+            if worker in view and view.addresses([worker])[worker] not in dead:
+                continue
+            if worker not in self._last:
+                continue
+            address, info = self._last[worker]
+            nanny = info.get("nanny")
+            if address in self._retired or not nanny or not nanny_answers(str(nanny)):
+                gone.append(worker)
+        return gone
 
     def wait_until(
         self,
@@ -321,11 +380,14 @@ class ClusterWatch:
         """Wait until ``ready(view)`` holds for the cluster's membership, looking again after
         every membership event; returns whether it holds, at the latest after ``timeout``
         seconds (``None``: no limit). While waiting, ``waiting(view)`` is called every
-        ``every`` seconds (a progress report)."""
+        ``every`` seconds (a progress report). Inside a run whose session is closed
+        meanwhile, raises :class:`~daskgraph.errors.CancelledError` (within half a second).
+        """
         start = time.monotonic()
         next_report = start + every if every else None
         fresh = False
         while True:
+            raise_if_cancelled("lost workers to come back")
             version = self._version
             view = self.view(fresh)
             if ready(view):
@@ -353,6 +415,30 @@ class ClusterWatch:
             self._client.unsubscribe_topic(TOPIC)
         except Exception:  # the client is already closed: nothing is subscribed any more
             pass
+
+
+def nanny_answers(address: str, timeout: float = 1.0) -> bool:
+    """Whether the nanny at ``address`` may still be there: only a refused TCP connection
+    says it is gone (its host answers, nothing listens). A connection that cannot be tried
+    or times out (another transport, a host out of reach) says nothing: the nanny counts as
+    there, and its worker is awaited for the restart grace, as before.
+
+    >>> nanny_answers("tcp://127.0.0.1:1")
+    False
+    >>> nanny_answers("inproc://127.0.0.1/1/2")
+    True
+    """
+    try:
+        scheme, _ = parse_address(address)
+        if scheme not in ("tcp", "tls"):
+            return True
+        host, port = get_address_host_port(address)
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except ConnectionRefusedError:
+        return False
+    except (OSError, ValueError):  # out of reach, or not an address: cannot tell
+        return True
 
 
 def scheduler_lost(address: str, status: str) -> UnreachableError:

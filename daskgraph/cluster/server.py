@@ -59,7 +59,7 @@ from daskgraph.cluster.cluster_spec import ADDRESS, ClusterSpec, with_protocol
 from daskgraph.cluster.footprint import scheduler_extensions, shorten_dask_logs
 from daskgraph.cluster.gpus import visible_gpus
 from daskgraph.cluster.local import worker_specs
-from daskgraph.cluster.shutdown import close_workers, quiet_close
+from daskgraph.cluster.shutdown import close_workers, quiet_close, quiet_peer_departures
 from daskgraph.cluster.tls import (
     check_serving_certificates,
     https_settings,
@@ -249,6 +249,7 @@ class Server:
     async def _start(self) -> None:
         host, port = _host_port(self.address)
         shorten_dask_logs()
+        quiet_peer_departures()  # another task stopped (Ctrl-C): one INFO line, no traceback
         if self._hosts_scheduler:
             with dask.config.set(https_settings(self.security, "scheduler")):
                 scheduler = Scheduler(  # its HTTP server starts here: HTTPS under TLS

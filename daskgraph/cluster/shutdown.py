@@ -27,6 +27,14 @@ keeps those lines out of the user's stderr, and only those:
   ``SubprocessWorker.close`` does, can kill the resource tracker while the nanny still runs:
   the nanny starts a new one, which then prints ``KeyError: '/mp-...'`` for every semaphore it
   never saw.)
+* :func:`quiet_peer_departures` — a client that goes without closing (a program on another
+  task stopped with Ctrl-C, or killed) makes the scheduler log a CRITICAL ``CommClosedError``
+  traceback as it sends that client the news of its own departure; in the processes where
+  daskgraph runs a scheduler, that record becomes one INFO line naming the peer.
+* :func:`end_quietly_at_exit` — a run still under way on a daemon thread when the program
+  exits meets the embedded cluster closing under it; rather than print that error's
+  traceback (``Exception in thread ...``), the thread waits for the interpreter to end it,
+  as a daemon thread inside TensorFlow's ``Session.run`` does.
 
 >>> import logging
 >>> with quiet_close():
@@ -52,8 +60,12 @@ __all__ = [
     "NANNY_GRACE",
     "close_workers",
     "dask_teardown",
+    "end_quietly_at_exit",
+    "exiting",
     "loop_thread",
+    "quiet_at_exit",
     "quiet_close",
+    "quiet_peer_departures",
     "quiet_process",
     "quieting_now",
 ]
@@ -67,28 +79,77 @@ DASK_LOGGERS = ("distributed", "tornado", "asyncio")
 NANNY_GRACE = 7.0
 #: seconds to wait for a closed loop's thread to end before the filter is taken away
 LOOP_JOIN_TIMEOUT = 5.0
+#: what CPython's thread pools say of work submitted once the interpreter is shutting down
+_INTERPRETER_EXIT = "after interpreter shutdown"
+#: ... and of work submitted to a pool shut down (at exit, the interpreter's last act before
+#: its main thread ends is to stop every pool's threads; their pools then say this)
+_POOL_SHUT = "cannot schedule new futures after"
+#: seconds a daemon thread whose run met a pool shut down waits to see the main thread end
+_EXIT_WAIT = 2.0
 #: seconds to wait for a running loop to say which thread it runs in
 _ASK_TIMEOUT = 2.0
 
 
 class _CloseTimeFilter(logging.Filter):
     """Drops the records of :data:`DASK_LOGGERS` emitted in the threads being closed (every
-    thread where ``everywhere``), and sends them to ``daskgraph.cluster.shutdown`` at DEBUG."""
+    thread where ``everywhere``; every thread once the main thread has ended, where
+    ``at_exit``), and sends them to ``daskgraph.cluster.shutdown`` at DEBUG."""
 
     def __init__(self) -> None:
         super().__init__()
         self.threads: collections.Counter[int] = collections.Counter()
         self.everywhere = False
+        self.at_exit = False
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not record.name.startswith(DASK_LOGGERS):
             return True
-        if not (self.everywhere or self.threads[record.thread] > 0):  # type: ignore[index]
+        if not (
+            self.everywhere
+            or self.threads[record.thread] > 0  # type: ignore[index]
+            or (self.at_exit and _exit_noise(record))
+        ):
             return True
         if not getattr(record, "daskgraph_quieted", False) and logger.isEnabledFor(logging.DEBUG):
             record.daskgraph_quieted = True  # one copy, however many handlers it reaches
             logger.debug("while closing: %s - %s", record.name, record.getMessage())
         return False
+
+
+class _PeerGoneFilter(logging.Filter):
+    """Turns the scheduler's CRITICAL "Closed comm ... while trying to write" record (with
+    its traceback) into one INFO line naming the client that left."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and str(record.msg).startswith(_CLOSED_COMM):
+            comm = record.args[0] if isinstance(record.args, tuple) and record.args else None
+            peer = getattr(getattr(comm, "comm", None), "peer_address", None) or "a client"
+            record.msg, record.args = "client %s left without closing its connection", (peer,)
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+
+#: how the scheduler's message about a client connection found closed begins
+_CLOSED_COMM = "Closed comm %r while trying to write"
+_peer_filter = _PeerGoneFilter()
+
+
+def quiet_peer_departures() -> None:
+    """In this process, a client that left without closing its connection is one INFO line
+    of the scheduler's logger, not a CRITICAL traceback (see the module); idempotent.
+
+    >>> quiet_peer_departures()
+    >>> _peer_filter in logging.getLogger("distributed.scheduler").filters
+    True
+    """
+    logging.getLogger("distributed.scheduler").addFilter(_peer_filter)  # (once: a set-like add)
+
+
+def _exit_noise(record: logging.LogRecord) -> bool:
+    """Whether ``record`` was logged while the process exits (see :func:`exiting`)."""
+    error = record.exc_info[1] if record.exc_info else None
+    return _POOL_SHUT in str(record.msg) or exiting(error, wait=False)
 
 
 _filter = _CloseTimeFilter()
@@ -125,12 +186,22 @@ def _leave(threads: Iterable[int]) -> None:
     """``threads`` are done closing; the filter goes once no thread is."""
     with _lock:
         _filter.threads.subtract(threads)
-        if _filter.everywhere or +_filter.threads:
+        if _filter.everywhere or _filter.at_exit or +_filter.threads:
             return
         _filter.threads.clear()
         for handler in _handlers:
             handler.removeFilter(_filter)
         _handlers.clear()
+
+
+def quiet_at_exit() -> None:
+    """From now on, what Dask logs once the main thread has ended (the process is exiting:
+    the embedded cluster closes, and a daemon thread's run in flight meets its scheduler
+    shutting down) is dropped, in every thread. For processes that run an embedded cluster.
+    """
+    with _lock:
+        _filter.at_exit = True
+    _enter()
 
 
 def quieting_now() -> bool:
@@ -158,7 +229,8 @@ def loop_thread(loop: Any) -> int | None:
 @contextlib.contextmanager
 def quiet_close(*loops: Any) -> Iterator[None]:
     """A block in which daskgraph closes its own Dask clients and clusters: what Dask logs in
-    this thread and in the threads of ``loops`` is dropped, until the block ends and the
+    this thread and in the threads of ``loops`` (in every thread, when the process is
+    exiting) is dropped, until the block ends and the
     threads of the loops it stopped have ended (at most :data:`LOOP_JOIN_TIMEOUT` seconds
     each; a loop still running afterwards, shared with others, is not waited for).
 
@@ -171,7 +243,9 @@ def quiet_close(*loops: Any) -> Iterator[None]:
     here = threading.get_ident()
     running = {loop: loop_thread(loop) for loop in loops if loop is not None}
     threads = [here, *(t for t in running.values() if t is not None and t != here)]
-    _enter(threads)
+    # at exit (the main thread has ended), what Dask logs in any thread is close-time noise:
+    # an in-flight run's submission from a daemon thread meets the scheduler shutting down
+    _enter(threads, everywhere=not threading.main_thread().is_alive())
     try:
         yield
     finally:
@@ -198,6 +272,56 @@ def quiet_process() -> None:
     """Drop what Dask logs in this process from now on (for a worker process that is
     closing; never in a user's process)."""
     _enter(everywhere=True)
+
+
+def end_quietly_at_exit(error: BaseException | None = None) -> None:
+    """Never return when the process is exiting and this is a daemon thread; otherwise
+    return at once. A run that failed calls it with its ``error`` before raising it: an
+    in-flight run at exit ends with the process, printing nothing.
+
+    The process is exiting once its main thread has ended (the interpreter then only runs
+    its exit hooks, which close the clusters, and ends the daemon threads with itself), or
+    when ``error`` (or its cause) is the interpreter refusing new work at exit (its thread
+    pools shut down just before the main thread ends).
+
+    >>> end_quietly_at_exit()  # the main thread runs: nothing happens
+    """
+    if threading.current_thread().daemon and exiting(error):
+        threading.Event().wait()
+
+
+def exiting(error: BaseException | None = None, wait: bool = True) -> bool:
+    """Whether the process is exiting: its main thread and every other non-daemon thread
+    have ended (the interpreter runs its exit hooks), or ``error`` (or an error it was raised
+    from) says the interpreter is shutting down: its pools refuse new work (then, where
+    ``wait``, at most :data:`_EXIT_WAIT` seconds to see the main thread end, as it does at
+    exit; never in the main thread).
+
+    >>> exiting(), exiting(RuntimeError("cannot schedule new futures after interpreter shutdown"))
+    (False, True)
+    """
+    if _threads_ended():
+        return True
+    seen = 0
+    while error is not None and seen < 8:
+        if _INTERPRETER_EXIT in str(error):
+            return True
+        if (
+            wait
+            and _POOL_SHUT in str(error)
+            and threading.current_thread() is not threading.main_thread()
+        ):
+            threading.main_thread().join(_EXIT_WAIT)
+            return _threads_ended()
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
+def _threads_ended() -> bool:
+    """Whether the main thread and every other non-daemon thread have ended."""
+    return not threading.main_thread().is_alive() and not any(
+        t.is_alive() and not t.daemon for t in threading.enumerate()
+    )
 
 
 def dask_teardown(worker: Any) -> None:

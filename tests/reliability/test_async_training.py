@@ -15,8 +15,9 @@ and the loss went down.
 - **killed after its tower's update was applied**: tower 0's run is repeated although its
   update already ran on the CPU, and tower 1's updates went on there meanwhile (newer runs of
   the session): the repeat must not apply it again.
-- **gone for good** (its nanny killed too; ``daskgraph.worker-restart-grace`` of 1 s): tower
-  0's run fails with an error naming the device, and tower 1 stops after its current step, as
+- **gone for good** (its nanny killed too: known gone at once, although
+  ``daskgraph.worker-restart-grace`` is an hour): tower 0's run fails with an error naming the
+  device, and tower 1 stops after its current step, as
   TensorFlow's ``Coordinator`` stops every thread at the first failure (``run_async`` raises
   it). The failed run may have applied its update before the device was lost (a failed run's
   side effects stand, as in TensorFlow), but nothing is lost or doubled: the global step is
@@ -260,13 +261,14 @@ def test_a_gpu_worker_killed_after_its_towers_update_was_applied(tally, cluster)
 
 def test_a_gpu_worker_gone_for_good(tally):
     """GPU:0's nanny and worker are killed once tower 0 completed step :data:`KILL_AT`: with
-    a 1 s restart grace, tower 0's run fails naming the device, tower 1 trains on meanwhile
+    no nanny to restart it, tower 0's run fails at once naming the device (an hour's restart
+    grace is not waited for), tower 1 trains on meanwhile
     and stops after its current step (or is done), and ``run_async`` raises the failure; no
     update is lost or doubled."""
     scenario = tally.scenario("async training: GPU worker gone for good", LIMIT_S, "clear error")
     cluster, client = _processes()
     try:
-        settings = {"daskgraph.worker-restart-grace": 1.0, **TICK}
+        settings = {"daskgraph.worker-restart-grace": "3600s", **TICK}
         with dg.Graph().as_default(), dg.Session(client) as session, dask.config.set(settings):
             training = _build()
             session.run(dg.global_variables_initializer())
@@ -294,7 +296,7 @@ def test_a_gpu_worker_gone_for_good(tally):
                     raise
 
             with scenario.trial() as trial:
-                trial.run(train, 120, mentions=["GPU:0", "did not come back within 1.0 s"])
+                trial.run(train, 120, mentions=["GPU:0", "left the cluster during a run for good"])
             killer.join(60)
             scenario.verify()
             error = failed["error"]

@@ -38,6 +38,7 @@ import dask.config
 from distributed import Client
 
 from daskgraph.cluster.liveness import ClusterWatch
+from daskgraph.deadline import raise_if_cancelled
 from daskgraph.errors import InternalError
 from daskgraph.runtime.client.dispatch import CompiledRun, raise_if_devices_left
 from daskgraph.runtime.client.inprocess import private_feed
@@ -307,6 +308,7 @@ class ChannelSteps:
             while unread:
                 ready = wait_for_replies(list(unread), tick)
                 if not ready:
+                    raise_if_cancelled("the replies of the step's workers")
                     raise_if_devices_left(self.watch, compiled.plan, [], max_age=tick)
                 for conn in ready:
                     target = unread[conn]  # type: ignore[index]

@@ -25,8 +25,8 @@ from distributed import Client
 
 from daskgraph.cluster import embedded, footprint, gpu_worker, master
 from daskgraph.cluster.cuda_specs import cuda_worker_probe, may_be_cuda_worker
-from daskgraph.cluster.liveness import ClusterWatch, release_watch, watch_for
-from daskgraph.cluster.shutdown import quiet_close
+from daskgraph.cluster.liveness import ClusterWatch, release_watch, restart_grace, watch_for
+from daskgraph.cluster.shutdown import quiet_at_exit, quiet_close, quiet_peer_departures
 from daskgraph.cluster.topology import Device, claims_gpu, devices_from_workers
 from daskgraph.config import SessionConfig
 from daskgraph.errors import InvalidArgumentError
@@ -97,6 +97,8 @@ class Connection:
         if target is None or target == "":
             self._shape = embedded.shape_for(self.config)
             self.cluster, client = embedded.acquire(self._shape)
+            quiet_at_exit()  # its exit is daskgraph's: nothing of Dask's closing is printed
+            quiet_peer_departures()  # (its scheduler: a client that left is one INFO line)
             return client
         if isinstance(target, Client):
             return target
@@ -143,7 +145,7 @@ class Connection:
         names = list(spec)
         if not self.watch.view().missing(names):
             return
-        grace = float(dask.config.get("daskgraph.worker-restart-grace"))
+        grace = restart_grace()
         if not self.watch.wait_for(names, grace):
             logger.warning(
                 "workers %s of the cluster's spec did not join within %s s "
@@ -159,8 +161,10 @@ class Connection:
 
     @property
     def changed(self) -> bool:
-        """Whether a worker joined or left since the devices were last read."""
-        return self.watch.version != self._seen
+        """Whether a worker joined or left since the devices were last read (False once
+        closed)."""
+        watch = self.watch
+        return watch is not None and watch.version != self._seen
 
     def discover(self) -> list[Device]:
         """The cluster's devices now (waiting for a first worker of a cluster still starting),

@@ -41,7 +41,9 @@ from distributed import Client, Future
 from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph.cluster.liveness import ClusterWatch
+from daskgraph.cluster.shutdown import end_quietly_at_exit
 from daskgraph.deadline import raise_if_past, wait_time
+from daskgraph.errors import CancelledError as RunCancelledError
 from daskgraph.errors import DeadlineExceededError, UnavailableError
 from daskgraph.framework.op_registry import blocking_types
 from daskgraph.runtime.planner.lowering import Plan, build_task_graph, task_group
@@ -226,7 +228,7 @@ class FastPath:
         try:
             executor = self._executor(worker, compiled.plan, tick)
             result = self._call(executor, compiled, step, feeds, trace, tick)
-        except (UnavailableError, DeadlineExceededError):
+        except (UnavailableError, DeadlineExceededError, RunCancelledError):
             self.forget(worker)  # a timed-out actor may still be busy: the next run makes anew
             raise
         except Exception as exc:  # the actor failed: its worker died, or something else
@@ -392,6 +394,7 @@ def _submit_once(
     stager: FastPath | None,
 ) -> dict[int, tuple]:
     plan = compiled.plan
+    end_quietly_at_exit()  # a daemon thread at exit submits nothing to a closing scheduler
     started = workers_now(watch, plan)  # raises at once if a device's worker is missing
     programs = compiled.program_futures(client)
     staged = _stage_large_feeds(stager, plan, key_prefix, feed_values, tick)
@@ -495,7 +498,7 @@ def _result_watching_workers(
         except (TimeoutError, concurrent.futures.TimeoutError):
             try:
                 raise_if_past("the partitions of the run")
-            except DeadlineExceededError:
+            except (DeadlineExceededError, RunCancelledError):
                 future.client.cancel(futures)
                 raise
             raise_if_devices_left(watch, plan, futures, started=started, max_age=tick)

@@ -4,7 +4,8 @@
 with them (a later read names them) and devices gone for good that soft placement could not
 place around (runs that need them are refused at once, with what to do). It decides, after a
 run failed for lost workers, whether to wait for a nanny's restart (within
-``daskgraph.worker-restart-grace``; not for a stalled worker, which no nanny restarts), to run
+``daskgraph.worker-restart-grace``; not for a stalled worker, nor for one gone for good:
+retired on purpose, or with no nanny left to restart it), to run
 the same plans again, or to place the graph again on the devices that remain; and, between
 runs, how the session follows workers joining and leaving. The session it serves gives it a
 narrow handle (:class:`PlacementHolder`): the current placement, placing again, forgetting
@@ -16,8 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
-import dask.config
-
+from daskgraph.cluster.liveness import restart_grace
 from daskgraph.cluster.topology import Device
 from daskgraph.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
 from daskgraph.runtime.planner.lowering import Plan
@@ -100,11 +100,13 @@ class Recovery:
         dead_addresses = set(failure.fields.get("addresses", ())) or {
             d.worker for d in before if str(d.restriction) in dead
         }
-        grace = float(dask.config.get("daskgraph.worker-restart-grace"))
+        grace = restart_grace()
         # every device the session knew, not only those the run missed: another worker may
         # have died since (its restart is then awaited too, not placed around)
         awaited = [d.restriction for d in before if d.name not in stalled]
-        back = self._conn.watch.wait_for(awaited, grace, exclude=dead_addresses) and not stalled
+        watch = self._conn.watch
+        back = watch.wait_for(awaited, grace, exclude=dead_addresses) and not stalled
+        for_good = watch.gone_for_good(awaited, exclude=dead_addresses) if not back else []
         self._session.forget_paths()
         devices = self._conn.discover()
         self._conn.devices = devices
@@ -113,10 +115,16 @@ class Recovery:
             {d.name for d in before} - {d.name for d in devices} | set(failure.missing)
         )
         if not self._placement_served(devices):
-            self._place_around(missing, grace, failure)
+            self._place_around(missing, grace, failure, bool(for_good))
         if back:  # what a nanny is there for: one line, no alarm
             logger.info(
                 "devices %s left during a run; their workers restarted; running it again",
+                sorted(failure.missing),
+            )
+        elif for_good:
+            logger.warning(
+                "devices %s left the cluster for good during a run (retired, or no nanny to "
+                "restart their workers); placed again on the remaining devices; running it again",
                 sorted(failure.missing),
             )
         elif stalled:
@@ -140,19 +148,26 @@ class Recovery:
         placement = self._session.placement_now()
         return placement is not None and _serving(list(placement.devices)) <= _serving(devices)
 
-    def _place_around(self, missing: list[str], grace: float, failure: Exception) -> None:
-        """Place the graph again on the devices there are now, after ``missing`` left; without
-        soft placement, ops pinned to them raise InvalidArgumentError naming them (and so
-        does every later run: no stale placement is kept)."""
+    def _place_around(
+        self, missing: list[str], grace: float, failure: Exception, for_good: bool = False
+    ) -> None:
+        """Place the graph again on the devices there are now, after ``missing`` left (gone
+        ``for_good``, or not back within ``grace``); without soft placement, ops pinned to
+        them raise InvalidArgumentError naming them (and so does every later run: no stale
+        placement is kept)."""
         try:
             self._session.place_again()
         except InvalidArgumentError as exc:
             # runs that need only the devices that remain still run (a checkpoint of the
             # parameters on the CPU can still be saved); the others are refused at once
             self.gone.update(missing)
+            why = (
+                "for good (retired, or no nanny left to restart their workers)"
+                if for_good
+                else f"and did not come back within {grace} s"
+            )
             raise InvalidArgumentError(
-                f"{exc} (devices {missing} left the cluster during a run and did not "
-                f"come back within {grace} s)",
+                f"{exc} (devices {missing} left the cluster during a run {why})",
                 op=exc.op,
                 missing=missing,
                 **exc.fields,

@@ -30,9 +30,10 @@ import dask.config
 from distributed import Client
 
 from daskgraph.cluster import master
+from daskgraph.cluster.shutdown import end_quietly_at_exit
 from daskgraph.cluster.topology import Device, format_device_mapping
 from daskgraph.config import SessionConfig, check_timeout_ms, default_session_config
-from daskgraph.deadline import run_deadline, sent_deadline
+from daskgraph.deadline import cancelled_error, raise_if_cancelled, run_deadline, sent_deadline
 from daskgraph.diagnostics.inspection import PlacementPlan, describe
 from daskgraph.diagnostics.reporting import reporter_for
 from daskgraph.errors import (
@@ -168,6 +169,7 @@ class Session:
         self._runs = 0  # the latest numbers given out
         self._steps = 0
         self._under_way = _RunsUnderWay()
+        self._cancel = threading.Event()  # set by close(): the runs under way are cancelled
         self._closed = True  # until connected
         self._placement: Placement | None = None  # the whole graph's, or the last run's
         #: placing pruned graphs: each run's own placement, by run signature
@@ -265,6 +267,20 @@ class Session:
         the metadata records, per partition, the device, the worker it actually ran on and
         the timing of each op.
         """
+        try:
+            return self._run(fetches, feed_dict, options, run_metadata)
+        except Exception as exc:
+            end_quietly_at_exit(exc)  # (a daemon thread at exit: it ends with the process)
+            raise
+
+    def _run(
+        self,
+        fetches: Any,
+        feed_dict: Mapping[Any, Any] | None,
+        options: RunOptions | None,
+        run_metadata: RunMetadata | None,
+    ) -> Any:
+        """:meth:`run`'s work."""
         self._check_usable()
         if not len(self._graph):
             raise RuntimeError(
@@ -280,17 +296,22 @@ class Session:
         deadline = sent_deadline(timeout_ms)
         step = RunStep(self._id, number, self._under_way.start(number), deadline)
         try:
-            if self._conn.changed:
-                self._recovery.follow_cluster()
-            with run_deadline(timeout_ms):
+            with run_deadline(timeout_ms, self._cancel):
+                if self._conn.changed:
+                    self._recovery.follow_cluster()
                 plan, results = self._run_attempts(items, feeds, step, values, trace)
-        except OpError as exc:
-            _attach_operation(exc, self._graph)
-            if getattr(exc, "show_message_only", False):  # a device no placement satisfies
-                raise without_internal_frames(exc) from None  # the planner's frames: on exc
+        except Exception as exc:
+            if self._cancel.is_set():  # closed under the run: whatever it met, it was cancelled
+                raise cancelled_error("the run's steps") from exc
+            if isinstance(exc, OpError):
+                _attach_operation(exc, self._graph)
+                if getattr(exc, "show_message_only", False):  # a device no placement satisfies
+                    raise without_internal_frames(exc) from None  # the planner's frames: on exc
             raise
         finally:
             self._under_way.end(number)
+        if self._cancel.is_set():  # closed while it ran: TensorFlow's call raises, too
+            raise cancelled_error("the run's steps")
         if trace:
             run_metadata.step_stats = StepStats([results[i][-1] for i in sorted(results)])
         by_item = []
@@ -376,10 +397,12 @@ class Session:
             except UnreachableError:  # the scheduler is gone: nothing to place or wait for
                 raise
             except UnavailableError as exc:
+                raise_if_cancelled("the run's lost workers")  # (closed: nothing to wait for)
                 if attempt == retries:
                     raise
                 self._recovery.recover(exc)
             except FailedPreconditionError as exc:
+                raise_if_cancelled("the run's steps")
                 raise self._recovery.explain_lost(exc) from None
             attempt += 1
 
@@ -539,10 +562,14 @@ class Session:
     # -- life cycle -----------------------------------------------------------------------------
     def close(self) -> None:
         """Free this session's variables and programs on the workers, and let go of the
-        cluster (the embedded cluster keeps running for the process's next session)."""
+        cluster (the embedded cluster keeps running for the process's next session). Runs
+        under way in other threads are cancelled: they raise
+        :class:`~daskgraph.errors.CancelledError` (within a liveness tick, or once a kernel
+        running in their own thread returns), as TensorFlow's do."""
         if self._closed:
             return
         self._closed = True
+        self._cancel.set()  # a run under way in another thread raises CancelledError
         if self._reporter is not None and not self._conn.watch.lost:
             self._reporter.flush()  # this session's last runs, for the page
         if self._reporter is not None:

@@ -289,7 +289,8 @@ def run_partition(
     programs and staged feeds) in the calling thread; ``address`` is the worker's, recorded
     in a trace. What :func:`execute_partition` returns; also called directly for a worker
     that lives in this process (:mod:`daskgraph.runtime.client.inprocess`). A failure among the
-    ``dependencies`` (other partitions' outputs) is passed on without running.
+    ``dependencies`` (other partitions' outputs) is passed on without running. NumPy's
+    floating-point warnings are off while it runs: IEEE results are values.
 
     >>> from daskgraph.runtime.program import Instruction, PartitionProgram
     >>> from daskgraph.ops.math import _add
@@ -301,10 +302,13 @@ def run_partition(
     for dependency in dependencies:
         if isinstance(dependency, RunFailure):
             return dependency
-    if step.deadline is not None:  # kernels that block (a queue's dequeue) wait until it
-        with worker_deadline(step.deadline):
-            return _run_partition(state, address, program, step, feeds, trace, dependencies)
-    return _run_partition(state, address, program, step, feeds, trace, dependencies)
+    # IEEE results (x/0 = inf, log(0) = -inf, 0/0 = nan) are values, as in TensorFlow: NumPy
+    # warns of none of them (kernels, fused kernels and their parts alike)
+    with np.errstate(all="ignore"):
+        if step.deadline is not None:  # kernels that block (a queue's dequeue) wait until it
+            with worker_deadline(step.deadline):
+                return _run_partition(state, address, program, step, feeds, trace, dependencies)
+        return _run_partition(state, address, program, step, feeds, trace, dependencies)
 
 
 def _run_partition(

@@ -1,0 +1,94 @@
+"""A device whose worker left for good is placed around at once: the restart grace
+(``daskgraph.worker-restart-grace``) is for a nanny restarting its worker, not for a worker
+retired on purpose (``Client.retire_workers``) or one whose nanny is gone too.
+
+The grace is set to an hour: a run that waited for it would not end within the test's bound
+(``within``), so a run that ends shows it did not wait. Each GPU worker is a process with a
+nanny, as on a real cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import dask
+import pytest
+from distributed import Client
+
+import daskgraph as dg
+from daskgraph.cluster.local import local_cluster
+from daskgraph.config import SessionConfig
+from daskgraph.runtime.client.session import RunMetadata, RunOptions
+from daskgraph.testing import within
+
+#: a grace far longer than the bound below (a run that waits for it fails the test); no
+#: fast path: its actor would hold the worker (Dask's retire_workers cannot move an actor)
+SETTINGS = {"daskgraph.worker-restart-grace": "3600s", "daskgraph.fast-path": False}
+#: a hang, not a slow machine, is what fails (the run itself takes well under a second)
+LIMIT_S = 120
+TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
+
+
+@pytest.fixture
+def client():
+    """Two virtual GPUs, each a worker process with its nanny; the CPU worker in this one."""
+    cluster = local_cluster(virtual_gpus=2, processes=True, cpu_threads=1, cpu_in_process=True)
+    client = Client(cluster, set_as_default=False)
+    client.wait_for_workers(3, timeout=60)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def _gpu1(client: Client) -> tuple[str, dict]:
+    (found,) = [
+        (address, info)
+        for address, info in client.scheduler_info(n_workers=-1)["workers"].items()
+        if str(info["name"]).endswith("GPU:1")
+    ]
+    return found
+
+
+def _device_of(session: dg.Session, fetch, name: str) -> tuple[float, str]:
+    metadata = RunMetadata()
+    value = session.run(fetch, options=TRACE, run_metadata=metadata)
+    return float(value), metadata.step_stats.device_of(name)
+
+
+def _runs_elsewhere_at_once(client: Client, leave) -> None:
+    """Run an op pinned to /gpu:1 (soft placement), let GPU:1 leave by ``leave(address,
+    record)``, and run it again: it runs on another device, without waiting for GPU:1."""
+    config = SessionConfig(allow_soft_placement=True)
+    with dask.config.set(SETTINGS), dg.Graph().as_default():
+        with dg.device("/gpu:1"):
+            y = dg.multiply(dg.constant(3.0), 2.0, name="y")
+        with dg.Session(client, config=config) as session:
+            assert _device_of(session, y, "y") == (
+                6.0,
+                "/job:localhost/replica:0/task:0/device:GPU:1",
+            )
+            leave(*_gpu1(client))
+            box = within(LIMIT_S, lambda: _device_of(session, y, "y"))
+            assert "error" not in box, box
+            value, device = box["value"]
+            assert value == 6.0
+            assert not device.endswith("GPU:1"), device
+
+
+def test_a_retired_gpu_is_placed_around_at_once(client):
+    def retire(address: str, _: dict) -> None:
+        assert address in client.retire_workers(workers=[address])
+
+    _runs_elsewhere_at_once(client, retire)
+
+
+def test_a_gpu_whose_nanny_died_too_is_placed_around_at_once(client):
+    def kill_with_nanny(address: str, _: dict) -> None:
+        worker_pid = client.run(os.getpid, workers=[address])[address]
+        nanny_pids = client.run(os.getpid, workers=[address], nanny=True)
+        (nanny_pid,) = nanny_pids.values()
+        os.kill(nanny_pid, signal.SIGKILL)  # first the nanny: nobody restarts the worker
+        os.kill(worker_pid, signal.SIGKILL)
+
+    _runs_elsewhere_at_once(client, kill_with_nanny)
