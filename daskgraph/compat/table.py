@@ -167,9 +167,11 @@ DIFFERENCES: dict[str, str] = {
     "train.ExponentialMovingAverage": "a variable's average starts at the variable's initial "
     "value (TensorFlow: its current value when it is already initialized)",
     "PaddingFIFOQueue": "no padding: `dequeue_many` stacks elements of one shape only",
-    "QueueBase": "a blocked enqueue/dequeue without a deadline is not cancelled when its "
-    "session closes (TF cancels it); queue handles are `variant` tensors (TF: `resource`); "
-    "a dequeue's components are `BundleGet` ops under the dequeue op",
+    "QueueBase": "when its session closes, a blocked enqueue/dequeue on a worker of the "
+    "session's own process is cancelled (`CancelledError`, as TF); on a worker of another "
+    "process the run raises `CancelledError` at once but the kernel keeps its worker thread "
+    "until the queue moves or the run's deadline passes; queue handles are `variant` tensors "
+    "(TF: `resource`); a dequeue's components are `BundleGet` ops under the dequeue op",
     "train.QueueRunner": "no `queue_runner_def`/`to_proto` (built from its ops only)",
     "summary.FileWriter": "no `session` (TF2 writer resource), `add_run_metadata` or "
     "`add_meta_graph`; the graph's nodes carry names, op types, inputs, requested devices, "
