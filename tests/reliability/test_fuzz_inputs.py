@@ -130,18 +130,23 @@ def test_fuzzed_device_scopes_run_or_fail_clearly(tally, client, spec):
 
 # -- feeds --------------------------------------------------------------------------------
 def _fits(values: np.ndarray, target: np.dtype) -> bool:
-    """Whether every element survives conversion to ``target``, element by element."""
+    """Whether every element survives conversion to ``target``, element by element: an integer
+    (or a whole float) within the target's range, an integer a float type holds exactly, a float
+    into a float type without overflowing to infinity (rounding is TensorFlow's, allowed)."""
     for x in values.tolist():
+        if target.kind in "iu":
+            info = np.iinfo(target)
+            if isinstance(x, float) and (not math.isfinite(x) or x != int(x)):
+                return False
+            if not info.min <= int(x) <= info.max:
+                return False
+            continue
         with np.errstate(all="ignore"):
             y = np.array([x]).astype(values.dtype).astype(target)[0].item()
-        if values.dtype.kind in "iub" and target.kind in "iu":
-            if int(y) != int(x):
-                return False
-        elif values.dtype.kind in "iub":  # integer to float: exact, and finite
-            if not math.isfinite(y) or int(y) != int(x):
-                return False
-        elif math.isinf(y) and math.isfinite(x):  # float to float: no overflow
-            return False
+        if values.dtype.kind in "iub" and (not math.isfinite(y) or int(y) != int(x)):
+            return False  # integer to float: exact, and finite
+        if values.dtype.kind == "f" and math.isinf(y) and math.isfinite(x):
+            return False  # float to float: no overflow
     return True
 
 
@@ -154,12 +159,12 @@ FEED_VALUES = st.sampled_from([*FEED_DTYPES, "uint16", "uint32", "uint64", "bool
 @given(target=st.sampled_from(FEED_DTYPES), value=FEED_VALUES)
 def test_fuzzed_feeds_arrive_exactly_or_are_refused(tally, graph_and_session, target, value):
     """A fed array arrives on another device exactly as NumPy converts it when every value
-    fits the placeholder's dtype; otherwise the feed is refused naming the placeholder, the
-    value's dtype and the placeholder's dtype. Floats never become integers."""
+    fits the placeholder's dtype (whole floats become integers, as TensorFlow's feeds do);
+    otherwise the feed is refused naming the placeholder, the value's dtype and the
+    placeholder's dtype."""
     _, session, pairs = graph_and_session
     fed, read = pairs[target]
-    allowed = value.dtype.kind in "biu" or (value.dtype.kind == "f" and target.startswith("float"))
-    fits = allowed and _fits(value, np.dtype(target))
+    fits = _fits(value, np.dtype(target))
     scenario = tally.scenario("fuzzed feeds", limit_s=10.0, expect="either")
     with scenario.trial() as trial:
         mentions = [fed.name, str(value.dtype), target]

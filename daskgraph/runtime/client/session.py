@@ -271,6 +271,8 @@ class Session:
             return self._run(fetches, feed_dict, options, run_metadata)
         except Exception as exc:
             end_quietly_at_exit(exc)  # (a daemon thread at exit: it ends with the process)
+            if getattr(exc, "show_message_only", False):  # its frames are on the error
+                raise exc.with_traceback(None) from None
             raise
 
     def _run(
