@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-VARYING = [(r"(tcp|tls)://127\.0\.0\.1:\d+", r"\1://127.0.0.1:PORT"), (r"threads: \d+", "threads: N")]
+VARYING = [
+    (r"(tcp|tls)://127\.0\.0\.1:\d+", r"\1://127.0.0.1:PORT"),
+    (r"threads: \d+", "threads: N"),
+]
 
 
 def _blocks() -> tuple[str, list[list[str]]]:
