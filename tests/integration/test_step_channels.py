@@ -9,10 +9,13 @@ there) are one-round steps. Every test compares with Dask's comm
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 import dask
 import numpy as np
+import psutil
 import pytest
 from distributed import Client
 from worker_probes import kill, step_counts, transitions, wait_for_devices
@@ -191,6 +194,23 @@ def _wait_for_all(client: Client, timeout: float = 60) -> None:
     wait_for_devices(client, devices=GPUS + 1, nannies=GPUS, timeout=timeout)
 
 
+def _kill_once_computing(client: Client, address: str, cpu_s: float = 0.3) -> None:
+    """Kill the worker at ``address`` once its process has spent ``cpu_s`` seconds of CPU
+    since this call: the step is then under way on it (an idle worker spends milliseconds),
+    whatever the machine's speed or load."""
+    (pid,) = client.run(os.getpid, workers=[address]).values()
+    process = psutil.Process(pid)
+
+    def spent() -> float:
+        times = process.cpu_times()
+        return times.user + times.system
+
+    start, deadline = spent(), time.monotonic() + 120
+    while spent() - start < cpu_s and time.monotonic() < deadline:
+        time.sleep(0.01)  # (polling the process's CPU clock, not timing the step)
+    kill(client, address)
+
+
 def test_a_gpu_worker_killed_mid_step_runs_the_step_again_and_assigns_once(cluster, caplog):
     """The GPU worker dies while its channel's thread computes; the step is repeated on the
     restarted worker, and the counter on /cpu:0 (bumped before the message left) goes up by
@@ -207,7 +227,7 @@ def test_a_gpu_worker_killed_mid_step_runs_the_step_again_and_assigns_once(clust
         with dg.device("/gpu:0"):
             a = dg.placeholder(dg.float32, [size, size], name="a")
             y = a * bumped
-            for _ in range(40):  # long enough for the kill to land mid-step
+            for _ in range(80):  # seconds of CPU: the kill lands mid-step
                 y = dg.matmul(y, a)
             part = dg.reduce_sum(y)
         with dg.device("/cpu:0"):
@@ -220,7 +240,7 @@ def test_a_gpu_worker_killed_mid_step_runs_the_step_again_and_assigns_once(clust
             (gpu,) = [d.worker for d in session.list_devices() if d.name.endswith("GPU:0")]
             before = step_counts(cluster)["GPU:0"].get("channel steps", 0)
             assert before >= 1
-            killer = threading.Timer(0.3, kill, (cluster, gpu))
+            killer = threading.Thread(target=_kill_once_computing, args=(cluster, gpu))
             killer.start()
             with caplog.at_level("INFO", logger="daskgraph"):
                 box = within(120, lambda: session.run(out, {a: value}))
