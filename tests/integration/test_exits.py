@@ -28,9 +28,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 #: runs of the training program, how many of every 5 have process workers (the embedded
 #: cluster's default; the others have thread workers), and how many run at once. A process
 #: run costs about 5 CPU-seconds (a client and scheduler, two nannies and two worker
-#: processes, each importing daskgraph), a thread run about 2: the 50 runs measured 167
+#: processes, each importing daskgraph), a thread run about 2: 50 runs measured 167
 #: CPU-seconds, under a minute and a half on 2 idle cores.
-RUNS = 50
+RUNS = 30
 PROCESS_RUNS_IN_5 = 2
 AT_A_TIME = 4
 #: a run that has not ended after this long hangs at exit, which is a failure too
@@ -96,7 +96,7 @@ def _run(script: pathlib.Path, *args: str, **env: str) -> subprocess.CompletedPr
 
 @pytest.mark.timeout(1800)
 def test_a_multi_gpu_training_program_exits_silently_every_time(tmp_path) -> None:
-    """50 fresh runs of a two-GPU training program (2 virtual GPUs; worker processes or
+    """30 fresh runs of a two-GPU training program (2 virtual GPUs; worker processes or
     threads), with its session closed, left open or closed by ``with``: each exits 0,
     printed its result, and wrote nothing to stderr. (Before: about 1 run with worker
     processes in 20 wrote Dask's ``Batched Comm Closed`` or a heartbeat's
