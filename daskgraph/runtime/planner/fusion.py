@@ -82,10 +82,10 @@ def fuse(
     """
     n = len(instructions)
     loose = relaxed if relaxed is not None else [False] * n
-    names: dict[int, str | None] = {}  # id(kernel) -> fused_name(kernel)
+    names = _names(instructions)
     fusable = [
-        _fusable(ins, dtype, jit, names)
-        for ins, dtype, jit in zip(instructions, dtypes, loose, strict=True)
+        _fusable(ins, name, dtype, jit)
+        for ins, name, dtype, jit in zip(instructions, names, dtypes, loose, strict=True)
     ]
     if sum(fusable) < 2:
         return list(instructions), list(range(n))
@@ -99,10 +99,11 @@ def fuse(
             producer[ins[5]] = i
     group_of = [-1] * n
     groups: dict[int, list[int]] = {}
+    any_relaxed = any(loose)
     for root in range(n - 1, -1, -1):
         if not fusable[root] or group_of[root] >= 0:
             continue
-        group = _Group(instructions, root, any(loose))
+        group = _Group(instructions, names, root, any_relaxed)
         members = group.grow(fusable, group_of, producer, readers, kept)
         if len(members) > 1:
             groups[root] = sorted(members)
@@ -125,8 +126,11 @@ def fuse(
 class _Group:
     """A group grown from its root, producer by producer (see :func:`fuse`)."""
 
-    def __init__(self, instructions: Sequence[tuple], root: int, relaxed: bool) -> None:
+    def __init__(
+        self, instructions: Sequence[tuple], names: list[str | None], root: int, relaxed: bool
+    ) -> None:
         self.instructions = instructions
+        self.names = names  # each instruction's fused_name
         self.relaxed = relaxed  # (whether relaxed steps may join: else no error to follow)
         self.members = [root]
         self.inputs = set(instructions[root][4])  # slots read from outside the group
@@ -163,8 +167,8 @@ class _Group:
                     continue
                 carried = 1
                 if self.relaxed:
-                    carried = factor * _growth(self.instructions[member][2], args, slot)
-                    if fused_name(self.instructions[p][2], relaxed=False) is None and (
+                    carried = factor * _growth(self.names[member], args, slot)
+                    if self.names[p] not in FUSABLE and (
                         carried == 0 or carried * (RELAXED_ULPS + depth + 1) > CARRIED_ULPS
                     ):
                         fusable[p] = False  # a relaxed step whose error could grow: NumPy's
@@ -186,10 +190,11 @@ class _Group:
         return True
 
 
-def _growth(kernel: Any, args: tuple[int, ...], slot: int) -> int:
-    """By how much a relative error of ``slot`` may grow in the result of an op of ``kernel``
-    reading it as ``args`` (0: without bound; summed where it is read more than once)."""
-    factors = BOUNDED.get(fused_name(kernel) or "", ())
+def _growth(name: str | None, args: tuple[int, ...], slot: int) -> int:
+    """By how much a relative error of ``slot`` may grow in the result of an op whose
+    :func:`fused_name` is ``name`` reading it as ``args`` (0: without bound; summed where it
+    is read more than once)."""
+    factors = BOUNDED.get(name or "", ())
     positions = [i for i, a in enumerate(args) if a == slot]
     if any(i >= len(factors) or factors[i] == 0 for i in positions):
         return 0
@@ -211,13 +216,22 @@ def fused_name(kernel: Any, relaxed: bool = True) -> str | None:
     return None
 
 
-def _fusable(ins: tuple, dtype: str | None, relaxed: bool, names: dict[int, str | None]) -> bool:
-    """Whether an instruction may join a group (``names`` keeps :func:`fused_name` by kernel:
-    a partition has few kernels and many instructions)."""
-    kernel, attrs, out, stateful, deref = ins[2], ins[3], ins[5], ins[6], ins[7]
-    name = names.get(id(kernel), False)
-    if name is False:
-        name = names[id(kernel)] = fused_name(kernel)
+def _names(instructions: Sequence[tuple]) -> list[str | None]:
+    """Each instruction's :func:`fused_name`, looked up once per kernel (a partition has few
+    kernels and many instructions)."""
+    by_kernel: dict[int, str | None] = {}  # id(kernel) -> fused_name(kernel)
+    names = []
+    for ins in instructions:
+        name = by_kernel.get(id(ins[2]), False)
+        if name is False:
+            name = by_kernel[id(ins[2])] = fused_name(ins[2])
+        names.append(name)
+    return names
+
+
+def _fusable(ins: tuple, name: str | None, dtype: str | None, relaxed: bool) -> bool:
+    """Whether an instruction, of :func:`fused_name` ``name``, may join a group."""
+    attrs, out, stateful, deref = ins[3], ins[5], ins[6], ins[7]
     return (
         name is not None
         and (relaxed or name in FUSABLE)  # (fused_name(kernel, relaxed) is not None)
@@ -232,15 +246,13 @@ def _fusable(ins: tuple, dtype: str | None, relaxed: bool, names: dict[int, str 
 def _fused(
     instructions: Sequence[tuple],
     members: list[int],
-    names: dict[int, str | None] | None = None,
-    shared: dict[tuple[int, ...], tuple[int, ...]] | None = None,
+    names: list[str | None],
+    shared: dict[tuple[int, ...], tuple[int, ...]],
 ) -> tuple:
     """One instruction for the group ``members`` (in order; the last is its root).
 
-    ``names`` keeps :func:`fused_name` by kernel; ``shared`` the steps' refs already made
-    (groups of one shape, such as the links of long chains, have the same refs)."""
-    names = {} if names is None else names
-    shared = {} if shared is None else shared
+    ``names`` holds each instruction's :func:`fused_name`; ``shared`` the steps' refs already
+    made (groups of one shape, such as the links of long chains, have the same refs)."""
     made = {instructions[m][5]: k for k, m in enumerate(members)}  # slot -> its step
     position: dict[int, int] = {}  # input slot -> its position among the inputs
     for m in members:
@@ -253,10 +265,7 @@ def _fused(
         ins = instructions[m]
         refs = tuple([n_inputs + made[s] if s in made else position[s] for s in ins[4]])
         refs = shared.setdefault(refs, refs)
-        fname = names.get(id(ins[2]), False)
-        if fname is False:
-            fname = names[id(ins[2])] = fused_name(ins[2])
-        steps.append((ins[0], fname, refs))
+        steps.append((ins[0], names[m], refs))
     root = instructions[members[-1]]
     kernel = FusedKernel(tuple(steps), n_inputs)
     return (root[0], FUSED, kernel, {}, tuple(position), root[5], False, ())
