@@ -40,6 +40,7 @@ __all__ = [
     "Strict",
     "ThreadPoolOptionProto",
     "VirtualDevices",
+    "default_value",
     "repeated",
     "set_fields",
 ]
@@ -89,12 +90,19 @@ def set_fields(message: Strict, given: dict[str, Any]) -> dict[str, Any]:
         if key not in known:
             raise unknown_field(ValueError, type(message).message_name(), key, known)
     for key, default in type(message)._TF1_FIELDS.items():
-        if key in given:
-            value = given[key]
-        else:
-            value = default() if callable(default) else copy.deepcopy(default)
+        value = given[key] if key in given else default_value(default)
         object.__setattr__(message, key, value)
     return {k: v for k, v in given.items() if k in type(message)._NATIVE_FIELDS}
+
+
+def default_value(default: Any) -> Any:
+    """A new value of a field whose default (in ``_TF1_FIELDS``) is ``default``: a callable
+    default (a message class, :func:`repeated`'s) is called, any other is copied.
+
+    >>> default_value(VirtualDevices) == VirtualDevices(), default_value([]) == []
+    (True, True)
+    """
+    return default() if callable(default) else copy.deepcopy(default)
 
 
 class Message(Strict):

@@ -43,6 +43,7 @@ from daskgraph.compat.messages import (
     RunExperimental,
     Strict,
     ThreadPoolOptionProto,
+    default_value,
     repeated,
     set_fields,
 )
@@ -177,8 +178,7 @@ class RunOptions(Strict, session.RunOptions):
         defaults = {"trace_level": 0, "timeout_in_ms": 0, **self._TF1_FIELDS}
         if name not in defaults:
             raise ValueError(f'Protocol message RunOptions has no non-repeated field "{name}"')
-        default = defaults[name]
-        return getattr(self, name) != (default() if callable(default) else default)
+        return getattr(self, name) != default_value(defaults[name])
 
 
 class RunMetadata(Strict, session.RunMetadata):

@@ -34,8 +34,7 @@ daskgraph does not (``tf.image``, ``tf.train.shuffle_batch``, ...) is absent: us
 True
 """
 
-import json as _json
-import pathlib as _pathlib
+import functools as _functools
 import sys
 
 from daskgraph.compat.v1_names import *  # noqa: F403 - tf.*'s names, by concept
@@ -62,7 +61,10 @@ def __getattr__(name: str) -> object:
     raise _missing_name("tf", name, globals()) from None
 
 
-def _tf1_namespaces() -> set[str]:
-    """The namespaces of TensorFlow 1 that docs/compat.md has a section for (``image``, ...)."""
-    snapshot = _pathlib.Path(__file__).with_name("tf1_api.json")
-    return set(_json.loads(snapshot.read_text(encoding="utf-8"))["namespaces"]) - {""}
+@_functools.cache
+def _tf1_namespaces() -> frozenset[str]:
+    """The namespaces of TensorFlow 1 that docs/compat.md has a section for (``image``, ...):
+    the stored snapshot's, read once (every missing name, ``hasattr`` probes included, asks)."""
+    from daskgraph.compat.table import snapshot
+
+    return frozenset(snapshot()["namespaces"]) - {""}

@@ -188,11 +188,15 @@ def _rounded_integers(array: np.ndarray, converted: np.ndarray) -> np.ndarray | 
     return changed
 
 
-def _overflowed(array: np.ndarray, converted: np.ndarray) -> np.ndarray:
-    """Where a finite float (or either part of a complex) became infinite when narrowed."""
-    if converted.dtype.kind == "c":
-        real = _overflowed(np.real(array), converted.real)
-        return real | _overflowed(np.imag(array), converted.imag)
+def _overflowed(array: np.ndarray, converted: np.ndarray) -> np.ndarray | None:
+    """Where a finite float (or either part of a complex) became infinite when narrowed
+    (``None`` when no value of ``converted`` is infinite: the common case, one test of the
+    converted values, none of the source's)."""
+    if not np.isinf(converted).any():
+        return None
+    if converted.dtype.kind == "c":  # each part on its own
+        parts = ((np.real(array), converted.real), (np.imag(array), converted.imag))
+        return np.logical_or(*(np.isinf(made) & np.isfinite(given) for given, made in parts))
     return np.isinf(converted) & np.isfinite(array)
 
 

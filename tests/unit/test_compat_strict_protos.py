@@ -36,6 +36,11 @@ def _messages() -> dict[str, object]:
     }
 
 
+def _tensorflows_words(name: str, typo: str, field: str) -> str:
+    """protobuf's message for the unknown field ``typo`` of message ``name``."""
+    return f'Protocol message {name} has no "{typo}" field. Did you mean "{field}"?'
+
+
 #: per message, a typo of one of its fields and the field
 TYPOS = {
     "ConfigProto": ("log_device_placment", "log_device_placement"),
@@ -61,9 +66,7 @@ def test_setting_a_misspelt_field_raises_tensorflows_attribute_error(path: str) 
     name = path.rsplit(".", 1)[-1]
     with pytest.raises(AttributeError) as caught:
         setattr(message, typo, 1)
-    assert str(caught.value) == (
-        f'Protocol message {name} has no "{typo}" field. Did you mean "{field}"?'
-    )
+    assert str(caught.value) == _tensorflows_words(name, typo, field)
     assert (caught.value.message_type, caught.value.field) == (name, typo)
     assert caught.value.suggestion == field
     assert typo not in vars(message)
@@ -87,10 +90,15 @@ ARGUMENT_TYPOS = {
     "GraphOptions": ("infer_shape", "infer_shapes"),
     "OptimizerOptions": ("do_constant_foldin", "do_constant_folding"),
     "RunOptions": ("trace_levl", "trace_level"),
-    "ConfigProto.Experimental": ("executor_typ", "executor_type"),
-    "GPUOptions.Experimental": ("use_unified_memmory", "use_unified_memory"),
-    "GPUOptions.Experimental.VirtualDevices": ("memory_limit_mbs", "memory_limit_mb"),
-    "RunOptions.Experimental": ("collective_graph_ky", "collective_graph_key"),
+    "GPUOptions.Experimental.VirtualDevices": TYPOS["VirtualDevices"],
+    **{
+        path: TYPOS[path]  # the nested messages: the same typos as when set
+        for path in (
+            "ConfigProto.Experimental",
+            "GPUOptions.Experimental",
+            "RunOptions.Experimental",
+        )
+    },
 }
 
 
@@ -100,9 +108,7 @@ def test_a_constructor_given_an_unknown_field_raises_protobufs_value_error(path:
     typo, field = ARGUMENT_TYPOS[path]
     with pytest.raises(ValueError) as caught:
         cls(**{typo: 1})
-    assert str(caught.value) == (
-        f'Protocol message {name} has no "{typo}" field. Did you mean "{field}"?'
-    )
+    assert str(caught.value) == _tensorflows_words(name, typo, field)
 
 
 def test_a_field_daskgraph_keeps_and_ignores_still_works() -> None:
