@@ -17,10 +17,9 @@ import dask
 import numpy as np
 import pytest
 from distributed import Client
-from worker_probes import step_counts
+from worker_probes import cluster_client, step_counts
 
 import daskgraph as dg
-from daskgraph.cluster.local import local_cluster
 from daskgraph.data.queues import FIFOQueue
 from daskgraph.errors import CancelledError
 from daskgraph.ops.script_ops import py_func
@@ -44,12 +43,8 @@ def _held(x: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="module")
 def threads():
     """CPU and two virtual GPU workers, all threads of this process."""
-    cluster = local_cluster(virtual_gpus=2, processes=False, cpu_threads=2)
-    client = Client(cluster, set_as_default=False)
-    client.wait_for_workers(3, timeout=60)
-    yield client
-    client.close()
-    cluster.close()
+    with cluster_client(3, virtual_gpus=2, processes=False, cpu_threads=2) as client:
+        yield client
 
 
 def _step(two_devices: bool):
@@ -62,25 +57,31 @@ def _step(two_devices: bool):
     return x, y
 
 
+def _run_in_thread(session: dg.Session, fetch) -> tuple[dict, threading.Event]:
+    """Run ``fetch`` in a daemon thread; its result (``value``) or error (``error``) goes in
+    the box, and the event is set once the call has returned."""
+    box: dict = {}
+    ended = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = session.run(fetch)
+        except BaseException as exc:
+            box["error"] = exc
+        ended.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return box, ended
+
+
 def _close_during_run(client: Client, two_devices: bool, kernel_in_caller: bool) -> None:
     """One trial: run, close when the kernel holds the step, and see CancelledError."""
     STARTED.clear()
     RELEASE.clear()
-    box: dict = {}
-    ended = threading.Event()
     with dg.Graph().as_default():
         x, y = _step(two_devices)
         session = dg.Session(client)
-
-        def run() -> None:
-            try:
-                box["value"] = session.run(y)
-            except BaseException as exc:
-                box["error"] = exc
-            ended.set()
-
-        runner = threading.Thread(target=run, daemon=True)
-        runner.start()
+        box, ended = _run_in_thread(session, y)
         try:
             assert STARTED.wait(WAIT_S), "the step never started"
             session.close()
@@ -113,18 +114,13 @@ def test_close_during_a_run_cancels_it(threads, settings, two_devices, kernel_in
 def test_close_during_a_step_channel_run_cancels_it():
     """The GPU worker in a process of its own: its partition goes through a step channel,
     and the CPU worker's (the py_func) runs in the calling thread."""
-    cluster = local_cluster(virtual_gpus=1, processes=True, cpu_threads=1, cpu_in_process=True)
-    client = Client(cluster, set_as_default=False)
-    try:
-        client.wait_for_workers(2, timeout=60)
+    options = dict(virtual_gpus=1, processes=True, cpu_threads=1, cpu_in_process=True)
+    with cluster_client(2, **options) as client:
         before = step_counts(client)["GPU:0"].get("channel steps", 0)
         for _ in range(TRIALS):
             _close_during_run(client, two_devices=True, kernel_in_caller=True)
         # the steps went through the channel (the fresh sessions' runs are one-device)
         assert step_counts(client)["GPU:0"].get("channel steps", 0) - before == TRIALS
-    finally:
-        client.close()
-        cluster.close()
 
 
 def _started(x: np.ndarray) -> np.ndarray:
@@ -137,23 +133,13 @@ def test_close_cancels_a_dequeue_blocked_on_an_empty_queue(threads):
     ends it (TensorFlow cancels a blocked dequeue when its session closes). The step is
     known to run once a py_func before the dequeue ran."""
     STARTED.clear()
-    box: dict = {}
-    ended = threading.Event()
     with dg.Graph().as_default(), dg.device("/cpu:0"):
         queue = FIFOQueue(2, [dg.float32], shapes=[()])
         ran = py_func(_started, [dg.constant(1.0)], dg.float32)
         with dg.control_dependencies([ran]):
             taken = queue.dequeue()
         session = dg.Session(threads)
-
-        def run() -> None:
-            try:
-                box["value"] = session.run(taken)
-            except BaseException as exc:
-                box["error"] = exc
-            ended.set()
-
-        threading.Thread(target=run, daemon=True).start()
+        box, ended = _run_in_thread(session, taken)
         assert STARTED.wait(WAIT_S), "the step never started"
         session.close()
         assert ended.wait(WAIT_S), "the dequeue still blocks after close()"

@@ -14,10 +14,9 @@ import dask
 import numpy as np
 import pytest
 from distributed import Client
-from worker_probes import step_counts, transitions
+from worker_probes import cluster_client, step_counts, transitions
 
 import daskgraph as dg
-from daskgraph.cluster.local import local_cluster
 from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.runtime.worker.step_service import ENDED_RUNS, EXTENSION
 from daskgraph.testing import within
@@ -26,12 +25,8 @@ from daskgraph.testing import within
 @pytest.fixture(scope="module")
 def cluster():
     """Two virtual GPUs in processes of their own, the CPU worker in this process."""
-    cluster = local_cluster(virtual_gpus=2, processes=True, cpu_threads=1)
-    client = Client(cluster, set_as_default=False)
-    client.wait_for_workers(3, timeout=60)
-    yield client
-    client.close()
-    cluster.close()
+    with cluster_client(3, virtual_gpus=2, processes=True, cpu_threads=1) as client:
+        yield client
 
 
 def _two_gpus_and_a_sum():

@@ -1,16 +1,35 @@
-"""What integration tests ask of a cluster's workers: kill one, wait for every device (and
-its nanny) to run again, read the compiled-step counters, count the scheduler's transitions."""
+"""What integration tests ask of a cluster's workers: start a private cluster and its client,
+kill a worker, wait for every device (and its nanny) to run again, read the compiled-step
+counters, count the scheduler's transitions."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from distributed import Client
 
+from daskgraph.cluster.local import local_cluster
 from daskgraph.runtime.worker.step_service import EXTENSION
 
-__all__ = ["kill", "step_counts", "transitions", "wait_for_devices"]
+__all__ = ["cluster_client", "kill", "step_counts", "transitions", "wait_for_devices"]
+
+
+@contextlib.contextmanager
+def cluster_client(workers: int, **options: Any) -> Iterator[Client]:
+    """A client of a new :func:`~daskgraph.cluster.local.local_cluster` (``options``) once
+    its ``workers`` workers have joined; both closed at the end of the block."""
+    cluster = local_cluster(**options)
+    client = Client(cluster, set_as_default=False)
+    try:
+        client.wait_for_workers(workers, timeout=60)
+        yield client
+    finally:
+        client.close()
+        cluster.close()
 
 
 def kill(client: Client, address: str) -> None:

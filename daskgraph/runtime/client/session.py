@@ -271,8 +271,8 @@ class Session:
             return self._run(fetches, feed_dict, options, run_metadata)
         except Exception as exc:
             end_quietly_at_exit(exc)  # (a daemon thread at exit: it ends with the process)
-            if getattr(exc, "show_message_only", False):  # its frames are on the error
-                raise exc.with_traceback(None) from None
+            if getattr(exc, "show_message_only", False):  # a device no placement satisfies
+                raise without_internal_frames(exc) from None  # the planner's frames: on exc
             raise
 
     def _run(
@@ -307,8 +307,6 @@ class Session:
                 raise cancelled_error("the run's steps") from exc
             if isinstance(exc, OpError):
                 _attach_operation(exc, self._graph)
-                if getattr(exc, "show_message_only", False):  # a device no placement satisfies
-                    raise without_internal_frames(exc) from None  # the planner's frames: on exc
             raise
         finally:
             self._under_way.end(number)

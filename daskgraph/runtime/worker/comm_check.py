@@ -65,8 +65,10 @@ def open_to_any(server: Any) -> bool:
     return all(a.split("://", 1)[0] in OPEN_PROTOCOLS for a in addresses)
 
 
-def check_comm(server: Any, comm: Any, handler: str) -> None:
-    """Refuse ``comm``'s message to ``handler`` unless the rule of the module lets it in.
+def check_comm(server: Any, comm: Any, handler: str, open_any: bool | None = None) -> None:
+    """Refuse ``comm``'s message to ``handler`` unless the rule of the module lets it in
+    (``open_any``: :func:`open_to_any` of ``server``, where its caller keeps it; read from
+    ``server`` otherwise, and only for a comm that is not authenticated).
 
     Raises
     ------
@@ -84,7 +86,11 @@ def check_comm(server: Any, comm: Any, handler: str) -> None:
 tcp://127.0.0.1:2: this worker listens with TLS, and the connection showed no certificate of \
 the cluster. Connect with the cluster's credentials (the Security its client has).
     """
-    if comm is None or authenticated(comm) or open_to_any(server):
+    if comm is None or authenticated(comm):
+        return
+    if open_any is None:
+        open_any = open_to_any(server)
+    if open_any:
         return
     peer = str(getattr(comm, "peer_address", "?"))
     raise UnauthenticatedError(

@@ -59,7 +59,7 @@ import dask.config
 from dask.utils import parse_timedelta
 
 from daskgraph.runtime.program import StepPart
-from daskgraph.runtime.worker.comm_check import check_comm
+from daskgraph.runtime.worker.comm_check import check_comm, open_to_any
 from daskgraph.runtime.worker.step_channel import ChannelServer
 from daskgraph.runtime.worker.step_order import OrderedStep
 from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun, reply_of
@@ -112,6 +112,9 @@ class StepService(StepHost):
         limit = dask.config.get("daskgraph.compiled-inline-limit")
         self.inline_limit = float(parse_timedelta(limit, default="s") or 0.0)
         self.channels = ChannelServer(self.step_now, str(worker.name))
+        #: whether the worker listens only on plain transports (:func:`open_to_any`): read
+        #: once, at the first message that needs it (a listening worker's listeners stay)
+        self._open_to_any: bool | None = None
 
     @classmethod
     def install(cls, worker: Any) -> StepService:
@@ -132,11 +135,18 @@ class StepService(StepHost):
         return service
 
     # -- handlers -----------------------------------------------------------------------------
+    def _check_comm(self, comm: Any, handler: str) -> None:
+        """:func:`~daskgraph.runtime.worker.comm_check.check_comm` for this worker, its
+        listeners read once rather than per message."""
+        if self._open_to_any is None and comm is not None:
+            self._open_to_any = open_to_any(self.worker)
+        check_comm(self.worker, comm, handler, self._open_to_any)
+
     async def step_message(self, comm: Any = None, **message: Any) -> dict[str, Any]:
         """``daskgraph_step`` from another process: :meth:`step`, its reply packed (a
         connection :func:`~daskgraph.runtime.worker.comm_check.check_comm` refuses gets
         :class:`~daskgraph.errors.UnauthenticatedError`, its message unread)."""
-        check_comm(self.worker, comm, "daskgraph_step")
+        self._check_comm(comm, "daskgraph_step")
         reply = await self.step(**open_envelope(message))
         if reply.get("outputs"):
             reply["outputs"] = pack(reply["outputs"])
@@ -197,7 +207,7 @@ class StepService(StepHost):
         """``daskgraph_step_channel``: where this worker's step channel listens, and its key
         (only over a connection :func:`~daskgraph.runtime.worker.comm_check.check_comm`
         lets in)."""
-        check_comm(self.worker, comm, "daskgraph_step_channel")
+        self._check_comm(comm, "daskgraph_step_channel")
         return self.channels.endpoint()
 
     def step_now(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -234,7 +244,7 @@ class StepService(StepHost):
     def recv(self, comm: Any = None, **message: Any) -> str:
         """``daskgraph_step_recv``: the outputs of a partition on another worker (fields
         ``session``, ``run``, ``producer``, ``value`` and the ``sender``'s address)."""
-        check_comm(self.worker, comm, "daskgraph_step_recv")
+        self._check_comm(comm, "daskgraph_step_recv")
         fields = open_envelope(message)
         self._received(**fields)
         return "OK"
@@ -246,7 +256,7 @@ class StepService(StepHost):
 
     def abort(self, comm: Any = None, *, session: str, run: str) -> str:
         """``daskgraph_step_abort``: the client gave run ``run`` up."""
-        check_comm(self.worker, comm, "daskgraph_step_abort")
+        self._check_comm(comm, "daskgraph_step_abort")
         key = (session, run)
         self._end(key)
         found = self.runs.get(key)
@@ -256,7 +266,7 @@ class StepService(StepHost):
 
     def forget(self, comm: Any = None, *, session: str, tokens: list[str]) -> str:
         """``daskgraph_step_forget``: drop loaded plans of ``session``."""
-        check_comm(self.worker, comm, "daskgraph_step_forget")
+        self._check_comm(comm, "daskgraph_step_forget")
         programs = self.state.session(session).steps
         for token in tokens:
             programs.pop(token, None)
