@@ -162,7 +162,7 @@ def write_bundle(
                 raise TypeError(f"checkpoint: cannot write {name!r} of dtype {value.dtype}")
             raw, crc = _encoded(value)
             data.write(raw)
-            size = raw.nbytes if isinstance(raw, np.ndarray) else len(raw)
+            size = len(raw)  # (a 1-D uint8 view or bytes: its length is its size)
             entries.append((name.encode(), _entry_proto(code, value.shape, offset, size, crc)))
             offset += size
     with opener(index_path) as index:
@@ -259,12 +259,6 @@ def _index(prefix: str) -> _Index:
             f"{header.endianness}, for {len(entries)} entries",
         )
     return _Index(path, entries, header.num_shards, header.endianness == pb.BundleHeaderProto.BIG)
-
-
-def _entries(prefix: str) -> tuple[dict[bytes, _Entry], int]:
-    """The entries of the checkpoint's index, by key, and its number of data files."""
-    index = _index(prefix)
-    return index.entries, index.shards
 
 
 def _shard_path(prefix: str, shard: int, shards: int) -> str:
