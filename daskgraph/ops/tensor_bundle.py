@@ -36,7 +36,7 @@ import math
 import os
 import struct
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import ml_dtypes
@@ -172,17 +172,21 @@ def write_bundle(
 # -- the index -----------------------------------------------------------------------------------
 @dataclass
 class _Entry:
-    """A ``BundleEntryProto``, checked: a known dtype (None if not), a shape of sizes >= 0,
-    and the raw (start, length or None) extents of each of its slices."""
+    """A ``BundleEntryProto``, checked: its dtype's code, a shape of sizes >= 0, and the raw
+    (start, length or None) extents of each of its slices."""
 
-    dtype: np.dtype | None
     code: int
     shape: tuple[int, ...]
     shard: int
     offset: int
     size: int
     crc: int
-    slices: list[list[tuple[int, int | None]]] = field(default_factory=list)
+    slices: list[list[tuple[int, int | None]]]
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        """The NumPy dtype of its code; None for one daskgraph does not read."""
+        return _DTYPES.get(self.code)
 
 
 def _parsed(message: Any, value: bytes, path: str, what: str) -> Any:
@@ -202,7 +206,6 @@ def _entry(key: bytes, value: bytes, path: str) -> _Entry:
         for spec in proto.slices
     ]
     return _Entry(
-        _DTYPES.get(proto.dtype),
         proto.dtype,
         shape,
         proto.shard_id,
