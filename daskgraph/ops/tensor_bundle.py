@@ -36,7 +36,7 @@ import math
 import os
 import struct
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import ml_dtypes
@@ -162,7 +162,7 @@ def write_bundle(
                 raise TypeError(f"checkpoint: cannot write {name!r} of dtype {value.dtype}")
             raw, crc = _encoded(value)
             data.write(raw)
-            size = raw.nbytes if isinstance(raw, np.ndarray) else len(raw)
+            size = len(raw)  # (a 1-D uint8 view or bytes: its length is its size)
             entries.append((name.encode(), _entry_proto(code, value.shape, offset, size, crc)))
             offset += size
     with opener(index_path) as index:
@@ -172,17 +172,21 @@ def write_bundle(
 # -- the index -----------------------------------------------------------------------------------
 @dataclass
 class _Entry:
-    """A ``BundleEntryProto``, checked: a known dtype (None if not), a shape of sizes >= 0,
-    and the raw (start, length or None) extents of each of its slices."""
+    """A ``BundleEntryProto``, checked: its dtype's code, a shape of sizes >= 0, and the raw
+    (start, length or None) extents of each of its slices."""
 
-    dtype: np.dtype | None
     code: int
     shape: tuple[int, ...]
     shard: int
     offset: int
     size: int
     crc: int
-    slices: list[list[tuple[int, int | None]]] = field(default_factory=list)
+    slices: list[list[tuple[int, int | None]]]
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        """The NumPy dtype of its code; None for one daskgraph does not read."""
+        return _DTYPES.get(self.code)
 
 
 def _parsed(message: Any, value: bytes, path: str, what: str) -> Any:
@@ -202,7 +206,6 @@ def _entry(key: bytes, value: bytes, path: str) -> _Entry:
         for spec in proto.slices
     ]
     return _Entry(
-        _DTYPES.get(proto.dtype),
         proto.dtype,
         shape,
         proto.shard_id,
@@ -259,12 +262,6 @@ def _index(prefix: str) -> _Index:
             f"{header.endianness}, for {len(entries)} entries",
         )
     return _Index(path, entries, header.num_shards, header.endianness == pb.BundleHeaderProto.BIG)
-
-
-def _entries(prefix: str) -> tuple[dict[bytes, _Entry], int]:
-    """The entries of the checkpoint's index, by key, and its number of data files."""
-    index = _index(prefix)
-    return index.entries, index.shards
 
 
 def _shard_path(prefix: str, shard: int, shards: int) -> str:

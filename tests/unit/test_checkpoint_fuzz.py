@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from daskgraph.errors import DataLossError, NotFoundError, UnimplementedError
 from daskgraph.ops import checkpoint_table
 from daskgraph.ops.checkpoint_files import checkpoint_files, checkpoint_shapes, read_checkpoint
-from daskgraph.ops.checkpoint_table import masked_crc, read_table, read_varint, write_table
+from daskgraph.ops.checkpoint_table import masked_crc, read_table, write_table
 from daskgraph.ops.protos import tensor_bundle_pb2 as pb
 from daskgraph.ops.tensor_bundle import write_bundle
 
@@ -73,9 +73,7 @@ def _blocks(index: bytes) -> list[tuple[int, int]]:
 
 
 def _handle(data: bytes, pos: int) -> tuple[tuple[int, int], int]:
-    offset, pos = read_varint(data, pos, len(data), "base")
-    size, pos = read_varint(data, pos, len(data), "base")
-    return (offset, size), pos
+    return checkpoint_table._handle(data, pos, len(data), "base")
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,7 @@ def test_tensorflows_checkpoint_reads_with_equal_values():
 
 
 def test_what_daskgraph_writes_is_tensorflows_bytes_for_every_tensor():
-    entries, _ = tensor_bundle._entries(TF_PREFIX)
+    entries = tensor_bundle._index(TF_PREFIX).entries
     (data_path,) = tensor_bundle.data_files(TF_PREFIX)
     with open(data_path, "rb") as f:
         data = f.read()
