@@ -3,9 +3,11 @@
 Its one job is the GPU side of :class:`~daskgraph.ops.fused.FusedKernel`: on a GPU worker a
 fused chain is one CUDA kernel (one launch, one pass over memory) instead of a launch per op.
 The kernel's body is the chain in C++, each step cast to the dtype NumPy's (and CuPy's) ufunc
-gives it, as the CPU loop does (:func:`operation`); CUDA's ``+ - * /`` and ``sqrt`` round as
-IEEE 754 does (CuPy compiles without fast math), so results are CuPy's op by op, bit for bit
-(the transcendental functions of the JIT switches within ``RELAXED_RTOL``).
+gives it, as the CPU loop does (:func:`operation`), and NVRTC compiles it with
+:data:`NVRTC_OPTIONS`: no contraction of ``x * y + z`` into one fused multiply-add (NVRTC's
+default ``--fmad=true`` rounds it once where NumPy rounds twice), IEEE 754 division and square
+root, subnormals kept. So ``+ - * /`` and ``sqrt`` give NumPy's and CuPy's op-by-op results bit
+for bit (the transcendental functions of the JIT switches within ``RELAXED_RTOL``).
 
 Rent or buy, as on the CPU: a chain's first call for given input dtypes runs op by op; its
 second builds the kernel (CuPy compiles it at its first launch, and caches it on disk for the
@@ -29,9 +31,15 @@ import numpy as np
 
 from daskgraph.ops.fusable import expression_of, step_dtypes
 
-__all__ = ["call_on_cupy", "operation"]
+__all__ = ["NVRTC_OPTIONS", "call_on_cupy", "operation"]
 
 logger = logging.getLogger("daskgraph.ops.fused")
+
+#: NVRTC's options for every fused kernel, NumPy's rounding: ``--fmad=false`` (no fused
+#: multiply-add: ``x * y + z`` rounds after the product, as NumPy's two ufuncs do); the
+#: others are NVRTC's defaults, stated so that nothing (no ``--use_fast_math``) changes them:
+#: subnormals kept, not flushed to zero, and IEEE 754 round-to-nearest ``/`` and ``sqrt``.
+NVRTC_OPTIONS = ("--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true")
 
 #: C++ expressions where the loop's (Python) ones differ; the others are valid C++ as they are
 _C_EXPRESSIONS = {
@@ -115,7 +123,7 @@ def _build(xp: Any, kernel: Any, dtypes: list[np.dtype], steps: list[np.dtype]) 
     params = ", ".join(f"{d.name} x{i}" for i, d in enumerate(dtypes))
     name = "daskgraph_fused_" + "_".join(step[1] for step in kernel.steps)[:60]
     try:
-        return xp.ElementwiseKernel(params, f"{out.name} out", body, name)
+        return xp.ElementwiseKernel(params, f"{out.name} out", body, name, options=NVRTC_OPTIONS)
     except Exception as exc:  # (a CuPy without ElementwiseKernel, a body it refuses)
         logger.debug("fused chain %r not built for CuPy: %s", kernel, exc)
         return None

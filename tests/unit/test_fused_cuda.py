@@ -21,9 +21,11 @@ class FakeCupy:
 
     def __init__(self, kernel: FusedKernel, broken: bool = False) -> None:
         self.kernel, self.broken, self.built, self.launches = kernel, broken, [], 0
+        self.options: list[tuple] = []  # the NVRTC options of each kernel built
 
-    def ElementwiseKernel(self, in_params, out_params, body, name):
+    def ElementwiseKernel(self, in_params, out_params, body, name, options=()):
         self.built.append((in_params, out_params, body, name))
+        self.options.append(tuple(options))
 
         def launch(*args):
             self.launches += 1
@@ -71,3 +73,17 @@ def test_a_kernel_cupy_cannot_run_falls_back_to_op_by_op_for_good():
     for _ in range(4):
         np.testing.assert_array_equal(kernel(fake, x, 2.0), -np.sqrt(np.maximum(x * 2.0, x)))
     assert len(fake.built) == 1 and fake.launches == 1  # tried once, then op by op
+
+
+def test_every_kernel_is_compiled_without_fused_multiply_add_nor_fast_math():
+    """NVRTC contracts ``x * y + z`` into one FMA by default (one rounding where NumPy's
+    two ufuncs round twice): the kernels are built with ``--fmad=false`` and IEEE ``/``."""
+    kernel = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (3, 2))), 3)
+    fake = FakeCupy(kernel)
+    x, y, z = (np.linspace(-1, 1, 8, dtype=np.float32) + k for k in range(3))
+    for _ in range(2):  # the second call builds the kernel
+        np.testing.assert_array_equal(kernel(fake, x, y, z), x * y + z)
+    (options,) = fake.options
+    assert "--fmad=false" in options
+    assert {"--ftz=false", "--prec-div=true", "--prec-sqrt=true"} <= set(options)
+    assert not any("fast_math" in o or "fast-math" in o for o in options)
