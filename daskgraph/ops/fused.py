@@ -280,7 +280,9 @@ def build(
     types = [numba.from_dtype(d) if scalar else array(d, readonly) for d, scalar, readonly in
              kinds]  # fmt: skip
     signature = numba.void(array(dtypes[-1]), *types)  # compiled now, not on the first call
-    jit = numba.njit(signature, nogil=True, error_model="numpy", parallel=parallel)
+    # no fast math: LLVM would contract x * y + z into one fused multiply-add (NumPy rounds
+    # twice); tests/unit/test_fused_chains.py checks the bits
+    jit = numba.njit(signature, nogil=True, error_model="numpy", parallel=parallel, fastmath=False)
     loop = jit(namespace["fused"])
     return _Loop(loop, dtypes[-1], parallel)
 
