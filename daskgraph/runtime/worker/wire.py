@@ -21,13 +21,20 @@ True
 from __future__ import annotations
 
 import pickle
+import threading
 from typing import Any
 
 from distributed.protocol import Serialize, to_serialize
 
 from daskgraph.runtime.worker.execution import PACK_BYTES, pack_small
 
-__all__ = ["PACK_BYTES", "by_index", "envelope", "open_envelope", "pack", "unpack"]
+__all__ = ["PACK_BYTES", "by_index", "envelope", "open_envelope", "pack", "packed_bytes", "unpack"]
+
+#: bytes of the tensors :func:`pack` packed in this process: "host" (NumPy arrays and values
+#: pickled: host memory) and "cuda" (CuPy arrays, left to Dask's CUDA serializers: device to
+#: device over UCX, through host memory over TCP); read by :func:`packed_bytes`
+_PACKED = {"host": 0, "cuda": 0}
+_PACKED_LOCK = threading.Lock()
 
 
 def pack(value: Any) -> Any:
@@ -40,9 +47,42 @@ def pack(value: Any) -> Any:
     else:
         items = value if isinstance(value, (tuple, list)) else (value,)
     if any(type(item).__module__.startswith("cupy") for item in items):
+        _count(items)
         return to_serialize(value)
+    _count(items)
     packed = pack_small(value, arrays=items)  # (the fast path's rule for small messages)
     return packed if packed is not value else to_serialize(value)
+
+
+def _count(items: Any) -> None:
+    """Add the bytes of ``items``' arrays to :data:`_PACKED` (scalars and others count 0)."""
+    host = cuda = 0
+    for item in items:
+        if type(item).__module__.startswith("cupy"):
+            cuda += item.nbytes
+        else:
+            host += getattr(item, "nbytes", 0)
+    with _PACKED_LOCK:
+        _PACKED["host"] += host
+        _PACKED["cuda"] += cuda
+
+
+def packed_bytes(reset: bool = False) -> dict[str, int]:
+    """Bytes of the arrays :func:`pack` packed in this process so far, ``{"host": ...,
+    "cuda": ...}`` (CuPy arrays under "cuda"); with ``reset``, counted afresh from now on.
+    A worker's figures come back by ``client.run(packed_bytes)``.
+
+    >>> import numpy as np
+    >>> _ = packed_bytes(reset=True)
+    >>> _ = pack({0: np.zeros(4, np.float32), 1: 2.0})
+    >>> packed_bytes()
+    {'host': 16, 'cuda': 0}
+    """
+    with _PACKED_LOCK:
+        found = dict(_PACKED)
+        if reset:
+            _PACKED.update(host=0, cuda=0)
+    return found
 
 
 def unpack(value: Any) -> Any:
