@@ -22,7 +22,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the benchmarks package lives next to daskgraph, not in it
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import gpu_check, gpu_clusters, gpu_report, gpu_sessions, matpow  # noqa: E402
+from benchmarks import (  # noqa: E402
+    gpu_check,
+    gpu_clusters,
+    gpu_devices,
+    gpu_fused,
+    gpu_report,
+    gpu_sessions,
+    matpow,
+)
 from benchmarks.gpu_report import FAIL, PASS, SKIPPED, CheckResult  # noqa: E402
 from benchmarks.gpu_sessions import Findings, Target  # noqa: E402
 
@@ -30,7 +38,7 @@ GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 H100 = Target(True, "0", "NVIDIA H100 80GB HBM3", 80 * 2**30)
 
 
-@pytest.mark.parametrize("module", [gpu_check, gpu_clusters, gpu_report])
+@pytest.mark.parametrize("module", [gpu_check, gpu_clusters, gpu_devices, gpu_fused, gpu_report])
 def test_doctests(module) -> None:
     """The benchmarks are not collected by pytest: their doctests run here."""
     failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
@@ -172,6 +180,39 @@ def test_matpow_targets_on_a_made_up_gpu_record() -> None:
     assert "1.25x what the placement implies (copies beyond the device boundary)" in beyond.reason
     mixed = verdict(gpu_record(1.0, 1.0, 400_000_000, worker_tf32="1"))
     assert mixed.reason == "CUPY_TF32 differs: here '0', on the GPU worker '1'"
+
+
+def test_matpow_with_tf32_on_has_its_own_goal_of_125x() -> None:
+    def verdict(ratio: float) -> CheckResult:
+        record = gpu_record(ratio, 1.0, 400_000_000, worker_tf32="1")
+        record.update(tf32=True, cupy_tf32_client="1")
+        return gpu_check.matpow_result(record, "matpow", "matpow", True, H100.gpu_name)
+
+    within = verdict(1.2)
+    assert within.status == PASS and within.data["targets"]["time_vs_cupy"]["goal"] == 1.25
+    assert "(goal <= 1.25x)" in within.lines[0]
+    assert "daskgraph took 1.30x CuPy's time (goal 1.25x)" in verdict(1.3).reason
+
+
+def test_the_two_gpu_row_needs_ucx_for_zero_bytes_through_the_host() -> None:
+    sent = 3 * 4096 * 4096 * 4
+
+    def verdict(transport: str, host: int = 0) -> CheckResult:
+        def check(target: Target) -> Findings:
+            f = Findings(lines=["A^n + B^n matched NumPy"])
+            counts = {"host": host, "cuda": sent}
+            gpu_devices.bytes_verdict(f, target, f"{transport}://w1", counts, sent)
+            return f
+
+        run = gpu_check.Run(gpu_check.parse_args([]), True, H100, time.monotonic() + 60)
+        return gpu_check.in_process(run, "two", "two", check, 10)
+
+    tcp = verdict("tls")
+    assert tcp.status == SKIPPED and tcp.reason.startswith("needs UCX: the workers talk tls")
+    assert f"{sent / 1e6:.1f} MB measured between the two workers" in tcp.reason
+    assert any("through host memory" in line for line in tcp.lines)
+    assert verdict("ucx").status == PASS
+    assert verdict("ucx", host=64).reason == "64 bytes crossed host memory over UCX"
 
 
 def test_the_matpow_cpu_record_passes_when_the_results_match() -> None:
