@@ -549,7 +549,8 @@ def in_process_checks(run: Run) -> list[tuple[str, str, str, Callable, float]]:
         (
             "two-gpus",
             "two-logical-gpus",
-            f"A^n + B^n on two {kind} GPUs of one GPU: bytes through the host between them",
+            f"A^n + B^n, a power on each of two {kind} GPUs"
+            f"{' of one GPU' if run.real else ''}: bytes through the host between them",
             devices.two_logical_gpus,
             120.0,
         ),
