@@ -80,3 +80,25 @@ def test_placement_log_and_page_name_the_ucx_transport(ucx_cluster, capfd):
     assert plan["transports"] == [
         {"source": f"{PREFIX}GPU:0", "target": f"{PREFIX}GPU:1", "transport": "ucx"}
     ]
+
+
+def test_a_cpu_to_gpu_pair_on_ucx_goes_through_the_local_socket_it_is_named(ucx_cluster, capfd):
+    """The client's own CPU worker reaches a GPU worker of this machine through its step
+    channel (a local socket) whatever Dask's transport: the log names what the step uses."""
+    config = dg.SessionConfig(log_device_placement=True)
+    value = np.arange(16, dtype=np.float32).reshape(4, 4)
+    with dg.Graph().as_default(), dg.Session(ucx_cluster, config=config) as session:
+        with dg.device("/cpu:0"):
+            a = dg.placeholder(dg.float32, [4, 4], name="a")
+            doubled = a * 2.0
+        with dg.device("/gpu:0"):
+            product = dg.matmul(doubled, doubled, name="product")
+        with dg.device("/cpu:0"):
+            total = dg.reduce_sum(product, name="total")
+        expected = ((value * 2) @ (value * 2)).sum()
+        np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        before = step_counts(ucx_cluster)["GPU:0"].get("channel steps", 0)
+        for _ in range(3):
+            np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        assert step_counts(ucx_cluster)["GPU:0"]["channel steps"] - before == 3
+    assert f"{PREFIX}CPU:0 <-> {PREFIX}GPU:0: local socket" in capfd.readouterr().err
