@@ -102,3 +102,12 @@ def test_a_cpu_to_gpu_pair_on_ucx_goes_through_the_local_socket_it_is_named(ucx_
             np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
         assert step_counts(ucx_cluster)["GPU:0"]["channel steps"] - before == 3
     assert f"{PREFIX}CPU:0 <-> {PREFIX}GPU:0: local socket" in capfd.readouterr().err
+
+
+def test_a_session_names_a_ucx_cluster_by_its_address(ucx_cluster):
+    address = ucx_cluster.scheduler.address
+    assert address.startswith("ucx://")
+    with dg.Graph().as_default(), dg.Session(address) as session:
+        a, second = _gpu_to_gpu()
+        value = np.eye(8, dtype=np.float32)
+        np.testing.assert_allclose(session.run(second, {a: value}), np.tanh(value * 0.01))
