@@ -8,7 +8,7 @@ import pytest
 
 from daskgraph.cluster import embedded, protocols
 from daskgraph.cluster.cuda_specs import CudaWorker, dask_cuda_worker_options
-from daskgraph.cluster.local import scheduler_spec, worker_options, worker_specs
+from daskgraph.cluster.local import local_cluster, scheduler_spec, worker_options, worker_specs
 from daskgraph.cluster.protocols import UCXSwitches, cluster_protocol, transport_settings
 from daskgraph.config import SessionConfig
 from daskgraph.errors import InvalidArgumentError
@@ -24,6 +24,8 @@ def test_ucx_with_temporary_security_is_an_error_naming_both_settings():
     assert err.protocol == ("daskgraph.local.protocol", "ucx")
     assert err.security == ("daskgraph.local.security", "temporary")
     assert "daskgraph.local.security: none" in str(err) and "no TLS" in str(err)
+    with pytest.raises(InvalidArgumentError, match="carries no TLS"):
+        local_cluster(protocol="ucx", virtual_gpus=0, processes=False)  # (nothing started)
 
 
 def test_an_unknown_protocol_is_named():
