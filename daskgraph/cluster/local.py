@@ -5,7 +5,8 @@ returns plain dictionaries (one per device: the worker's class and options) and
 :func:`local_cluster` only fills in defaults and starts an :class:`EmbeddedCluster`. Every
 worker stands for one device: it is named by the device's full name and carries a resource
 (``CPU: 1`` or ``GPU: 1``, plus ``VIRTUAL_GPU: 1`` for a virtual GPU). Everything listens on
-127.0.0.1 only, the dashboard included.
+127.0.0.1 only, the dashboard included, over Dask's TCP (TLS by default) or UCX
+(``daskgraph.local.protocol``, :mod:`daskgraph.cluster.protocols`).
 
 A real GPU's worker is a dask-cuda worker where dask-cuda is installed: its options come from
 :mod:`daskgraph.cluster.cuda_specs` (``GPUOptions`` as an RMM pool, CPU affinity, the CUDA context
