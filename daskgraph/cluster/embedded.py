@@ -154,7 +154,7 @@ def shutdown() -> None:
 def _start(shape: ClusterShape) -> _Running:
     timeout = float(dask.config.get("daskgraph.local.startup-timeout"))
     security = local_security(shape.security)  # its own credentials: no other user connects
-    transport = transport_settings(shape.protocol, shape.ucx, bool(shape.gpus))
+    transport = transport_settings(shape.protocol, shape.ucx, gpus=False)  # (this process's)
     specs = worker_specs(
         virtual_gpus=shape.virtual_gpus,
         gpus=shape.gpus,
@@ -165,7 +165,7 @@ def _start(shape: ClusterShape) -> _Running:
         cpu_in_process=shape.cpu_in_process,
         security=security,
         protocol=shape.protocol,
-        transport=transport,
+        ucx=shape.ucx,
     )
     scheduler = scheduler_spec(security=security, protocol=shape.protocol)
     cluster = EmbeddedCluster(specs, scheduler, security=security, transport=transport)

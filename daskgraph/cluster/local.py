@@ -100,7 +100,7 @@ def worker_specs(
     memory_limit: str | int | None = None,
     security: Any = None,
     protocol: str = "tcp",
-    transport: dict[str, Any] | None = None,
+    ucx: UCXSwitches | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Worker specs for one task of a cluster: a CPU worker, one worker per (logical) GPU, and
     one per virtual GPU.
@@ -147,10 +147,10 @@ def worker_specs(
     protocol
         Dask's transport: ``"tcp"`` (TLS where ``security`` says) or ``"ucx"``
         (:mod:`daskgraph.cluster.protocols`).
-    transport
-        Dask settings a process worker (and its nanny) applies before its first connection:
-        :func:`daskgraph.cluster.protocols.transport_settings` (thread workers share this
-        process's).
+    ucx
+        dask-cuda's UCX switches for ``protocol`` "ucx": each process worker (and its nanny)
+        gets them as :func:`daskgraph.cluster.protocols.transport_settings`, with CUDA
+        transports for real GPU workers only (thread workers share this process's).
     """
     if virtual_gpus < 0:
         raise ValueError(f"virtual_gpus must be >= 0; got {virtual_gpus}")
@@ -168,14 +168,17 @@ def worker_specs(
     def memory(own_process: bool) -> str | int:
         return _memory_limit(memory_limit, own_process, own_processes)
 
-    common = {"host": host, "security": security, "protocol": protocol, "transport": transport}
+    common = {"host": host, "security": security, "protocol": protocol}
+    common["transport"] = transport_settings(protocol, ucx, gpus=False)
+    gpu_common = {**common, "transport": transport_settings(protocol, ucx, gpus=True)}
     specs = {}
     for index in range(cpu_devices):
         cpu = _device_name(job, task, CPU, index)
         specs[cpu] = _worker_spec(
             cpu, threads, {CPU: 1}, cpu_process, memory_limit=memory(cpu_process), **common
         )
-    specs.update(_gpu_specs(gpu_workers, job, task, gpu_options.allow_growth, memory(True), common))
+    growth = gpu_options.allow_growth
+    specs.update(_gpu_specs(gpu_workers, job, task, growth, memory(True), gpu_common))
     for index in range(len(gpu_workers), len(gpu_workers) + virtual_gpus):
         name = _device_name(job, task, GPU, index)
         resources = {GPU: 1, VIRTUAL_GPU_RESOURCE: 1}
@@ -487,7 +490,7 @@ def local_cluster(
     protocol = cluster_protocol(protocol, choice)
     if security is None:
         security = local_security()
-    transport = transport_settings(protocol, ucx or UCXSwitches.from_config(), bool(gpus))
+    ucx = ucx or UCXSwitches.from_config()
     workers = worker_specs(
         virtual_gpus=virtual_gpus,
         gpus=gpus,
@@ -498,9 +501,10 @@ def local_cluster(
         cpu_devices=cpu_devices,
         security=security,
         protocol=protocol,
-        transport=transport,
+        ucx=ucx,
     )
     scheduler = scheduler_spec(security=security, protocol=protocol)
+    transport = transport_settings(protocol, ucx, gpus=False)  # (this process: no CUDA)
     return EmbeddedCluster(workers, scheduler, security=security, transport=transport)
 
 
@@ -528,8 +532,9 @@ class EmbeddedCluster:
         ``cluster.security``); ``None`` for plain TCP (or UCX).
     transport
         Dask settings this process needs before its first connection to the cluster
-        (:func:`daskgraph.cluster.protocols.transport_settings`: UCX's), applied while the
-        scheduler and the thread workers start (UCX reads them once per process).
+        (:func:`daskgraph.cluster.protocols.transport_settings`: UCX's, without CUDA
+        transports: the client never touches CUDA), applied while the scheduler and the thread
+        workers start (UCX reads them once per process).
     """
 
     def __init__(

@@ -8,8 +8,9 @@ import pytest
 
 from daskgraph.cluster import embedded, protocols
 from daskgraph.cluster.cuda_specs import CudaWorker, dask_cuda_worker_options
+from daskgraph.cluster.gpus import GPUInfo
 from daskgraph.cluster.local import local_cluster, scheduler_spec, worker_options, worker_specs
-from daskgraph.cluster.protocols import UCXSwitches, cluster_protocol, transport_settings
+from daskgraph.cluster.protocols import UCXSwitches, cluster_protocol
 from daskgraph.config import SessionConfig
 from daskgraph.errors import InvalidArgumentError
 
@@ -50,14 +51,19 @@ def test_the_embedded_shape_carries_protocol_and_switches(monkeypatch):
 
 
 def test_every_worker_and_the_scheduler_listen_on_ucx_with_its_settings():
-    transport = transport_settings("ucx", UCXSwitches(), gpus=False)
     specs = worker_specs(
-        virtual_gpus=1, processes=True, cpu_in_process=True, protocol="ucx", transport=transport
+        virtual_gpus=1,
+        processes=True,
+        cpu_in_process=True,
+        protocol="ucx",
+        ucx=UCXSwitches(nvlink=True),
     )
     cpu, gpu = (worker_options(s) for s in specs.values())
     assert cpu["protocol"] == gpu["protocol"] == "ucx"
-    # a process worker (and its nanny, DeviceNanny) gets UCX's settings: TCP, shm, loopback
+    # a process worker (and its nanny, DeviceNanny) gets UCX's settings; a virtual GPU has no
+    # CUDA: TCP, shared memory, loopback
     assert gpu["config"]["distributed-ucxx.environment.tls"] == "tcp,sm,self"
+    assert "distributed-ucxx.nvlink" not in gpu["config"]
     assert "config" not in cpu  # a thread worker shares this process's
     assert scheduler_spec(protocol="ucx")["options"]["protocol"] == "ucx"
     tcp = worker_options(next(iter(worker_specs(processes=True).values())))
@@ -116,3 +122,16 @@ def test_a_dask_cuda_worker_takes_the_protocol_and_switches():
         worker, name="gpu", host="127.0.0.1", resources={"GPU": 1}, memory_limit=2**33
     )
     assert "protocol" not in plain and "config" not in plain
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (no dask-cuda here: a warning says so)
+def test_only_real_gpu_workers_get_cuda_transports():
+    specs = worker_specs(
+        gpus=[GPUInfo("0", "NVIDIA H100", 2**34)],
+        processes=True,
+        protocol="ucx",
+        ucx=UCXSwitches(tcp=True, nvlink=True),
+    )
+    cpu, gpu = (worker_options(s)["config"] for s in specs.values())
+    assert gpu["distributed-ucxx.nvlink"] is True and gpu["distributed-ucxx.create-cuda-context"]
+    assert cpu["distributed-ucxx.tcp"] is True and "distributed-ucxx.nvlink" not in cpu
