@@ -15,11 +15,13 @@ one is. So ``protocol: ucx`` needs ``security: none`` said out loud; with the de
 ``enable_tcp_over_ucx``, ``enable_nvlink``, ``enable_infiniband``, ``enable_rdmacm``, plus
 ``cuda-copy``); :meth:`UCXSwitches.dask_config` turns them into ``distributed-ucxx``'s
 settings (``distributed-ucxx.tcp``, ``.nvlink``, ...: the package's own namespace, which its
-legacy ``distributed.comm.ucx.*`` keys fall back to), given to the scheduler, the client and
-every worker. Left all unset, UCX picks its transports itself where there are GPUs (dask-cuda's
-automatic configuration); on a machine without one the cluster's UCX uses TCP, shared memory
-and loopback only (``UCX_TLS=tcp,sm,self``, unless the environment sets ``UCX_TLS``), and no
-CUDA transport is switched on.
+legacy ``distributed.comm.ucx.*`` keys fall back to: its ``environment`` default shadows
+theirs), given to every worker process and its nanny. CUDA transports (``nvlink``,
+``cuda-copy``, and ``create-cuda-context`` with them) go to real GPU workers only: the client's
+process (scheduler, client, in-process CPU worker), CPU and virtual-GPU workers never touch
+CUDA. Left all unset, a GPU worker's UCX picks its transports itself (dask-cuda's automatic
+configuration); a process without a GPU uses TCP, shared memory and loopback only
+(``UCX_TLS=tcp,sm,self``, unless the environment sets ``UCX_TLS``).
 
 >>> UCXSwitches(nvlink=True, tcp=True).dask_config(gpus=True)["distributed-ucxx.nvlink"]
 True
