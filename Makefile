@@ -8,10 +8,15 @@ BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: demo test test-fast test-under-load lint bench reliability check-newest gpu-check clean
 
+# On Linux x86_64 the test environment also gets the ucx-cu12 extra (Dask's UCX transport,
+# which runs over TCP and shared memory without a GPU), so the suite's UCX tests run there.
+comma := ,
+TEST_EXTRAS := $(if $(filter Linux-x86_64,$(shell uname -s)-$(shell uname -m)),test$(comma)ucx-cu12,test)
+
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[$(TEST_EXTRAS)]'
 	touch $(STAMP)
 
 demo: $(STAMP)  ## A^n + B^n on the embedded cluster (virtual GPUs where there are none)

@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from daskgraph.cluster.gpus import GPUInfo
+from daskgraph.cluster.protocols import UCXSwitches, transport_settings
 from daskgraph.config import GPUOptions
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.framework.device import CPU, GPU
@@ -332,6 +333,8 @@ def dask_cuda_worker_options(
     preload: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     silence_logs: int | str = logging.ERROR,
+    protocol: str = "tcp",
+    ucx: UCXSwitches | None = None,
 ) -> dict[str, Any]:
     """The nanny options of one GPU worker, as ``LocalCUDACluster`` makes them, less the
     plugins: plain data (JSON, where ``security`` is), and no dask-cuda import.
@@ -365,6 +368,14 @@ def dask_cuda_worker_options(
         More environment variables for the worker (``CUDA_VISIBLE_DEVICES`` is ``worker``'s).
     silence_logs
         Level of the nanny's and worker's ``distributed`` log handlers (``0``: leave them alone).
+    protocol
+        Dask's transport, as ``LocalCUDACluster(protocol=...)``: ``"tcp"`` (or ``"tls"``,
+        per ``security``) or ``"ucx"``, over which CuPy arrays go GPU to GPU.
+    ucx
+        dask-cuda's UCX switches (``enable_nvlink``, ...) for ``protocol`` "ucx", given to the
+        worker as ``distributed-ucxx``'s settings (``config``;
+        :meth:`~daskgraph.cluster.protocols.UCXSwitches.dask_config`): the scheduler and the
+        client need the same ones.
 
     Returns
     -------
@@ -372,7 +383,8 @@ def dask_cuda_worker_options(
         ``name``, ``nthreads``, ``resources``, ``host``, ``dashboard_address``,
         ``memory_limit``, ``security``, ``silence_logs``, ``env`` (with ``worker``'s
         ``CUDA_VISIBLE_DEVICES``), ``preload`` (``preload``, then ``dask_cuda.initialize``)
-        and ``preload_argv`` (one list per preload: ``--create-cuda-context`` for dask-cuda's).
+        and ``preload_argv`` (one list per preload: ``--create-cuda-context`` for dask-cuda's);
+        with ``protocol`` other than ``"tcp"``, ``protocol`` and ``config`` (UCX's settings).
 
     Examples
     --------
@@ -384,8 +396,13 @@ def dask_cuda_worker_options(
     ({'CUDA_VISIBLE_DEVICES': '1,0'}, [[], ['--create-cuda-context']])
     >>> options["preload"]
     ['daskgraph.cluster.worker_preload', 'dask_cuda.initialize']
+    >>> ucx = dask_cuda_worker_options(
+    ...     w, name="gpu", host="127.0.0.1", resources={"GPU": 1}, memory_limit=2**34,
+    ...     protocol="ucx", ucx=UCXSwitches(nvlink=True))
+    >>> ucx["protocol"], ucx["config"]["distributed-ucxx.nvlink"]
+    ('ucx', True)
     """
-    return {
+    options = {
         "name": name,
         "nthreads": nthreads,
         "resources": dict(resources),
@@ -399,6 +416,10 @@ def dask_cuda_worker_options(
         # one argv per preload (a flat list would go to every preload)
         "preload_argv": [[] for _ in preload] + [[_CREATE_CONTEXT]],
     }
+    if protocol != "tcp":
+        options["protocol"] = protocol
+        options["config"] = transport_settings(protocol, ucx, gpus=True)
+    return options
 
 
 def dask_cuda_worker_spec(
@@ -425,7 +446,7 @@ def dask_cuda_worker_spec(
     **options
         :func:`dask_cuda_worker_options`'s keyword arguments (``name``, ``host``,
         ``resources``, ``memory_limit``, ``security``, ``nthreads``, ``dashboard_address``,
-        ``preload``, ``env``, ``silence_logs``), documented there.
+        ``preload``, ``env``, ``silence_logs``, ``protocol``, ``ucx``), documented there.
     nanny_class
         The nanny class, ``distributed.Nanny`` by default (as ``LocalCUDACluster``); e.g.
         :class:`daskgraph.cluster.nanny_setup.DeviceNanny`.

@@ -8,7 +8,9 @@ uses is closed when one of another shape is started, and every one is closed cle
 process exits (clients first, then workers, then the scheduler), so sessions left open print
 nothing at exit. :func:`shutdown` closes them all now. Each cluster's connections are TLS
 with credentials of its own (``daskgraph.local.security``,
-:mod:`daskgraph.cluster.local_security`): other users of the machine cannot reach it.
+:mod:`daskgraph.cluster.local_security`): other users of the machine cannot reach it; or,
+with ``daskgraph.local.protocol: ucx`` and ``security: none``, Dask's UCX transport
+(:mod:`daskgraph.cluster.protocols`).
 
 >>> shape = ClusterShape(virtual_gpus=2)
 >>> shape.virtual_gpus, shape.processes
@@ -20,7 +22,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import dask.config
 from distributed import Client
@@ -30,6 +32,7 @@ from daskgraph.cluster.liveness import forget_client
 from daskgraph.cluster.local import EmbeddedCluster, scheduler_spec, worker_specs
 from daskgraph.cluster.local_security import CONFIG_KEY as SECURITY_KEY
 from daskgraph.cluster.local_security import local_security
+from daskgraph.cluster.protocols import UCXSwitches, cluster_protocol, transport_settings
 from daskgraph.cluster.shutdown import quiet_close
 from daskgraph.config import GPUOptions, SessionConfig, virtual_gpu_count
 from daskgraph.framework.device import CPU, GPU
@@ -54,6 +57,8 @@ class ClusterShape:
     processes: bool = True
     cpu_in_process: bool = True
     security: str = "temporary"
+    protocol: str = "tcp"
+    ucx: UCXSwitches = field(default_factory=UCXSwitches)
 
     @property
     def gpu_options(self) -> GPUOptions:
@@ -69,9 +74,13 @@ class ClusterShape:
 def shape_for(config: SessionConfig) -> ClusterShape:
     """The cluster a session with ``config`` runs on, from the ``daskgraph`` Dask config and
     the GPUs NVML finds (none with ``device_count={"GPU": 0}``); ``device_count={"CPU": n}``
-    gives it n CPU devices (TensorFlow's logical CPUs)."""
+    gives it n CPU devices (TensorFlow's logical CPUs). Raises where
+    ``daskgraph.local.protocol`` and ``daskgraph.local.security`` conflict
+    (:func:`daskgraph.cluster.protocols.cluster_protocol`)."""
     options = config.gpu_options
     gpus = () if config.device_count.get(GPU) == 0 else tuple(visible_gpus())
+    security = str(dask.config.get(SECURITY_KEY)).lower()
+    protocol = cluster_protocol(None, security)
     # memory options shape only real GPU workers: without GPUs, one cluster serves every config
     return ClusterShape(
         virtual_gpus=virtual_gpu_count(),
@@ -84,7 +93,9 @@ def shape_for(config: SessionConfig) -> ClusterShape:
         cpu_devices=max(1, config.device_count.get(CPU, 1)),
         processes=bool(dask.config.get("daskgraph.local.processes")),
         cpu_in_process=bool(dask.config.get("daskgraph.local.cpu-in-process")),
-        security=str(dask.config.get(SECURITY_KEY)).lower(),
+        security=security,
+        protocol=protocol,
+        ucx=UCXSwitches.from_config() if protocol == "ucx" else UCXSwitches(),
     )
 
 
@@ -143,6 +154,7 @@ def shutdown() -> None:
 def _start(shape: ClusterShape) -> _Running:
     timeout = float(dask.config.get("daskgraph.local.startup-timeout"))
     security = local_security(shape.security)  # its own credentials: no other user connects
+    transport = transport_settings(shape.protocol, shape.ucx, gpus=False)  # (this process's)
     specs = worker_specs(
         virtual_gpus=shape.virtual_gpus,
         gpus=shape.gpus,
@@ -152,8 +164,11 @@ def _start(shape: ClusterShape) -> _Running:
         processes=shape.processes,
         cpu_in_process=shape.cpu_in_process,
         security=security,
+        protocol=shape.protocol,
+        ucx=shape.ucx,
     )
-    cluster = EmbeddedCluster(specs, scheduler_spec(security=security), security=security)
+    scheduler = scheduler_spec(security=security, protocol=shape.protocol)
+    cluster = EmbeddedCluster(specs, scheduler, security=security, transport=transport)
     try:
         client = Client(cluster, set_as_default=False, direct_to_workers=True)
         client.wait_for_workers(len(specs), timeout=timeout)

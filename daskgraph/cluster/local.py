@@ -5,7 +5,8 @@ returns plain dictionaries (one per device: the worker's class and options) and
 :func:`local_cluster` only fills in defaults and starts an :class:`EmbeddedCluster`. Every
 worker stands for one device: it is named by the device's full name and carries a resource
 (``CPU: 1`` or ``GPU: 1``, plus ``VIRTUAL_GPU: 1`` for a virtual GPU). Everything listens on
-127.0.0.1 only, the dashboard included.
+127.0.0.1 only, the dashboard included, over Dask's TCP (TLS by default) or UCX
+(``daskgraph.local.protocol``, :mod:`daskgraph.cluster.protocols`).
 
 A real GPU's worker is a dask-cuda worker where dask-cuda is installed: its options come from
 :mod:`daskgraph.cluster.cuda_specs` (``GPUOptions`` as an RMM pool, CPU affinity, the CUDA context
@@ -44,7 +45,9 @@ from daskgraph.cluster.cuda_specs import (
 )
 from daskgraph.cluster.footprint import scheduler_extensions, shorten_dask_logs, worker_settings
 from daskgraph.cluster.gpus import GPUInfo, visible_gpus
+from daskgraph.cluster.local_security import CONFIG_KEY as SECURITY_KEY
 from daskgraph.cluster.local_security import forget, local_security, remember
+from daskgraph.cluster.protocols import UCXSwitches, cluster_protocol, transport_settings
 from daskgraph.cluster.shutdown import close_workers, quiet_close
 from daskgraph.cluster.tls import https_settings, security_fields
 from daskgraph.cluster.topology import VIRTUAL_GPU_RESOURCE
@@ -96,6 +99,8 @@ def worker_specs(
     host: str = LOOPBACK,
     memory_limit: str | int | None = None,
     security: Any = None,
+    protocol: str = "tcp",
+    ucx: UCXSwitches | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Worker specs for one task of a cluster: a CPU worker, one worker per (logical) GPU, and
     one per virtual GPU.
@@ -139,6 +144,13 @@ def worker_specs(
     security
         A ``distributed.Security`` for a TLS cluster, given to every worker (to a process
         worker as :func:`daskgraph.cluster.tls.security_fields`).
+    protocol
+        Dask's transport: ``"tcp"`` (TLS where ``security`` says) or ``"ucx"``
+        (:mod:`daskgraph.cluster.protocols`).
+    ucx
+        dask-cuda's UCX switches for ``protocol`` "ucx": each process worker (and its nanny)
+        gets them as :func:`daskgraph.cluster.protocols.transport_settings`, with CUDA
+        transports for real GPU workers only (thread workers share this process's).
     """
     if virtual_gpus < 0:
         raise ValueError(f"virtual_gpus must be >= 0; got {virtual_gpus}")
@@ -156,14 +168,17 @@ def worker_specs(
     def memory(own_process: bool) -> str | int:
         return _memory_limit(memory_limit, own_process, own_processes)
 
-    common = {"host": host, "security": security}
+    common = {"host": host, "security": security, "protocol": protocol}
+    common["transport"] = transport_settings(protocol, ucx, gpus=False)
+    gpu_common = {**common, "transport": transport_settings(protocol, ucx, gpus=True)}
     specs = {}
     for index in range(cpu_devices):
         cpu = _device_name(job, task, CPU, index)
         specs[cpu] = _worker_spec(
             cpu, threads, {CPU: 1}, cpu_process, memory_limit=memory(cpu_process), **common
         )
-    specs.update(_gpu_specs(gpu_workers, job, task, gpu_options.allow_growth, memory(True), common))
+    growth = gpu_options.allow_growth
+    specs.update(_gpu_specs(gpu_workers, job, task, growth, memory(True), gpu_common))
     for index in range(len(gpu_workers), len(gpu_workers) + virtual_gpus):
         name = _device_name(job, task, GPU, index)
         resources = {GPU: 1, VIRTUAL_GPU_RESOURCE: 1}
@@ -235,6 +250,8 @@ def gpu_worker_spec(
     host: str,
     memory_limit: str | int,
     security: Any = None,
+    protocol: str = "tcp",
+    transport: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The spec of a dask-cuda GPU worker: a :class:`~daskgraph.cluster.nanny_setup.DeviceNanny` in
     a
@@ -267,9 +284,14 @@ def gpu_worker_spec(
         preload=[WORKER_PRELOAD],
         env=env,
         dashboard_address=None if security is None else f"{LOOPBACK}:0",
+        protocol=protocol,
     )
     options["cuda_worker"] = worker.to_fields()
-    options["config"] = {**worker_settings(), **https_settings(security, "worker")}
+    options["config"] = {
+        **worker_settings(),
+        **https_settings(security, "worker"),
+        **(transport or {}),
+    }
     return {
         "cls": SubprocessWorker,
         "options": {"worker_class": NANNY, "name": name, "worker_kwargs": options},
@@ -352,13 +374,16 @@ def _worker_spec(
     memory_limit: str | int,
     security: Any = None,
     env: dict[str, str] | None = None,
+    protocol: str = "tcp",
+    transport: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One worker's spec. A process worker is a Nanny started in a fresh interpreter
     (``SubprocessWorker``), so that scripts without an ``if __name__ == "__main__":`` guard
     (every TF1 program) can start the embedded cluster: nothing re-imports the user's script.
     Its spec travels as JSON (``security`` as :func:`daskgraph.cluster.tls.security_fields`); its
     environment is :func:`process_environment`. A GPU worker set up without dask-cuda (``env``
-    given) also gets its GPU's environment and the GPU set-up preload.
+    given) also gets its GPU's environment and the GPU set-up preload. On ``protocol`` "ucx"
+    the worker listens on UCX, and a process worker (and its nanny) applies ``transport``.
     """
     options: dict[str, Any] = {
         "name": name,
@@ -368,6 +393,8 @@ def _worker_spec(
         "dashboard_address": f"{host}:0",
         "memory_limit": memory_limit,
     }
+    if protocol != "tcp":
+        options["protocol"] = protocol
     if security is not None:  # its HTTP server in HTTPS, on loopback (see daskgraph.cluster.tls)
         options["dashboard_address"] = f"{LOOPBACK}:0"
     if not processes:
@@ -379,7 +406,11 @@ def _worker_spec(
         "silence_logs": logging.ERROR,
         "preload": [WORKER_PRELOAD] if env is None else [WORKER_PRELOAD, GPU_PRELOAD],
         "env": {**process_environment(nthreads), **(env or {})},
-        "config": {**worker_settings(), **https_settings(security, "worker")},
+        "config": {
+            **worker_settings(),
+            **https_settings(security, "worker"),
+            **(transport or {}),
+        },
     }
     if security is not None:
         kwargs["security"] = security_fields(security)
@@ -390,11 +421,14 @@ def _worker_spec(
 
 
 def scheduler_spec(
-    host: str = LOOPBACK, dashboard_address: str | None = None, security: Any = None
+    host: str = LOOPBACK,
+    dashboard_address: str | None = None,
+    security: Any = None,
+    protocol: str = "tcp",
 ) -> dict[str, Any]:
     """The scheduler's spec: listening on ``host`` (``tls://`` where ``security`` requires
-    encryption), dashboard only where Bokeh is installed, with the extensions of
-    :func:`daskgraph.cluster.footprint.scheduler_extensions`.
+    encryption, ``ucx://`` on ``protocol`` "ucx"), dashboard only where Bokeh is installed,
+    with the extensions of :func:`daskgraph.cluster.footprint.scheduler_extensions`.
 
     >>> from daskgraph.cluster.local_security import local_security
     >>> scheduler_spec(security=local_security("temporary"))["options"]["protocol"]
@@ -412,6 +446,8 @@ def scheduler_spec(
     if security is not None:
         options["security"] = security
         options["protocol"] = "tls" if security.require_encryption else "tcp"
+    if protocol != "tcp":
+        options["protocol"] = protocol
     if importlib.util.find_spec("bokeh") is None:
         options["dashboard"] = False
     return {"cls": Scheduler, "options": options}
@@ -427,6 +463,8 @@ def local_cluster(
     cpu_in_process: bool = False,
     cpu_devices: int = 1,
     security: Any = None,
+    protocol: str | None = None,
+    ucx: UCXSwitches | None = None,
 ) -> EmbeddedCluster:
     """Start an embedded cluster; unset arguments come from the ``daskgraph`` Dask config,
     and ``gpus`` from NVML (:func:`daskgraph.cluster.gpus.visible_gpus`: none without a driver).
@@ -436,7 +474,10 @@ def local_cluster(
     :func:`worker_specs`). Its connections use ``security`` (a ``distributed.Security``), by
     default per ``daskgraph.local.security``: TLS with credentials made for this cluster
     alone (:mod:`daskgraph.cluster.local_security`), so that no other user of the machine
-    can reach it; ``Client(cluster)`` picks them up."""
+    can reach it; ``Client(cluster)`` picks them up. ``protocol`` (default:
+    ``daskgraph.local.protocol``) "ucx" runs it on Dask's UCX transport with dask-cuda's
+    switches ``ucx`` (default: ``daskgraph.local.ucx``), which needs ``security`` none (see
+    :mod:`daskgraph.cluster.protocols`)."""
     if virtual_gpus is None:
         virtual_gpus = virtual_gpu_count()
     if gpus is None:
@@ -445,8 +486,11 @@ def local_cluster(
         cpu_threads = dask.config.get("daskgraph.local.cpu-threads")
     if processes is None:
         processes = bool(dask.config.get("daskgraph.local.processes"))
+    choice = dask.config.get(SECURITY_KEY, "temporary") if security is None else "temporary"
+    protocol = cluster_protocol(protocol, choice)
     if security is None:
         security = local_security()
+    ucx = ucx or UCXSwitches.from_config()
     workers = worker_specs(
         virtual_gpus=virtual_gpus,
         gpus=gpus,
@@ -456,8 +500,12 @@ def local_cluster(
         cpu_in_process=cpu_in_process,
         cpu_devices=cpu_devices,
         security=security,
+        protocol=protocol,
+        ucx=ucx,
     )
-    return EmbeddedCluster(workers, scheduler_spec(security=security), security=security)
+    scheduler = scheduler_spec(security=security, protocol=protocol)
+    transport = transport_settings(protocol, ucx, gpus=False)  # (this process: no CUDA)
+    return EmbeddedCluster(workers, scheduler, security=security, transport=transport)
 
 
 class EmbeddedCluster:
@@ -481,7 +529,12 @@ class EmbeddedCluster:
     security
         The ``distributed.Security`` the scheduler and the workers were given (their specs
         carry it), for the clients of the cluster (``Client(cluster)`` reads
-        ``cluster.security``); ``None`` for plain TCP.
+        ``cluster.security``); ``None`` for plain TCP (or UCX).
+    transport
+        Dask settings this process needs before its first connection to the cluster
+        (:func:`daskgraph.cluster.protocols.transport_settings`: UCX's, without CUDA
+        transports: the client never touches CUDA), applied while the scheduler and the thread
+        workers start (UCX reads them once per process).
     """
 
     def __init__(
@@ -489,23 +542,25 @@ class EmbeddedCluster:
         worker_spec: dict[str, dict[str, Any]],
         scheduler: dict[str, Any],
         security: Any = None,
+        transport: dict[str, Any] | None = None,
     ):
         self.worker_spec = worker_spec
         self.workers: dict[str, Any] = {}
         shorten_dask_logs()  # the scheduler, its streams and thread workers, in this process
-        self._cluster = SpecCluster(
-            workers={},
-            scheduler=scheduler,
-            silence_logs="error",
-            name="daskgraph-local",
-            security=security,
-        )
-        remember(self.scheduler_address, security)  # (sessions of this process may name it)
-        try:
-            self.sync(self._start_workers)
-        except BaseException:
-            self.close()
-            raise
+        with dask.config.set(transport or {}):
+            self._cluster = SpecCluster(
+                workers={},
+                scheduler=scheduler,
+                silence_logs="error",
+                name="daskgraph-local",
+                security=security,
+            )
+            remember(self.scheduler_address, security)  # (sessions of this process may name it)
+            try:
+                self.sync(self._start_workers)
+            except BaseException:
+                self.close()
+                raise
 
     async def _start_workers(self) -> None:
         address = self.scheduler_address

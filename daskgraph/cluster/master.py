@@ -100,8 +100,10 @@ logger = logging.getLogger("daskgraph.cluster.master")
 
 _FORMS = (
     "'grpc://host:port' (as TensorFlow 1 programs write it), 'tcp://host:port', "
-    "'tls://host:port' or 'host:port'"
+    "'tls://host:port', 'ucx://host:port' or 'host:port'"
 )
+#: the Dask transports a session target may name (``ucx``: a UCX cluster, e.g. dask-cuda's)
+_DASK_SCHEMES = ("tcp", "tls", "ucx")
 _HOST_PORT = re.compile(r"(?P<host>[^:/\[\]\s]+|\[[^\]\s]+\]):(?P<port>\d{1,5})\Z")
 _LOOPBACK = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
@@ -209,7 +211,7 @@ def _parse_target(target: Any) -> tuple[str, str]:
     scheme = scheme.lower()
     if scheme.startswith("grpc"):  # TensorFlow strips any ^grpc.*:// (grpc+verbs, ...)
         scheme = "grpc"
-    if scheme not in ("", "grpc", "tcp", "tls"):
+    if scheme not in ("", "grpc", *_DASK_SCHEMES):
         why = f"unknown scheme {scheme!r}"
     elif not _HOST_PORT.match(rest) or not 0 < int(rest.rsplit(":", 1)[1]) < 65536:
         why = "expected a host and a port (1-65535)"
@@ -245,16 +247,19 @@ def resolve_target(target: str) -> Target:
     'tcp://localhost:8786'
     >>> resolve_target("tls://10.0.0.1:8786")
     Target(address='tls://10.0.0.1:8786', local_task=None, given='tls://10.0.0.1:8786')
+    >>> resolve_target("ucx://10.0.0.1:8786").address
+    'ucx://10.0.0.1:8786'
     >>> try:
     ...     resolve_target("ftp://x:1")
     ... except InvalidArgumentError as exc:
     ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
     Invalid session target 'ftp://x:1': unknown scheme 'ftp'. Accepted: 'grpc://host:port'
-    (as TensorFlow 1 programs write it), 'tcp://host:port', 'tls://host:port' or 'host:port'.
-    (No session factory registered for the given session options: {target: ftp://x:1}.)
+    (as TensorFlow 1 programs write it), 'tcp://host:port', 'tls://host:port',
+    'ucx://host:port' or 'host:port'. (No session factory registered for the given session
+    options: {target: ftp://x:1}.)
     """
     scheme, rest = _parse_target(target)
-    wanted = scheme if scheme in ("tcp", "tls") else None  # grpc:// and bare: any protocol
+    wanted = scheme if scheme in _DASK_SCHEMES else None  # grpc:// and bare: any protocol
     with _servers_lock:
         newest_first = list(reversed(_servers))
     for address_of in (lambda s: s.target, lambda s: s.scheduler_address):  # its task's first
@@ -290,7 +295,7 @@ def _task_of(reply: Any) -> tuple[tuple[str, int], str] | None:
     if not (isinstance(job, str) and isinstance(task, int) and isinstance(scheduler, str)):
         return None
     scheme, _, rest = scheduler.partition("://")
-    if scheme not in ("tcp", "tls") or not _HOST_PORT.match(rest):
+    if scheme not in _DASK_SCHEMES or not _HOST_PORT.match(rest):
         return None
     return (job, task), scheduler
 
@@ -419,10 +424,11 @@ def _checked(address: str, security: Any) -> tuple[str, str, int]:
     malformed address and of ``tls://`` without certificates."""
     scheme, _, rest = address.partition("://")
     match = _HOST_PORT.match(rest)
-    if scheme not in ("tcp", "tls") or match is None:
+    if scheme not in _DASK_SCHEMES or match is None:
         raise InvalidArgumentError(
             f"Cannot connect to {address!r}: expected a Dask scheduler address "
-            "'tcp://host:port' or 'tls://host:port' (see resolve_target for the session forms).",
+            "'tcp://host:port', 'tls://host:port' or 'ucx://host:port' (see resolve_target for "
+            "the session forms).",
             target=address,
         )
     if scheme == "tcp" and requires_encryption(security):
@@ -442,9 +448,11 @@ def _identity(address: str, security: Any, timeout: float) -> tuple[Any, str]:
     and of a failed handshake."""
     address, host, port = _checked(address, security)
     head = f"Cannot connect to the Dask scheduler at {address!r}"
-    tls = address.startswith("tls://")
-    greeting = _greeting(head, address, host, port, timeout, security if tls else None)
-    if greeting is None and not tls:  # silent: what does it answer to a request?
+    tls, ucx = address.startswith("tls://"), address.startswith("ucx://")
+    greeting = None  # (UCX shakes hands its own way: no greeting over plain TCP to look at)
+    if not ucx:
+        greeting = _greeting(head, address, host, port, timeout, security if tls else None)
+    if greeting is None and not (tls or ucx):  # silent: what does it answer to a request?
         raise silent_server_error(head, address, host, port, GREETING_SHARE * timeout)
     if greeting == b"":  # (Dask's handshake would try again and again until the timeout)
         raise InvalidArgumentError(

@@ -11,6 +11,9 @@ configuration but their spec, as JSON. :class:`DeviceNanny` takes three things f
   ``distributed.nanny.pre-spawn-environ``, a setting of the nanny's whole process, to which
   :class:`DeviceNanny` adds the spec's values;
 * ``security`` as plain data (:func:`daskgraph.cluster.tls.security_fields`), for a TLS cluster;
+* the transport's settings in its ``config`` (``distributed-ucxx.*``, on a UCX cluster:
+  :func:`daskgraph.cluster.protocols.transport_settings`), which the nanny's own process
+  needs too, before it listens: the worker gets ``config``, the nanny's process nothing;
 * ``cuda_worker``, a GPU worker's dask-cuda options (:meth:`CudaWorker.to_fields
   <daskgraph.cluster.cuda_specs.CudaWorker.to_fields>`), from which it builds dask-cuda's worker
   plugins (RMM pool, CPU affinity: :func:`daskgraph.cluster.cuda_specs.dask_cuda_plugins`), objects
@@ -24,6 +27,8 @@ user's stderr: nothing leaked, yet a warning. :class:`DeviceNanny` has that warn
 
 >>> pre_spawn_values({"OMP_NUM_THREADS": "2", "CUDA_VISIBLE_DEVICES": "0"})
 {'OMP_NUM_THREADS': '2'}
+>>> transport_values({"distributed-ucxx.environment.tls": "tcp", "daskgraph.x": 1})
+{'distributed-ucxx.environment.tls': 'tcp'}
 """
 
 from __future__ import annotations
@@ -32,13 +37,14 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+import dask.config
 from distributed import Nanny
 
 from daskgraph.cluster.cuda_specs import CudaWorker, dask_cuda_plugins
 from daskgraph.cluster.shutdown import quiet_process
 from daskgraph.cluster.tls import security_from_fields
 
-__all__ = ["PRE_SPAWN", "TRACKER_WARNINGS", "DeviceNanny", "pre_spawn_values"]
+__all__ = ["PRE_SPAWN", "TRACKER_WARNINGS", "DeviceNanny", "pre_spawn_values", "transport_values"]
 
 #: the ``-W`` option that silences the resource tracker's "leaked semaphore" warnings (it
 #: cleans them up: what a killed nanny left is not leaked)
@@ -57,6 +63,11 @@ PRE_SPAWN = (
 def pre_spawn_values(env: Mapping[str, str]) -> dict[str, str]:
     """The entries of a worker's ``env`` that must be set before its process starts."""
     return {k: str(env[k]) for k in PRE_SPAWN if k in env}
+
+
+def transport_values(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of a worker's ``config`` that set up its transport (UCX's)."""
+    return {k: v for k, v in config.items() if str(k).startswith("distributed-ucxx.")}
 
 
 class DeviceNanny(Nanny):
@@ -94,6 +105,8 @@ class DeviceNanny(Nanny):
         if cuda_worker is not None:
             plugins = dask_cuda_plugins(CudaWorker.from_fields(cuda_worker))
             kwargs["plugins"] = [*(kwargs.get("plugins") or ()), *plugins]
+        # (this process is the nanny's alone: it listens with the worker's transport)
+        dask.config.set(transport_values(kwargs.get("config") or {}))
         super().__init__(*args, security=security, **kwargs)
         self.pre_spawn_env.update(pre_spawn_values(self.env))
         if TRACKER_WARNINGS not in sys.warnoptions:  # before the tracker starts, with the worker

@@ -12,10 +12,12 @@ the compute times of daskgraph's tasks, and installs the ``/daskgraph`` dashboar
 The events are plain msgpack-able dicts, one of two kinds:
 
 ``{"kind": "plan", "session", "plan", "label", "devices": [...], "placement": {...} | None,
-"partitions": [...], "n_ops", "at"}``
+"partitions": [...], "transports": [...], "n_ops", "at"}``
     A plan a session made: its devices, its placement (:meth:`PlacementPlan.to_dict
     <daskgraph.diagnostics.inspection.PlacementPlan.to_dict>`; ``None`` when it has more ops than
-    ``daskgraph.dashboard.max-ops``, then only the partitions' devices and op counts).
+    ``daskgraph.dashboard.max-ops``, then only the partitions' devices and op counts), and
+    what carries tensors between each pair of its devices that exchange them
+    (``{"source", "target", "transport"}``: :mod:`daskgraph.diagnostics.transport_report`).
 ``{"kind": "runs", "session", "plan", "keys", "runs", "failed", "seconds": {device: s},
 "steps": {device: {"steps", "compute", "waiting", "sending"}}, "paths": {path: n}, "at"}``
     The runs of a plan since the last such event: how many, how many failed, the time spent

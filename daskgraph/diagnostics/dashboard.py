@@ -38,7 +38,14 @@ from bokeh.server.util import create_hosts_allowlist
 from tornado import web
 from tornado.ioloop import IOLoop
 
-__all__ = ["PAGE", "install_page", "layered_layout", "page_document", "short_device"]
+__all__ = [
+    "PAGE",
+    "install_page",
+    "layered_layout",
+    "page_document",
+    "short_device",
+    "transport_of",
+]
 
 #: the page's path under the dashboard's prefix
 PAGE = "daskgraph"
@@ -202,7 +209,7 @@ class _PageView:
         for table, rows in (
             (self.devices_table, _device_rows(snap["devices"])),
             (self.ops_table, _op_rows(placement)),
-            (self.transfers_table, _transfer_rows(placement)),
+            (self.transfers_table, _transfer_rows(placement, (plan or {}).get("transports"))),
         ):
             table.source.data = rows
             table.height = 32 + 26 * min(max(len(next(iter(rows.values()))), 1), 12)
@@ -224,6 +231,7 @@ _OP_COLUMNS = (
 )  # fmt: skip
 _TRANSFER_COLUMNS = (
     ("tensor", "tensor"), ("source", "from"), ("target", "to"), ("nbytes", "bytes"),
+    ("transport", "transport"),
 )  # fmt: skip
 
 
@@ -263,9 +271,26 @@ def _op_rows(placement: dict[str, Any] | None) -> dict[str, list[Any]]:
     return rows
 
 
-def _transfer_rows(placement: dict[str, Any] | None) -> dict[str, list[Any]]:
+def transport_of(transports: list[dict[str, str]] | None, source: str, target: str) -> str:
+    """What carries tensors from device ``source`` to ``target`` in a plan whose event lists
+    ``transports`` (:mod:`daskgraph.diagnostics.transport_report`); ``"-"`` where not known.
+
+    >>> transport_of([{"source": "a", "target": "b", "transport": "ucx"}], "b", "a")
+    'ucx'
+    """
+    pair = sorted((source, target))
+    for row in transports or ():
+        if [row["source"], row["target"]] == pair:
+            return row["transport"]
+    return "-"
+
+
+def _transfer_rows(
+    placement: dict[str, Any] | None, transports: list[dict[str, str]] | None = None
+) -> dict[str, list[Any]]:
     rows = _columns(_TRANSFER_COLUMNS)
     for t in (placement or {}).get("transfers", ()):
+        rows["transport"].append(transport_of(transports, t["source_device"], t["target_device"]))
         rows["tensor"].append(t["tensor"])
         rows["source"].append(short_device(t["source_device"]))
         rows["target"].append(short_device(t["target_device"]))
@@ -281,6 +306,12 @@ def _plan_note(plan: dict[str, Any] | None) -> str:
         for p in plan["partitions"]
     )
     note = f"<p>{plan['runs']} runs ({plan['failed']} failed) · partitions: {parts}</p>"
+    if plan.get("transports"):
+        pairs = ", ".join(
+            f"{short_device(t['source'])} ↔ {short_device(t['target'])}: {t['transport']}"
+            for t in plan["transports"]
+        )
+        note += f"<p>transports: {pairs}</p>"
     if plan.get("keys"):
         note += f"<p>task keys: {', '.join(map(str, plan['keys']))}</p>"
     if plan.get("placement") is None:

@@ -26,6 +26,7 @@ from distributed import Client
 from daskgraph.cluster.topology import Device
 from daskgraph.diagnostics.board import PLUGIN_NAME, TOPIC, PlacementBoard
 from daskgraph.diagnostics.inspection import describe
+from daskgraph.diagnostics.transport_report import plan_transports
 from daskgraph.framework.graph import Graph
 from daskgraph.runtime.planner.lowering import Plan, task_group
 from daskgraph.runtime.planner.placement import Placement
@@ -175,6 +176,7 @@ def plan_event(new: _NewPlan) -> dict[str, Any]:
         ],
         "placement": placement,
         "partitions": partitions,
+        "transports": plan_transports(new.plan, new.devices),
         "n_ops": n_ops,
         "at": time.time(),
     }

@@ -94,6 +94,9 @@ def test_the_page_shows_every_client_the_plans_and_devices(dg_client):
     assert ops["z"]["assigned"].endswith("GPU:0") and ops["z"]["reason"] == "soft"
     assert ops["a"]["assigned"].endswith("CPU:0")
     assert plan["runs"] == 1 and plan["paths"] == {"scheduler": 1}
+    # the pair's transport: this cluster's workers are threads of this process
+    ((source, target, transport),) = [tuple(t.values()) for t in plan["transports"]]
+    assert (source[-5:], target[-5:], transport) == ("CPU:0", "GPU:0", "in-process")
     devices = {d["name"][-5:]: d for d in snap["devices"]}
     assert devices["GPU:0"]["marks"] == "virtual" and devices["CPU:0"]["marks"] == ""
     assert devices["GPU:0"]["bytes_in"] >= 4 * 4 * 4  # a:0 crossed from CPU:0

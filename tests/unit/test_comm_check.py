@@ -81,8 +81,9 @@ def test_a_tls_worker_refuses_a_plain_connection_before_reading_its_message(hand
         ("tls://127.0.0.1:4001", Comm("tls://127.0.0.1:40000", peercert={"subject": ()})),
         ("tls://127.0.0.1:4001", Comm("inproc://10.0.0.1/7/1")),
         ("tcp://127.0.0.1:4001", PLAIN),  # a cluster its user runs without TLS
+        ("ucx://127.0.0.1:4001", Comm("ucx://127.0.0.1:40000")),  # UCX: no TLS either
     ],
-    ids=["tls-with-certificate", "in-process", "plain-tcp-worker"],
+    ids=["tls-with-certificate", "in-process", "plain-tcp-worker", "ucx-worker"],
 )
 def test_authenticated_connections_and_open_workers_are_served(listens_on, comm, tmp_path):
     steps = service(listens_on)

@@ -36,6 +36,7 @@ from daskgraph.config import SessionConfig, check_timeout_ms, default_session_co
 from daskgraph.deadline import cancelled_error, raise_if_cancelled, run_deadline, sent_deadline
 from daskgraph.diagnostics.inspection import PlacementPlan, describe
 from daskgraph.diagnostics.reporting import reporter_for
+from daskgraph.diagnostics.transport_report import format_transport_log, plan_transports
 from daskgraph.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
@@ -424,6 +425,8 @@ class Session:
             plan.number = next(self._plan_numbers)
             if self._config.log_device_placement:
                 self._log_lines(format_fusion_log(plan.plan))
+                transports = plan_transports(plan.plan, self._conn.devices)
+                self._log_lines(format_transport_log(transports))
             if self._reporter is not None:
                 label = ", ".join(i.name for i in items)
                 self._reporter.planned(

@@ -8,11 +8,13 @@ user. They answer a message when
 * its connection is authenticated: TLS with the peer's certificate checked against the
   cluster's CA (Dask's TLS asks every peer for one; the embedded cluster's are made for it
   alone, :mod:`daskgraph.cluster.local_security`), or in-process (``inproc://``); or
-* the worker listens only on plain, unauthenticated transports (``tcp://``, ``ws://``): a
-  cluster its user runs without TLS (``daskgraph server`` without ``--tls-dir``, a plain
-  ``dask scheduler``, ``daskgraph.local.security: none``). There anyone who reaches the
-  worker runs code through Dask's own handlers (``Client.run``) anyway: who may connect is
-  the network's business, and refusing daskgraph's messages would protect nothing.
+* the worker listens only on plain, unauthenticated transports (``tcp://``, ``ws://``,
+  ``ucx://``: Dask's UCX carries no TLS): a cluster its user runs without TLS (``daskgraph
+  server`` without ``--tls-dir``, a plain ``dask scheduler``, ``daskgraph.local.security:
+  none``, ``daskgraph.local.protocol: ucx``, dask-cuda's ``LocalCUDACluster(protocol="ucx")``).
+  There anyone who reaches the worker runs code through Dask's own handlers (``Client.run``)
+  anyway: who may connect is the network's business, and refusing daskgraph's messages would
+  protect nothing.
 
 Anything else (a plain connection to a worker that listens with TLS) is refused before a
 byte of its message is unpickled, with :class:`~daskgraph.errors.UnauthenticatedError`.
@@ -34,8 +36,8 @@ from daskgraph.errors import UnauthenticatedError
 
 __all__ = ["OPEN_PROTOCOLS", "authenticated", "check_comm", "open_to_any"]
 
-#: transports that authenticate nobody
-OPEN_PROTOCOLS = ("tcp", "ws")
+#: transports that authenticate nobody (``ucxx`` is distributed-ucxx's other name for ``ucx``)
+OPEN_PROTOCOLS = ("tcp", "ws", "ucx", "ucxx")
 
 
 def authenticated(comm: Any) -> bool:
@@ -58,6 +60,8 @@ def open_to_any(server: Any) -> bool:
     True
     >>> open_to_any(Listener(listeners=[Listener(listen_address="tls://127.0.0.1:1")]))
     False
+    >>> open_to_any(Listener(listeners=[Listener(listen_address="ucx://127.0.0.1:1")]))
+    True
     """
     addresses = [str(getattr(li, "listen_address", "")) for li in getattr(server, "listeners", ())]
     if not addresses:
