@@ -56,10 +56,13 @@ def ucx_installed() -> bool:
 
 def cluster_config(target: Target, gpus: int) -> dict[str, Any]:
     """The embedded cluster of the two-GPU row: worker processes (virtual GPUs too, so that
-    tensors leave a process), on UCX where it is installed."""
+    tensors leave a process), on UCX where it is installed: NVLink / CUDA IPC on, and no TLS
+    (UCX cannot carry it: ``daskgraph.local.protocol: ucx`` needs ``security: none``)."""
     config = {**target.cluster(gpus), "daskgraph.local.processes": True}
     if ucx_installed():
         config["daskgraph.local.protocol"] = "ucx"
+        config["daskgraph.local.security"] = "none"
+        config["daskgraph.local.ucx.nvlink"] = True
     return config
 
 
