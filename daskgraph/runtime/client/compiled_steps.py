@@ -32,6 +32,7 @@ The guarantees of the scheduler's path hold:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -109,7 +110,10 @@ class CommTransport:
             if tokens.pop(compiled.token, None) is not None:
                 local = local_service(address)
                 if local is not None:
-                    local.loop.call_soon_threadsafe(local.forget, self.session_id, [compiled.token])
+                    forget = functools.partial(
+                        local.forget, session=self.session_id, tokens=[compiled.token]
+                    )
+                    local.loop.call_soon_threadsafe(forget)
                 else:
                     fire(self.client, address, "daskgraph_step_forget",
                          session=self.session_id, tokens=[compiled.token])  # fmt: skip

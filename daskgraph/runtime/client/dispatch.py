@@ -199,9 +199,7 @@ class FeedStager:
             return
         local = local_service(address)
         if local is not None:
-            local.loop.call_soon_threadsafe(
-                functools.partial(local.stage, session=self.session_id, drop=tokens)
-            )
+            local.stage(session=self.session_id, drop=tokens)  # (a dict: no loop needed)
             return
         fields = envelope({"session": self.session_id, "drop": tokens})
         fire(self.client, address, "daskgraph_step_stage", **fields)
