@@ -107,11 +107,6 @@ class CompiledRun:
         (:func:`~daskgraph.runtime.planner.step_split.worker_steps`)."""
         return worker_steps(self.plan)
 
-    @property
-    def single_partition(self) -> bool:
-        """Whether the plan has exactly one partition (a one-device step)."""
-        return len(self.plan.partitions) == 1
-
     def program_futures(self, client: Client) -> list[Future]:
         """The programs' futures, sending (again) what is not on its worker."""
         programs = self._programs
