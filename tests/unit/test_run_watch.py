@@ -34,6 +34,9 @@ class Watch:
         workers = {} if self.address is None else {self.address: {"name": "gpu-worker"}}
         return MembershipView(workers)
 
+    def wait_until(self, ready, timeout: float) -> bool:
+        return ready(self.view())
+
 
 def _never(timeout: float) -> None:
     """A reply that does not come within ``timeout``."""
@@ -94,3 +97,15 @@ def test_an_error_of_the_reply_is_raised_without_an_abort():
     with pytest.raises(KeyError):
         _watched(Watch("tcp://old:1"), aborted).wait(fails)
     assert aborted == []
+
+
+def test_after_a_failure_a_replaced_worker_is_named():
+    watch = _watched(Watch("tcp://new:2"), [])
+    with pytest.raises(UnavailableError) as caught:
+        watch.raise_if_left(ConnectionResetError("closed"))
+    assert caught.value.missing == [GPU]
+    assert isinstance(caught.value.__cause__, ConnectionResetError)
+
+
+def test_after_a_failure_a_worker_that_stayed_is_no_error():
+    assert _watched(Watch("tcp://old:1"), []).raise_if_left(ConnectionResetError()) is None

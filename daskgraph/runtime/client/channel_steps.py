@@ -43,7 +43,7 @@ from daskgraph.deadline import has_deadline
 from daskgraph.errors import InternalError
 from daskgraph.runtime.client.dispatch import CompiledRun
 from daskgraph.runtime.client.inprocess import private_feed
-from daskgraph.runtime.client.run_watch import RunWatch, raise_if_devices_left
+from daskgraph.runtime.client.run_watch import RunWatch
 from daskgraph.runtime.client.transports import StepBook, StepCall, StepOutcome
 from daskgraph.runtime.planner.step_split import OneRound, one_round
 from daskgraph.runtime.worker.step_channel import (
@@ -335,9 +335,8 @@ class ChannelTransport:
         for target in away:
             target.conn.close()
             self.pool.forget(target.address)
-        started = {t.name: t.address for t in away}
-        self.watch.wait_until(lambda view: view.addresses(list(started)) != started, tick)
-        raise_if_devices_left(self.watch, compiled.plan, [], cause, started=started)  # type: ignore[arg-type]
+        started: dict[Any, str | None] = {t.name: t.address for t in away}
+        RunWatch(self.watch, compiled.plan, started, tick).raise_if_left(cause)
         return None
 
 

@@ -42,7 +42,7 @@ from distributed import Client
 from daskgraph.cluster.liveness import ClusterWatch
 from daskgraph.runtime.client.dispatch import CompiledRun, fire
 from daskgraph.runtime.client.inprocess import private_feed
-from daskgraph.runtime.client.run_watch import RunWatch, raise_if_devices_left
+from daskgraph.runtime.client.run_watch import RunWatch
 from daskgraph.runtime.client.transports import StepBook, StepCall, StepOutcome
 from daskgraph.runtime.worker.step_service import StepService, local_service
 from daskgraph.runtime.worker.wire import envelope, open_envelope, pack, unpack
@@ -253,10 +253,7 @@ class CommTransport:
         for target, reply in trouble:
             if reply is None or (not isinstance(reply, (dict, BaseException))):
                 self.book.without.add(target.address)  # an older daskgraph: no handlers
-        started = call.started
-        now = dict(started)
-        self.watch.wait_until(lambda view: view.addresses(list(now)) != now, call.tick)
-        raise_if_devices_left(self.watch, call.compiled.plan, [], cause, started=started)
+        RunWatch(self.watch, call.compiled.plan, call.started, call.tick).raise_if_left(cause)
         logger.warning(
             "compiled step of plan %s unavailable (%s); using the scheduler",
             call.compiled.number,

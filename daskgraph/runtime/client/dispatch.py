@@ -171,8 +171,11 @@ class FeedStager:
                                                           values.items()})  # fmt: skip
             return True
         fields = envelope({"session": self.session_id, "values": pack(values)})
-        send = self.client.rpc(address).daskgraph_step_stage(**fields)
-        future = asyncio.run_coroutine_threadsafe(send, self.client.loop.asyncio_loop)
+
+        async def send() -> Any:
+            return await self.client.rpc(address).daskgraph_step_stage(**fields)
+
+        future = asyncio.run_coroutine_threadsafe(send(), self.client.loop.asyncio_loop)
         started = {worker: address}
         watch = RunWatch(self.watch, plan, started, tick, future.cancel, "the feeds sent ahead")
         try:
@@ -180,8 +183,7 @@ class FeedStager:
         except (UnavailableError, DeadlineExceededError, RunCancelledError):
             raise
         except Exception as exc:  # the send failed: its worker died, or something else
-            self.watch.wait_until(lambda view: view.addresses([worker])[worker] != address, tick)
-            raise_if_devices_left(self.watch, plan, [], exc, started=started)
+            watch.raise_if_left(exc)
             logger.warning("could not send feeds ahead to %s (%r); sending them in the graph",
                            worker, exc)  # fmt: skip
             return False

@@ -10,6 +10,8 @@ of the run). What it finds is raised: :class:`~daskgraph.errors.CancelledError`,
 :class:`~daskgraph.errors.UnavailableError` (naming the devices, their workers and the dead
 addresses); before raising (or when the wait itself was interrupted) the run's ``abort``
 callback tells its workers to give it up, so that no one waits for tensors that will not come.
+After a failure that a lost worker may explain, :meth:`RunWatch.raise_if_left` says whether
+one did.
 """
 
 from __future__ import annotations
@@ -99,6 +101,15 @@ class RunWatch:
             except BaseException:
                 self._abort()
                 raise
+
+    def raise_if_left(self, cause: BaseException | None = None) -> None:
+        """After a failure a lost worker may explain (a closed connection, an error reply):
+        raise :class:`~daskgraph.errors.UnavailableError` (from ``cause``) if a worker of the
+        plan is missing or was replaced since ``started``, waiting up to a tick for the
+        scheduler to say so (the failure is often noticed first); else return."""
+        started = dict(self.started or {})
+        self.watch.wait_until(lambda view: view.addresses(list(started)) != started, self.tick)
+        raise_if_devices_left(self.watch, self.plan, [], cause, started=self.started)
 
     def _abort(self) -> None:
         if self.futures:
