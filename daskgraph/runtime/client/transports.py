@@ -17,8 +17,9 @@ plugged in, tried in this order:
   calling thread; not traced, without a deadline.
 * ``comm`` (:class:`~daskgraph.runtime.client.compiled_steps.CommTransport`): Dask's comm
   (``tcp``, ``tls``, ``ucx``: the cluster's), workers of this process by reference; takes
-  every step, and declines only for workers without daskgraph's handlers or a failure that
-  is not a lost worker (the scheduler's path then runs the plan).
+  every step but a plan that may block (a dequeue waiting for another run, which would hold
+  a worker's step), a worker without daskgraph's handlers, or a failure that is not a lost
+  worker: the scheduler's path then runs the plan.
 
 Every transport waits through a :class:`~daskgraph.runtime.client.run_watch.RunWatch`: the
 same liveness checks, deadlines and aborts.
