@@ -12,7 +12,7 @@ threads' enqueues, say) go on. It waits until it can go on, until the queue is c
 until the run's deadline (``operation_timeout_in_ms``) passes: then
 :class:`~daskgraph.errors.DeadlineExceededError`, as TensorFlow's. The waiting ops are
 declared blocking (:func:`~daskgraph.framework.op_registry.mark_blocking`): their runs never take a
-worker's single actor thread.
+compiled step's thread on a worker of another process.
 
 >>> import threading
 >>> q = QueueState(("FIFOQueue", 2, 0, (None, None)), "_0_fifo_queue", threading.RLock())

@@ -2,9 +2,8 @@
 
 Sessions publish what they place and run as events on the scheduler under the topic
 :data:`TOPIC` (``Client.log_event``; :mod:`daskgraph.diagnostics.reporting` sends them), so the
-record
-covers every client of the cluster, runs that never touch the scheduler (in-process and actor
-runs) included, and the events stay in Dask's own event log. :class:`PlacementBoard`, a
+record covers every client of the cluster, runs that never touch the scheduler (compiled
+steps) included, and the events stay in Dask's own event log. :class:`PlacementBoard`, a
 ``SchedulerPlugin``, keeps the latest plans and per-device totals from those events and from
 the compute times of daskgraph's tasks, and installs the ``/daskgraph`` dashboard page
 (:mod:`daskgraph.diagnostics.dashboard`) where the scheduler serves Dask's dashboard.

@@ -7,7 +7,7 @@ the
 scheduler's :class:`~daskgraph.diagnostics.board.PlacementBoard` reads and Dask's event log keeps.
 A run
 costs the caller a few counters: nothing is sent from the run's own thread, so runs that skip
-the scheduler (in-process, actor) stay as fast as they were, and still show on the page.
+the scheduler (compiled steps) stay as fast as they were, and still show on the page.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Reporter:
             prefix: str, failed: bool = False,
             timing: dict[str, tuple[float, float, float]] | None = None) -> None:  # fmt: skip
         """Note a run of plan ``number`` that went by ``path`` (``"in-process"``,
-        ``"actor"`` or ``"scheduler"``) and took ``seconds``.
+        ``"channel"``, ``"comm"`` or ``"scheduler"``) and took ``seconds``.
 
         On every run's path, so it only appends to a deque (thread-safe, no lock); the
         publishing thread adds the runs up."""

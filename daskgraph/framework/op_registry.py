@@ -178,8 +178,9 @@ _BLOCKING: set[str] = set()
 def mark_blocking(op_type: str) -> None:
     """Declare that kernels of ``op_type`` may wait for another run (a dequeue from an empty
     queue): their runs go where every run has a thread of its own (the calling thread of an
-    in-process worker, or the scheduler's tasks), never through a worker's one executor
-    actor thread, which a waiting kernel would hold; the kernels honour the run's deadline.
+    in-process worker, or the scheduler's tasks), never as a compiled step on a worker of
+    another process, whose step a waiting kernel would hold; the kernels honour the run's
+    deadline.
 
     >>> mark_blocking("QueueDequeueV2")
     >>> "QueueDequeueV2" in blocking_types()

@@ -159,7 +159,7 @@ class RunStep:
 class StagedFeed:
     """Stands, in a run's task, for a large feed value sent ahead to the worker that reads
     it (kept in the session's state there under ``token``, until the partition takes it):
-    it is sent there by the session's executor actor, not scattered (scattered data cannot be
+    it is sent there through the worker's step service, not scattered (scattered data cannot be
     recomputed, and the scheduler reports its loss with a worker as an error)."""
 
     token: str

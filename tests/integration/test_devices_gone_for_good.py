@@ -13,6 +13,7 @@ import os
 import signal
 
 import dask
+import numpy as np
 import pytest
 from distributed import Client
 
@@ -22,9 +23,8 @@ from daskgraph.config import SessionConfig
 from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.testing import within
 
-#: a grace far longer than the bound below (a run that waits for it fails the test); no
-#: fast path: its actor would hold the worker (Dask's retire_workers cannot move an actor)
-SETTINGS = {"daskgraph.worker-restart-grace": "3600s", "daskgraph.fast-path": False}
+#: a grace far longer than the bound below (a run that waits for it fails the test)
+SETTINGS = {"daskgraph.worker-restart-grace": "3600s"}
 #: a hang, not a slow machine, is what fails (the run itself takes well under a second)
 LIMIT_S = 120
 TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
@@ -81,6 +81,26 @@ def test_a_retired_gpu_is_placed_around_at_once(client):
         assert address in client.retire_workers(workers=[address])
 
     _runs_elsewhere_at_once(client, retire)
+
+
+def test_a_gpu_worker_that_ran_a_sessions_steps_can_be_retired(client):
+    """Runs leave nothing on a worker that Dask cannot move (an actor was such a thing:
+    ``retire_workers`` kept the worker that held the session's executor actor)."""
+    with dask.config.set(SETTINGS), dg.Graph().as_default():
+        with dg.device("/gpu:1"):
+            x = dg.placeholder(dg.float32, [None], name="x")
+            y = dg.reduce_sum(x * 2.0)
+        with dg.device("/cpu:0"):
+            z = y + 1.0
+        with dg.Session(client) as session:
+            for _ in range(3):  # one-device runs, and runs of two devices
+                assert session.run(y, {x: np.ones(4, np.float32)}) == 8.0
+                assert session.run(z, {x: np.ones(4, np.float32)}) == 9.0
+            address, _ = _gpu1(client)
+            box = within(LIMIT_S, lambda: client.retire_workers(workers=[address]))
+            assert address in box.get("value", {}), box
+            names = [w["name"] for w in client.scheduler_info(n_workers=-1)["workers"].values()]
+            assert not any(str(name).endswith("GPU:1") for name in names), names
 
 
 def test_a_gpu_whose_nanny_died_too_is_placed_around_at_once(client):

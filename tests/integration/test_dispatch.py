@@ -1,5 +1,6 @@
-"""How runs reach the workers: a plain call to a worker in this process, the fast path (a
-direct actor call), and the scheduler's path."""
+"""How runs reach the workers: compiled steps (a plain call to a worker in this process, Dask's
+comm when the run has a deadline) and the scheduler's path (``daskgraph.compiled-steps:
+false``)."""
 
 from __future__ import annotations
 
@@ -36,28 +37,30 @@ def _one_device_graph():
 
 
 PATHS = {
-    "in-process": {"daskgraph.fast-path": True, "daskgraph.in-process-runs": True},
-    "actor": {"daskgraph.fast-path": True, "daskgraph.in-process-runs": False},
-    "scheduler": {"daskgraph.fast-path": False},
+    "in-process": {"daskgraph.compiled-steps": True},
+    "scheduler": {"daskgraph.compiled-steps": False},
 }
+#: a run with a deadline: a compiled step over Dask's comm, not a call in this thread
+DEADLINE = RunOptions(timeout_in_ms=60_000)
 
 
+@pytest.mark.parametrize("deadline", [False, True], ids=["no-deadline", "deadline"])
 @pytest.mark.parametrize("path", list(PATHS))
-def test_one_partition_runs_skip_the_scheduler_only_on_the_fast_path(dg_session, dg_client, path):
+def test_one_partition_runs_skip_the_scheduler_only_as_compiled_steps(
+    dg_session, dg_client, path, deadline
+):
     x, _, step = _one_device_graph()
-    fast = path != "scheduler"
+    options = DEADLINE if deadline else None
     with dask.config.set(PATHS[path]):
         dg_session.run(dg.global_variables_initializer())
-        dg_session.run(step, {x: np.ones(3, np.float32)})  # warm: plan, actor, programs
+        dg_session.run(step, {x: np.ones(3, np.float32)}, options=options)  # warm: the plan
         first = dg_session._runs + 1
         for _ in range(3):
-            result = dg_session.run(step, {x: np.ones(3, np.float32)})
+            result = dg_session.run(step, {x: np.ones(3, np.float32)}, options=options)
         measured = set(range(first, dg_session._runs + 1))
     np.testing.assert_array_equal(result, [8.0, 8.0, 8.0])
     scheduled = _scheduled_runs(dg_client, dg_session) & measured
-    assert scheduled == (set() if fast else measured)
-    # an actor is made only where runs go through one
-    assert bool(dg_session._fast._actors) == (path == "actor")
+    assert scheduled == (measured if path == "scheduler" else set())
 
 
 def test_every_path_shares_the_same_variables(dg_session):
@@ -67,13 +70,14 @@ def test_every_path_shares_the_same_variables(dg_session):
     for path in PATHS:
         with dask.config.set(PATHS[path]):
             dg_session.run(step, feed)
+            dg_session.run(step, feed, options=DEADLINE)
     for path in PATHS:
         with dask.config.set(PATHS[path]):
-            np.testing.assert_array_equal(dg_session.run(v), [6.0, 6.0, 6.0])
+            np.testing.assert_array_equal(dg_session.run(v), [8.0, 8.0, 8.0])
 
 
-@pytest.mark.parametrize("path", ["in-process", "actor"])
-def test_fast_path_traces_where_ops_ran(dg_session, path):
+@pytest.mark.parametrize("path", list(PATHS))
+def test_one_device_runs_trace_where_ops_ran(dg_session, path):
     with dg.device("/gpu:1"):
         y = dg.constant(2.0) * 3.0
     md = RunMetadata()
@@ -83,7 +87,7 @@ def test_fast_path_traces_where_ops_ran(dg_session, path):
     assert md.step_stats.worker_of(y.op.name) == gpu1
 
 
-def test_fast_path_errors_leave_the_session_usable(dg_session):
+def test_one_device_errors_leave_the_session_usable(dg_session):
     with dg.device("/cpu:0"):
         v = dg.Variable(1.0, name="later")
         doubled = v * 2.0
@@ -93,27 +97,26 @@ def test_fast_path_errors_leave_the_session_usable(dg_session):
     assert dg_session.run(doubled) == 2.0
 
 
-def _drop_programs(session_id: str, dask_worker=None) -> int:
-    """On a worker: forget the fast path's programs of ``session_id`` (as a restart would)."""
+def _drop_plans(session_id: str, dask_worker=None) -> int:
+    """On a worker: forget the compiled steps' plans of ``session_id`` (as a restart would)."""
     from daskgraph.runtime.worker.worker_state import state_of
 
-    programs = state_of(dask_worker).session(session_id).programs
-    dropped = len(programs)
-    programs.clear()
+    plans = state_of(dask_worker).session(session_id).steps
+    dropped = len(plans)
+    plans.clear()
     return dropped
 
 
-def test_a_program_dropped_by_the_executor_is_sent_again(dg_session, dg_client):
+def test_a_plan_dropped_by_a_worker_is_sent_again(dg_session, dg_client):
     with dg.device("/cpu:0"):
         a = dg.constant(1.0) + 1.0
         b = dg.constant(10.0) + 1.0
-    with dask.config.set(PATHS["actor"]):
-        for _ in range(2):
-            assert dg_session.run(a) == 2.0
-            assert dg_session.run(b) == 11.0
-            dropped = dg_client.run(_drop_programs, dg_session._id)
-            assert sum(dropped.values()) == 2  # both programs were held, on the CPU's worker
-        assert dg_session.run(a) == 2.0  # reloaded
+    for _ in range(2):
+        assert dg_session.run(a, options=DEADLINE) == 2.0
+        assert dg_session.run(b, options=DEADLINE) == 11.0
+        dropped = dg_client.run(_drop_plans, dg_session._id)
+        assert sum(dropped.values()) == 2  # both plans were held, on the CPU's worker
+    assert dg_session.run(a, options=DEADLINE) == 2.0  # reloaded
 
 
 def _staged_and_scattered(session_id: str, dask_worker=None) -> tuple[int, int]:
@@ -126,9 +129,10 @@ def _staged_and_scattered(session_id: str, dask_worker=None) -> tuple[int, int]:
 
 
 def test_large_feeds_are_sent_ahead_not_scattered(dg_session, dg_client):
-    """A feed above ``daskgraph.direct-feed-bytes`` read on two devices reaches both through
-    the session's actors: right results, no scattered data (which the scheduler reports as an
-    ERROR when a worker holding it dies), nothing left behind, after a failed run too."""
+    """On the scheduler's path, a feed above ``daskgraph.direct-feed-bytes`` read on two
+    devices reaches both through their step services: right results, no scattered data
+    (which the scheduler reports as an ERROR when a worker holding it dies), nothing left
+    behind, after a failed run too."""
     big = np.arange(300_000, dtype=np.float32).reshape(600, 500) / 1e5  # 1.2 MB
     x = dg.placeholder(dg.float32, [None, 500])
     with dg.device("/gpu:0"):
@@ -138,7 +142,8 @@ def test_large_feeds_are_sent_ahead_not_scattered(dg_session, dg_client):
     with dg.device("/cpu:0"):
         both = left + right
         bad = dg.matmul(x, x)  # (600, 500) @ (600, 500) fails at run time, after the feed is sent
-    with dask.config.set({"daskgraph.direct-feed-bytes": 1_000_000}):
+    settings = {**PATHS["scheduler"], "daskgraph.direct-feed-bytes": 1_000_000}
+    with dask.config.set(settings):
         got = dg_session.run([left, right, both], {x: big})
         np.testing.assert_allclose(got, [big.sum() * 2, big.max(), big.sum() * 2 + big.max()])
         with pytest.raises(dg.errors.InvalidArgumentError, match="MatMul"):
@@ -153,20 +158,6 @@ def _scattered_keys_seen(dask_scheduler=None) -> list:
     names them after their type: ``ndarray-<token>``)."""
     keys = {t[0] for t in dask_scheduler.transition_log}
     return sorted(str(k) for k in keys if isinstance(k, str) and k.startswith("ndarray-"))
-
-
-@pytest.mark.parametrize("n", [3, 100_000], ids=["small-feeds-packed", "large-feeds-as-frames"])
-def test_the_actor_path_sends_small_and_large_feeds(dg_session, n):
-    with dg.device("/cpu:0"):
-        x = dg.placeholder(dg.float32, [None])
-        y = dg.reduce_sum(x * 2.0)
-        z = x + 1.0
-    value = np.arange(n, dtype=np.float32)
-    with dask.config.set(PATHS["actor"]):
-        got_y, got_z = dg_session.run([y, z], {x: value})
-    assert dg_session._fast._actors  # the actor ran it
-    assert got_y == pytest.approx(value.sum() * 2.0, rel=1e-5)
-    np.testing.assert_array_equal(got_z, value + 1.0)
 
 
 def test_the_scheduler_path_moves_only_the_tensors_that_are_read(dg_session, monkeypatch):
@@ -193,7 +184,7 @@ def test_the_scheduler_path_moves_only_the_tensors_that_are_read(dg_session, mon
         scalar = dg.reduce_sum(x)  # fetched from the GPU's partition
     with dg.device("/cpu:0"):
         mean = dg.reduce_mean(product)
-    with dask.config.set({**PATHS["scheduler"], "daskgraph.compiled-steps": False}):
+    with dask.config.set(PATHS["scheduler"]):
         for _ in range(2):
             got = dg_session.run([scalar, mean])
     assert got == [n * n, n]

@@ -188,7 +188,7 @@ def test_sessions_on_a_remote_cluster_gather_from_the_workers_directly(dg_client
         with dg.device("/cpu:0"):
             z = dg.add(y, 1.0)
         for target in (dg_client.scheduler.address, dg_cluster):
-            scheduler_path = {"daskgraph.fast-path": False, "daskgraph.compiled-steps": False}
+            scheduler_path = {"daskgraph.compiled-steps": False}
             with dg.Session(target) as sess, dask.config.set(scheduler_path):
                 assert sess.client is not dg_client
                 assert sess.client.direct_to_workers is True

@@ -482,7 +482,7 @@ def test_two_servers_example_spawn_when_task_0_is_slower(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(SLOW_TASK_0)
     env = example_env(
         PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
-        DASK_DASKGRAPH__FAST_PATH="False",
+        DASK_DASKGRAPH__COMPILED_STEPS="False",
         DASK_DASKGRAPH__WORKER_RESTART_GRACE="2",
     )
     run_example_spawn(env, timeout=60)
@@ -497,7 +497,7 @@ def test_run_on_a_device_that_left_before_its_first_run_does_not_hang():
         grace = 1  # seconds the run waits for task 1 to come back
         with (
             dg.Graph().as_default(),
-            dask.config.set({"daskgraph.fast-path": True, "daskgraph.worker-restart-grace": grace}),
+            dask.config.set({"daskgraph.worker-restart-grace": grace}),
         ):
             with dg.device("/job:local/task:1/cpu:0"):
                 x = dg.constant(1.0, name="x")

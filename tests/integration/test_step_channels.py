@@ -3,8 +3,8 @@ socket each, from the calling thread, and give what the other paths give.
 
 The cluster has the embedded cluster's shape: the CPU worker in this process, each virtual
 GPU a process of its own, so that towers fed and updated from ``/cpu:0`` (and products summed
-there) are one-round steps. Every test compares with Dask's comm
-(``daskgraph.step-channels: false``) or the scheduler's path.
+there) are one-round steps. Every test compares with Dask's comm (a run with a deadline,
+which a channel does not carry) or the scheduler's path.
 """
 
 from __future__ import annotations
@@ -23,11 +23,14 @@ from worker_probes import kill, step_counts, transitions, wait_for_devices
 import daskgraph as dg
 from daskgraph.cluster.local import local_cluster
 from daskgraph.runtime.client import channel_steps
+from daskgraph.runtime.client.session import RunOptions
 from daskgraph.runtime.worker.step_service import EXTENSION
 from daskgraph.runtime.worker.worker_state import state_of
 from daskgraph.testing import within
 
 GPUS = 2
+#: a run with a deadline: a call from this thread cannot be abandoned, so Dask's comm carries it
+DEADLINE = RunOptions(timeout_in_ms=120_000)
 
 
 @pytest.fixture(scope="module")
@@ -72,15 +75,17 @@ def test_one_round_steps_go_through_the_channels(cluster):
             assert _gained(before, after, gpu, "channel steps") == 20
             assert _gained(before, after, gpu, "steps") == 20
         assert _gained(before, after, "CPU:0", "steps") == 20
-        with dask.config.set({"daskgraph.step-channels": False}):  # Dask's comm again
-            for _ in range(5):
-                np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        for _ in range(5):  # Dask's comm again
+            got = session.run(total, {a: value}, options=DEADLINE)
+            np.testing.assert_allclose(got, expected, rtol=1e-5)
         off = step_counts(cluster)
         assert _gained(after, off, "GPU:0", "channel steps") == 0
         assert _gained(after, off, "GPU:0", "steps") == 5
 
 
-def _towers_training(client: Client, towers: int, steps: int) -> list[float]:
+def _towers_training(
+    client: Client, towers: int, steps: int, options: RunOptions | None = None
+) -> list[float]:
     """Sync training with a tower per GPU, the parameters on /cpu:0: the loss of each step."""
     rng = np.random.default_rng(7)
     x_all = rng.random((64, 16), dtype=np.float32)
@@ -109,26 +114,27 @@ def _towers_training(client: Client, towers: int, steps: int) -> list[float]:
         mean_loss = dg.add_n(losses) / float(towers)
     with dg.Session(client) as session:
         session.run(dg.global_variables_initializer())
+        feed = {x: x_all, y: y_all}
         return [
-            float(session.run([train, mean_loss], {x: x_all, y: y_all})[1]) for _ in range(steps)
+            float(session.run([train, mean_loss], feed, options=options)[1]) for _ in range(steps)
         ]
 
 
 @pytest.mark.parametrize(
-    "switches",
+    ("switches", "options"),
     [
-        {"daskgraph.step-channels": False},
-        {"daskgraph.compiled-steps": False},
+        ({}, DEADLINE),
+        ({"daskgraph.compiled-steps": False}, None),
     ],
     ids=["dask-comm", "scheduler"],
 )
-def test_tower_losses_are_those_of_the_other_paths(cluster, switches):
+def test_tower_losses_are_those_of_the_other_paths(cluster, switches, options):
     before = step_counts(cluster)
     with dg.Graph().as_default():
         channels = _towers_training(cluster, GPUS, 12)
     assert _gained(before, step_counts(cluster), "GPU:1", "channel steps") >= 10
     with dg.Graph().as_default(), dask.config.set(switches):
-        other = _towers_training(cluster, GPUS, 12)
+        other = _towers_training(cluster, GPUS, 12, options)
     assert channels == other  # identical, step by step
     assert channels[-1] < channels[0]
 
@@ -179,7 +185,8 @@ def test_a_worker_without_a_channel_here_takes_dask_comm(cluster, monkeypatch):
     monkeypatch.setattr(channel_steps, "host_identity", lambda: "elsewhere/0")
     value = np.ones((64, 64), np.float32)
     with dg.Graph().as_default(), dg.Session(cluster) as session:
-        session._compiled_steps.channels.pool = channel_steps.POOL
+        (channel,) = [t for t in session._steps_path.transports if t.name == "channel"]
+        channel.pool = channel_steps.POOL
         a, total = _products_summed_on_the_cpu()
         before = step_counts(cluster)
         for _ in range(5):
@@ -187,6 +194,56 @@ def test_a_worker_without_a_channel_here_takes_dask_comm(cluster, monkeypatch):
         after = step_counts(cluster)
     assert _gained(before, after, "GPU:0", "channel steps") == 0
     assert _gained(before, after, "GPU:0", "steps") == 5
+
+
+@pytest.mark.parametrize("n", [3, 100_000], ids=["small-feeds-packed", "large-feeds-as-frames"])
+def test_one_device_steps_on_a_worker_process_go_through_its_channel(cluster, n):
+    """A plan of one partition on a GPU worker's process is a one-device step: through the
+    worker's channel, or Dask's comm with a deadline; never the scheduler."""
+    value = np.arange(n, dtype=np.float32)
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        with dg.device("/gpu:0"):
+            x = dg.placeholder(dg.float32, [None])
+            y = dg.reduce_sum(x * 2.0)
+            z = x + 1.0
+        session.run([y, z], {x: value})  # (the plan is loaded)
+        before, moved = step_counts(cluster), transitions(cluster)
+        for options in (None, None, DEADLINE):
+            got_y, got_z = session.run([y, z], {x: value}, options=options)
+            assert got_y == pytest.approx(value.sum() * 2.0, rel=1e-5)
+            np.testing.assert_array_equal(got_z, value + 1.0)
+        after = step_counts(cluster)
+        assert transitions(cluster) == moved  # no task through the scheduler
+    assert _gained(before, after, "GPU:0", "channel steps") == 2
+    assert _gained(before, after, "GPU:0", "steps") == 3
+
+
+def test_large_feeds_reach_worker_processes_ahead_of_the_scheduled_graph(cluster):
+    """On the scheduler's path, a feed above ``daskgraph.direct-feed-bytes`` read on both
+    GPU workers' processes is sent ahead to their step services: right results, no actor made
+    on any worker, no scattered data, nothing left behind after a failed run."""
+    big = np.arange(300_000, dtype=np.float32).reshape(600, 500) / 1e5  # 1.2 MB
+    settings = {"daskgraph.compiled-steps": False, "daskgraph.direct-feed-bytes": 1_000_000}
+    with dg.Graph().as_default(), dg.Session(cluster) as session, dask.config.set(settings):
+        x = dg.placeholder(dg.float32, [None, 500])
+        with dg.device("/gpu:0"):
+            left = dg.reduce_sum(x * 2.0)
+        with dg.device("/gpu:1"):
+            right = dg.reduce_max(x)
+            bad = dg.matmul(x, x)  # fails at run time, after the feed is sent
+        got = session.run([left, right], {x: big})
+        np.testing.assert_allclose(got, [big.sum() * 2, big.max()], rtol=1e-5)
+        with pytest.raises(dg.errors.InvalidArgumentError, match="MatMul"):
+            session.run([left, bad], {x: big})
+        session_id = session._id
+
+        def staged_and_actors(dask_worker=None) -> tuple[int, int]:
+            """Feeds staged for the session not taken yet, and actors the worker holds."""
+            staged = state_of(dask_worker).session(session_id).staged
+            return len(staged), len(dask_worker.state.actors)
+
+        left_behind = cluster.run(staged_and_actors)
+    assert set(left_behind.values()) == {(0, 0)}, left_behind
 
 
 def _wait_for_all(client: Client, timeout: float = 60) -> None:

@@ -8,8 +8,8 @@ client lose its scheduler within a tick and raises ``UnreachableError`` naming t
 every later call does at once, ``close()`` returns within a second or two, and a new session
 to the dead address fails within ``daskgraph.connect-timeout``. The run under way may also
 finish with its right result: a session's client talks to the workers directly
-(``direct_to_workers``), so a run that needs no more of the scheduler (an executor actor's
-call, a compiled step) can get its results without it.
+(``direct_to_workers``), so a run that needs no more of the scheduler (a compiled step)
+can get its results without it.
 """
 
 from __future__ import annotations

@@ -61,6 +61,9 @@ CALLS = {
     "daskgraph_step_channel": lambda s, comm, m: s.channel(comm),
     "daskgraph_step_abort": lambda s, comm, m: s.abort(comm, session="s", run="r"),
     "daskgraph_step_forget": lambda s, comm, m: s.forget(comm, session="s", tokens=["t"]),
+    "daskgraph_step_stage": lambda s, comm, m: s.stage(
+        comm, body=pickle.dumps({"session": "s", "values": {"t": MakesFolder(m)}})
+    ),
 }
 
 

@@ -1,5 +1,5 @@
-"""Compiled steps through step channels: one round trip per worker on this machine, run from
-the calling thread.
+"""Compiled steps through step channels (the ``channel`` transport): one round trip per worker
+on this machine, run from the calling thread.
 
 A compiled step whose workers outside this process exchange tensors only with this process
 (:func:`~daskgraph.runtime.planner.step_split.one_round`: towers fed and updated from
@@ -12,14 +12,16 @@ embedded CPU worker) run in that thread too, as one-device runs do
 (:mod:`~daskgraph.runtime.client.inprocess`): those the other workers read first, their
 tensors riding in the messages, then, with what the replies carried, the rest.
 
-Everything else keeps :class:`~daskgraph.runtime.client.compiled_steps.CompiledSteps`'s path
-through Dask's comm: workers on other machines (or whose channel cannot be opened), steps
-that need tensors between workers away from this process, traced runs and runs with a
-deadline (a call in the caller's thread cannot be abandoned). The guarantees are that path's:
-assigns apply once per ``Session.run``; a worker that dies mid-step closes its channel, and
-the step ends as a lost worker (or, if no worker left, goes to the other path).
+Everything else goes to the next transport,
+:class:`~daskgraph.runtime.client.compiled_steps.CommTransport` (Dask's comm): workers on
+other machines (or whose channel cannot be opened), steps that need tensors between workers
+away from this process, traced runs and runs with a deadline (a call in the caller's thread
+cannot be abandoned). The guarantees are that path's: assigns apply once per
+``Session.run``; a worker that dies mid-step closes its channel, and the step ends as a lost
+worker (or, if no worker left, goes to the other transport).
 
-``daskgraph.step-channels: false`` turns channels off.
+A one-device step on a worker process of this machine is such a step: one message, one
+reply, the partition run in the channel's thread.
 """
 
 from __future__ import annotations
@@ -34,16 +36,16 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for_replies
 from typing import Any
 
-import dask.config
 from distributed import Client
 
 from daskgraph.cluster.liveness import ClusterWatch
-from daskgraph.deadline import raise_if_cancelled
+from daskgraph.deadline import has_deadline
 from daskgraph.errors import InternalError
-from daskgraph.runtime.client.dispatch import CompiledRun, raise_if_devices_left
+from daskgraph.runtime.client.dispatch import CompiledRun
 from daskgraph.runtime.client.inprocess import private_feed
+from daskgraph.runtime.client.run_watch import RunWatch
+from daskgraph.runtime.client.transports import StepBook, StepCall, StepOutcome
 from daskgraph.runtime.planner.step_split import OneRound, one_round
-from daskgraph.runtime.program import RunStep
 from daskgraph.runtime.worker.step_channel import (
     encode,
     host_identity,
@@ -52,34 +54,12 @@ from daskgraph.runtime.worker.step_channel import (
     write,
 )
 from daskgraph.runtime.worker.step_order import OrderedStep
-from daskgraph.runtime.worker.step_run import StepTiming, reply_of
-from daskgraph.runtime.worker.step_service import StepService
+from daskgraph.runtime.worker.step_run import reply_of
+from daskgraph.runtime.worker.step_service import StepService, local_service
 
-__all__ = ["ChannelPool", "ChannelSteps", "StepOutcome"]
+__all__ = ["POOL", "ChannelPool", "ChannelTransport"]
 
 logger = logging.getLogger("daskgraph.runtime.client.channel_steps")
-
-
-@dataclass
-class StepOutcome:
-    """What a step's workers replied: fetched outputs by partition, the failures (partition,
-    RunFailure) and each partition's timing."""
-
-    outputs: dict[int, dict[int, Any]]
-    failures: list[tuple[int, Any]]
-    timing: dict[int, StepTiming]
-
-    @classmethod
-    def of(cls, replies: Sequence[dict[str, Any]]) -> StepOutcome:
-        """The outcome of a step from its workers' replies (:func:`~daskgraph.runtime.worker.
-        step_run.reply_of`)."""
-        outcome = cls({}, [], {})
-        for reply in replies:
-            outcome.outputs.update(reply["outputs"])
-            if reply.get("failure") is not None:
-                outcome.failures.append(reply["failure"])
-            outcome.timing.update(reply.get("timing") or {})
-        return outcome
 
 
 class ChannelPool:
@@ -161,58 +141,58 @@ class _Away:
     message: dict[str, Any]
 
 
-class ChannelSteps:
+class ChannelTransport:
     """A session's steps through step channels (see the module).
 
     Parameters
     ----------
     client, watch, session_id
         The session's client, its cluster watch and its id.
-    loaded
-        Address -> plan token -> the peers' signature it was loaded with (shared with the
-        session's other compiled-step path: a plan loaded by either is loaded).
+    book
+        What the session's transports know of its workers (a plan loaded by one is loaded).
+    pool
+        The channels of this process.
     """
+
+    name = "channel"
 
     def __init__(
         self,
         client: Client,
         watch: ClusterWatch,
         session_id: str,
-        loaded: dict[str, dict[str, tuple]],
+        book: StepBook,
         pool: ChannelPool = POOL,
     ) -> None:
         self.client, self.watch, self.session_id = client, watch, session_id
-        self.loaded, self.pool = loaded, pool
+        self.book, self.pool = book, pool
         self._rounds: dict[tuple[str, frozenset[str]], OneRound | None] = {}
 
-    def run(
-        self,
-        compiled: CompiledRun,
-        run: str,
-        step: RunStep,
-        values: Sequence[Any],
-        peers: dict[str, str],
-        near: dict[str, StepService],
-        signature: tuple,
-        tick: float,
-    ) -> StepOutcome | None:
-        """Run ``compiled`` through channels, or None when it cannot (see the module);
-        raises :class:`~daskgraph.errors.UnavailableError` where a worker left mid-step."""
-        if not dask.config.get("daskgraph.step-channels"):
+    def carry(self, call: StepCall) -> StepOutcome | None:
+        """Run ``call`` through channels, or None when it cannot (see the module: a traced
+        run, one with a deadline, a plan that may block, a step of more than one round, a
+        worker without a channel); raises :class:`~daskgraph.errors.UnavailableError` where a
+        worker left mid-step."""
+        compiled = call.compiled
+        if call.trace or has_deadline() or compiled.blocking:
+            return None  # (a call in this thread cannot be abandoned)
+        peers = call.peers
+        if any(address in self.book.without for address in peers.values()):
             return None
+        near = {n: s for n, a in peers.items() if (s := local_service(str(a))) is not None}
         shape = self._round(compiled, frozenset(near))
         if shape is None or (len(near) == len(peers) and not _all_small(compiled, near)):
             return None  # (long partitions of this process run side by side on the other path)
-        away = self._connect(compiled, peers, near)
+        away = self._connect(compiled, peers, near)  # type: ignore[arg-type]
         if away is None:
             return None
-        ordered = OrderedStep(compiled.token, step, _feeds(compiled, near, values), False)
+        ordered = OrderedStep(compiled.token, call.step, _feeds(compiled, near, call.values), False)
         by_index = {p.index: (near[name], p) for name in near for p in
                     compiled.worker_steps[name].parts}  # fmt: skip
         ordered.run(by_index[i] for i in shape.before)
         for target in away:
-            self._fill(compiled, target, run, step, values, ordered, peers, near, signature)
-        replies = self._exchange(compiled, away, tick)
+            self._fill(call, target, f"{call.key}~c", ordered, near)
+        replies = self._exchange(compiled, away, call.tick)
         if replies is None:
             return None
         for reply in replies:
@@ -224,10 +204,17 @@ class ChannelSteps:
         except KeyError as exc:  # (one_round said every input would be here)
             raise InternalError(f"a compiled step's input {exc} did not arrive") from None
         for target in away:
-            self.loaded.setdefault(target.address, {})[compiled.token] = signature
+            self.book.loaded.setdefault(target.address, {})[compiled.token] = call.signature
         for service in near.values():
             service.counts["steps"] += 1
         return _outcome(compiled, ordered, near, replies)
+
+    def release(self, compiled: CompiledRun) -> None:
+        """Nothing to free: the plans a channel loaded are in the shared book, freed by the
+        comm transport."""
+
+    def forget(self) -> None:
+        """Nothing to forget here (the book is the comm transport's to clear)."""
 
     def _round(self, compiled: CompiledRun, near: frozenset[str]) -> OneRound | None:
         key = (compiled.token, near)
@@ -258,21 +245,18 @@ class ChannelSteps:
 
     def _fill(
         self,
-        compiled: CompiledRun,
+        call: StepCall,
         target: _Away,
         run: str,
-        step: RunStep,
-        values: Sequence[Any],
         ordered: OrderedStep,
-        peers: dict[str, str],
         near: dict[str, StepService],
-        signature: tuple,
     ) -> None:
         """The message to ``target``: its feeds, what the partitions here sent it, and its
         part of the plan where it has not got it."""
+        compiled = call.compiled
         plan = compiled.worker_steps[target.name]
         indices = {i for part in plan.parts for i in part.feed_indices}
-        loaded = self.loaded.get(target.address, {}).get(compiled.token) == signature
+        loaded = self.book.loaded.get(target.address, {}).get(compiled.token) == call.signature
         arrivals = [
             (part.index, ordered.sent(part, target.name))
             for name in near
@@ -283,8 +267,8 @@ class ChannelSteps:
             "session": self.session_id,
             "run": run,
             "token": compiled.token,
-            "step": step,
-            "feeds": {i: values[i] for i in indices},
+            "step": call.step,
+            "feeds": {i: call.values[i] for i in indices},
             "trace": False,
             "load": None if loaded else target.load,
             "arrivals": arrivals,
@@ -298,19 +282,25 @@ class ChannelSteps:
 
         Each message goes as soon as it is encoded (its worker starts while the next one is
         made), and the replies are read as they come, in any order; between them, every
-        liveness tick, the plan's workers are checked to be there."""
+        liveness tick, the plan's workers are checked to be there (a
+        :class:`~daskgraph.runtime.client.run_watch.RunWatch`)."""
         unread: dict[Connection, _Away] = {}
         replies: dict[str, dict[str, Any]] = {}
+        watch = RunWatch(self.watch, compiled.plan, None, tick, None,
+                         "the replies of the step's workers")  # fmt: skip
+
+        def ready(timeout: float) -> list[Any]:
+            found = wait_for_replies(list(unread), timeout)
+            if not found:
+                raise TimeoutError
+            return found
+
         try:
             for target in away:
                 write(target.conn, encode(target.message))
                 unread[target.conn] = target
             while unread:
-                ready = wait_for_replies(list(unread), tick)
-                if not ready:
-                    raise_if_cancelled("the replies of the step's workers")
-                    raise_if_devices_left(self.watch, compiled.plan, [], max_age=tick)
-                for conn in ready:
+                for conn in watch.wait(ready):
                     target = unread[conn]  # type: ignore[index]
                     reply = recv_message(conn)  # type: ignore[arg-type]
                     if reply.get("status") == "missing" and target.message["load"] is None:
@@ -345,17 +335,16 @@ class ChannelSteps:
         for target in away:
             target.conn.close()
             self.pool.forget(target.address)
-        started = {t.name: t.address for t in away}
-        self.watch.wait_until(lambda view: view.addresses(list(started)) != started, tick)
-        raise_if_devices_left(self.watch, compiled.plan, [], cause, started=started)  # type: ignore[arg-type]
+        started: dict[Any, str | None] = {t.name: t.address for t in away}
+        RunWatch(self.watch, compiled.plan, started, tick).raise_if_left(cause)
         return None
 
 
 def _all_small(compiled: CompiledRun, near: dict[str, StepService]) -> bool:
     """Whether every partition of a step that runs all in this process is small enough to
     run in the calling thread, one after the other: predictable, and its last run shorter
-    than ``daskgraph.compiled-inline-limit`` (a hand-off to run partitions side by side
-    would cost more than they take)."""
+    than the inline limit (:data:`~daskgraph.runtime.worker.step_run.INLINE_LIMIT`: a
+    hand-off to run partitions side by side would cost more than they take)."""
     steps = compiled.worker_steps
     return all(
         near[name].inline(compiled.token, part) for name in near for part in steps[name].parts

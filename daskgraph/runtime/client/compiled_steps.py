@@ -1,4 +1,4 @@
-"""Compiled steps, the client's half: a multi-device run as one message per worker, no scheduler.
+"""Compiled steps over Dask's comm: one message per worker, no scheduler (the ``comm`` transport).
 
 TensorFlow's master registers each device's partition graph with its worker once, and a step
 is then one ``RunGraph`` call per worker; Ray's compiled graphs do the same for actors. Here,
@@ -9,7 +9,10 @@ with the worker's feeds, and the plan itself the first time the worker runs it (
 peer moved). The workers run their partitions as their inputs arrive and send each other the
 tensors, worker to worker (:mod:`daskgraph.runtime.worker.step_service`); each replies with
 the fetched outputs it holds once its partitions are done. A worker in this process (the
-embedded CPU worker) is called directly, and values cross by reference.
+embedded CPU worker) is called directly, and values cross by reference. This is the
+transport that takes every step (:mod:`~daskgraph.runtime.client.transports`): traced runs,
+runs with a deadline, workers on other machines, over whatever protocol the cluster's comm
+uses (``tcp``, ``tls``, ``ucx``).
 
 The guarantees of the scheduler's path hold:
 
@@ -29,52 +32,24 @@ The guarantees of the scheduler's path hold:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import functools
 import logging
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from distributed import Client
 
 from daskgraph.cluster.liveness import ClusterWatch
-from daskgraph.deadline import has_deadline, raise_if_past, wait_time
-from daskgraph.runtime.client.channel_steps import ChannelSteps, StepOutcome
-from daskgraph.runtime.client.dispatch import (
-    CompiledRun,
-    raise_if_devices_left,
-    workers_now,
-)
+from daskgraph.runtime.client.dispatch import CompiledRun, fire
 from daskgraph.runtime.client.inprocess import private_feed
-from daskgraph.runtime.program import RunStep
-from daskgraph.runtime.worker.step_run import StepTiming
+from daskgraph.runtime.client.run_watch import RunWatch
+from daskgraph.runtime.client.transports import StepBook, StepCall, StepOutcome
 from daskgraph.runtime.worker.step_service import StepService, local_service
-from daskgraph.runtime.worker.wire import by_index, envelope, open_envelope, pack, unpack
+from daskgraph.runtime.worker.wire import envelope, open_envelope, pack, unpack
 
-__all__ = ["CompiledSteps", "StepReport"]
+__all__ = ["CommTransport"]
 
 logger = logging.getLogger("daskgraph.runtime.client.compiled_steps")
-
-
-@dataclass(frozen=True)
-class StepReport:
-    """Where a compiled step's time went: per partition, its device and
-    :class:`~daskgraph.runtime.worker.step_run.StepTiming` (for the dashboard and the event
-    log)."""
-
-    timing: dict[int, tuple[str, StepTiming]]
-
-    def by_device(self) -> dict[str, tuple[float, float, float]]:
-        """(compute, waiting, sending) seconds per device, over its partitions.
-
-        >>> StepReport({0: ("gpu", StepTiming(0.5, 1.0, 0.0))}).by_device()
-        {'gpu': (1.0, 0.5, 0.0)}
-        """
-        out: dict[str, tuple[float, float, float]] = {}
-        for device, t in self.timing.values():
-            c, w, s = out.get(device, (0.0, 0.0, 0.0))
-            out[device] = (c + t.compute, w + t.waiting, s + t.sending)
-        return out
 
 
 @dataclass
@@ -89,8 +64,8 @@ class _Target:
     near: dict[str, StepService]  # the step's workers in this process, by name
 
 
-class CompiledSteps:
-    """A session's compiled steps (see the module).
+class CommTransport:
+    """A session's compiled steps over Dask's comm (see the module).
 
     Parameters
     ----------
@@ -98,129 +73,93 @@ class CompiledSteps:
         The session's client and its cluster watch.
     session_id
         The session's id (its state's key on the workers).
-    on_step
-        Called with the plan and a :class:`StepReport` after each step that ran.
+    book
+        What the session's transports know of its workers (shared with the channels).
     """
 
+    name = "comm"
+
     def __init__(
-        self,
-        client: Client,
-        watch: ClusterWatch,
-        session_id: str,
-        on_step: Callable[[CompiledRun, StepReport], None] | None = None,
+        self, client: Client, watch: ClusterWatch, session_id: str, book: StepBook
     ) -> None:
         self.client, self.watch, self.session_id = client, watch, session_id
-        self.on_step = on_step
-        self._loaded: dict[str, dict[str, tuple]] = {}  # address -> token -> peers loaded
-        self._without: set[str] = set()  # addresses of workers without the handlers
-        self.channels = ChannelSteps(client, watch, session_id, self._loaded)
+        self.book = book
 
-    def run(
-        self,
-        compiled: CompiledRun,
-        key: str,
-        step: RunStep,
-        values: Sequence[Any],
-        trace: bool,
-        tick: float,
-    ) -> dict[int, tuple] | None:
-        """Run ``compiled`` as a compiled step under the run key ``key``: its outputs by
-        partition, or ``None`` when the scheduler's path must run it (a worker without the
-        handlers, or a failure that is not a lost worker). Raises the first failure of a
-        partition, :class:`~daskgraph.errors.UnavailableError` for lost workers and
-        :class:`~daskgraph.errors.DeadlineExceededError`."""
-        plan = compiled.plan
-        started = workers_now(self.watch, plan)  # raises at once if a worker is missing
-        if any(address in self._without for address in started.values()):
+    def carry(self, call: StepCall) -> StepOutcome | None:
+        """Run ``call`` as a compiled step: its outcome, or ``None`` when the scheduler's path
+        must run it (a plan that may block, a worker without the handlers, or a failure that
+        is not a lost worker). Raises :class:`~daskgraph.errors.UnavailableError` for lost
+        workers and :class:`~daskgraph.errors.DeadlineExceededError`."""
+        compiled, started = call.compiled, call.started
+        if compiled.blocking or any(a in self.book.without for a in started.values()):
             return None
-        peers = {str(name): started[name] for name in compiled.worker_steps}
-        if not trace and not has_deadline():  # (a call here cannot be abandoned)
-            near = {n: s for n, a in peers.items() if (s := local_service(str(a))) is not None}
-            outcome = self.channels.run(
-                compiled, f"{key}~c", step, values, peers, near, _signature(peers), tick
-            )  # type: ignore[arg-type]
-            if outcome is not None:
-                return self._finish(compiled, outcome)
         for attempt in range(2):  # again (loading the plan) where a worker had lost it
-            targets = self._targets(compiled, f"{key}~{attempt}", step, values, trace, peers)
-            replies = self._wait(targets, plan, started, tick)
+            targets = self._targets(call, f"{call.key}~{attempt}")
+            replies = self._wait(targets, call)
             missing = [t for t, r in zip(targets, replies, strict=True) if _status(r) == "missing"]
             if not missing:
                 break
             self._abort(targets)
             for target in missing:
-                self._loaded.pop(target.address, None)
-        return self._results(compiled, targets, replies, started, peers, tick)
+                self.book.loaded.pop(target.address, None)
+        return self._results(call, targets, replies)
 
     def release(self, compiled: CompiledRun) -> None:
         """Free ``compiled``'s plan where a worker loaded it; nothing is waited for."""
-        for address, tokens in list(self._loaded.items()):
+        for address, tokens in list(self.book.loaded.items()):
             if tokens.pop(compiled.token, None) is not None:
                 local = local_service(address)
                 if local is not None:
-                    local.loop.call_soon_threadsafe(local.forget, self.session_id, [compiled.token])
+                    forget = functools.partial(
+                        local.forget, session=self.session_id, tokens=[compiled.token]
+                    )
+                    local.loop.call_soon_threadsafe(forget)
                 else:
-                    self._fire(address, "daskgraph_step_forget", tokens=[compiled.token])
+                    fire(self.client, address, "daskgraph_step_forget",
+                         session=self.session_id, tokens=[compiled.token])  # fmt: skip
 
     def forget(self) -> None:
         """Send every plan again on the next runs (the workers may have moved)."""
-        self._loaded.clear()
-        self._without.clear()
+        self.book.forget()
 
     # -- one step -------------------------------------------------------------------------------
-    def _targets(
-        self,
-        compiled: CompiledRun,
-        run: str,
-        step: RunStep,
-        values: Sequence[Any],
-        trace: bool,
-        peers: dict[str, str | None],
-    ) -> list[_Target]:
-        """The message for each worker of the plan (``peers``: their addresses by name)."""
+    def _targets(self, call: StepCall, run: str) -> list[_Target]:
+        """The message for each worker of the plan."""
+        compiled, peers, values, trace = call.compiled, call.peers, call.values, call.trace
         services = {name: local_service(str(address)) for name, address in peers.items()}
         near_services = {name: service for name, service in services.items() if service}
         near = frozenset(near_services)
-        signature = _signature(peers)
         targets = []
         for name, plan in compiled.worker_steps.items():
             address, local = str(peers[str(name)]), services[str(name)]
             indices = {i for part in plan.parts for i in part.feed_indices}
             feeds = {i: private_feed(values[i]) if local else values[i] for i in indices}
-            loaded = self._loaded.get(address, {}).get(compiled.token) == signature
+            loaded = self.book.loaded.get(address, {}).get(compiled.token) == call.signature
             # a worker of this process hands tensors to its neighbours by reference at once
             load = None if loaded else (plan, peers, frozenset() if local else near)
             message = {"session": self.session_id, "run": run, "token": compiled.token}
             if local is None:
-                message.update(step=pack(step), feeds=pack(feeds), trace=trace)
+                message.update(step=pack(call.step), feeds=pack(feeds), trace=trace)
                 message["load"] = None if load is None else pack(load)
             else:
-                message.update(step=step, feeds=feeds, trace=trace, load=load)
+                message.update(step=call.step, feeds=feeds, trace=trace, load=load)
             targets.append(_Target(str(name), address, local, message, near_services))
         return targets
 
-    def _wait(
-        self, targets: list[_Target], plan: Any, started: dict[Any, str | None], tick: float
-    ) -> list[Any]:
-        """Send every message and wait for every reply, checking each tick that the plan's
-        workers are there and the deadline has not passed (else abort and raise)."""
+    def _wait(self, targets: list[_Target], call: StepCall) -> list[Any]:
+        """Send every message and wait for every reply, watched by a
+        :class:`~daskgraph.runtime.client.run_watch.RunWatch` (which aborts the step on every
+        worker before it raises)."""
         loop = self.client.loop.asyncio_loop
         future = asyncio.run_coroutine_threadsafe(self._send_all(targets), loop)
-        while True:
-            try:
-                return future.result(timeout=wait_time(tick))
-            except (TimeoutError, concurrent.futures.TimeoutError):
-                try:
-                    raise_if_past("the partitions of the step")
-                    raise_if_devices_left(self.watch, plan, [], started=started, max_age=tick)
-                except BaseException:
-                    future.cancel()
-                    self._abort(targets)
-                    raise
-            except BaseException:  # interrupted
-                future.cancel()
-                self._abort(targets)
-                raise
+
+        def abort() -> None:
+            future.cancel()
+            self._abort(targets)
+
+        watch = RunWatch(self.watch, call.compiled.plan, call.started, call.tick, abort,
+                         "the partitions of the step")  # fmt: skip
+        return watch.wait(future.result)
 
     async def _send_all(self, targets: list[_Target]) -> list[Any]:
         """Every worker's reply (or the exception its message met).
@@ -289,73 +228,35 @@ class CompiledSteps:
             if t.local is not None:
                 t.local.loop.call_soon_threadsafe(t.local.abort, self.session_id, run)
             else:
-                self._fire(t.address, "daskgraph_step_abort", run=run)
-
-    def _fire(self, address: str, op: str, **kwargs: Any) -> None:
-        """Send ``op`` to the worker at ``address`` without waiting for it."""
-
-        async def send() -> None:
-            try:
-                await getattr(self.client.rpc(address), op)(session=self.session_id, **kwargs)
-            except Exception:  # the worker is gone: it has nothing left to drop
-                logger.debug("%s to %s failed", op, address, exc_info=True)
-
-        asyncio.run_coroutine_threadsafe(send(), self.client.loop.asyncio_loop)
+                fire(self.client, t.address, "daskgraph_step_abort",
+                     session=self.session_id, run=run)  # fmt: skip
 
     # -- the replies ----------------------------------------------------------------------------
     def _results(
-        self,
-        compiled: CompiledRun,
-        targets: list[_Target],
-        replies: list[Any],
-        started: dict[Any, str | None],
-        peers: dict[str, str | None],
-        tick: float,
-    ) -> dict[int, tuple] | None:
-        """The outputs by partition; raises the first failure, or what a lost worker means;
-        None when the scheduler's path must run the step."""
+        self, call: StepCall, targets: list[_Target], replies: list[Any]
+    ) -> StepOutcome | None:
+        """The step's outcome; raises what a lost worker means; None when the scheduler's
+        path must run the step."""
         trouble = [(t, r) for t, r in zip(targets, replies, strict=True) if _status(r) != "ok"]
         if trouble:
             self._abort(targets)
-            return self._troubled(compiled, trouble, started, tick)
-        signature = _signature(peers)
+            return self._troubled(call, trouble)
         for target in targets:
-            self._loaded.setdefault(target.address, {})[compiled.token] = signature
-        return self._finish(compiled, StepOutcome.of(replies))
+            self.book.loaded.setdefault(target.address, {})[call.compiled.token] = call.signature
+        return StepOutcome.of(replies)
 
-    def _finish(self, compiled: CompiledRun, outcome: StepOutcome) -> dict[int, tuple]:
-        """The outputs by partition; reports the step's timing, then raises the first
-        failure in the plan's order."""
-        outputs = {index: by_index(values) for index, values in outcome.outputs.items()}
-        partitions = compiled.plan.partitions
-        timing = {i: (partitions[i].device, spent) for i, spent in outcome.timing.items()}
-        if self.on_step is not None:
-            self.on_step(compiled, StepReport(timing))
-        if outcome.failures:
-            raise min(outcome.failures, key=lambda f: f[0])[1].error
-        return outputs
-
-    def _troubled(
-        self,
-        compiled: CompiledRun,
-        trouble: list[tuple[_Target, Any]],
-        started: dict[Any, str | None],
-        tick: float,
-    ) -> None:
+    def _troubled(self, call: StepCall, trouble: list[tuple[_Target, Any]]) -> None:
         """After a step some worker did not finish: UnavailableError if a worker of the plan
         left or was replaced (waiting up to a tick for the scheduler to say so), else None
         (the scheduler's path runs it), remembering workers without the handlers."""
-        plan = compiled.plan
         cause = next((r for _, r in trouble if isinstance(r, BaseException)), None)
         for target, reply in trouble:
             if reply is None or (not isinstance(reply, (dict, BaseException))):
-                self._without.add(target.address)  # an older daskgraph there: no handlers
-        now = dict(started)
-        self.watch.wait_until(lambda view: view.addresses(list(now)) != now, tick)
-        raise_if_devices_left(self.watch, plan, [], cause, started=started)
+                self.book.without.add(target.address)  # an older daskgraph: no handlers
+        RunWatch(self.watch, call.compiled.plan, call.started, call.tick).raise_if_left(cause)
         logger.warning(
             "compiled step of plan %s unavailable (%s); using the scheduler",
-            compiled.number,
+            call.compiled.number,
             "; ".join(f"{t.name}: {_describe(r)}" for t, r in trouble),
         )
         return None
@@ -381,13 +282,3 @@ def _describe(reply: Any) -> str:
     if isinstance(reply, dict):
         return str(reply.get("error") or reply.get("status"))
     return repr(reply)
-
-
-def _signature(peers: dict[str, str | None]) -> tuple:
-    """The plan's workers and their addresses: a worker loads the plan again when this
-    changed (a peer moved).
-
-    >>> _signature({"b": "tcp://2", "a": "tcp://1"})
-    (('a', 'tcp://1'), ('b', 'tcp://2'))
-    """
-    return tuple(sorted(peers.items()))

@@ -6,8 +6,8 @@ futures): repeated runs then send only the feeds and the task graph, not the pro
 constants inside them cross the network once per session. Being tasks, not scattered data, a
 program lost with its worker is sent again by Dask itself to the worker restarted under the
 device's name. :func:`submit_run` sends a run's large feeds ahead to the workers that read
-them (through the session's executor actors, never scattered: scattered data lost with a
-worker is an error to Dask's scheduler), builds the run's graph, submits it, and
+them (through their step service, :class:`FeedStager`, never scattered: scattered data lost
+with a worker is an error to Dask's scheduler), builds the run's graph, submits it, and
 waits for it with a watchdog: while the run is pending it checks every ``tick`` seconds that
 the workers of the plan's devices are still in the cluster (a
 :class:`~daskgraph.cluster.liveness.ClusterWatch`, which asks the scheduler only after a worker
@@ -16,10 +16,10 @@ went), so that a vanished device fails the run within seconds instead of leaving
 Dask's ``no-worker`` state forever. Partitions are restricted to their workers by name, so a
 plan stays valid when a nanny restarts a worker under its device's name.
 
-:class:`FastPath` is the shortcut for the commonest case, a plan of one partition (everything
-on one device): the run is one direct call to an executor actor living on that device's worker,
-and the scheduler is not involved at all (``daskgraph.fast-path``; on by default). Plans that
-span devices keep the scheduler's path, which moves data between workers.
+This is the scheduler's path (:class:`~daskgraph.runtime.client.executors.SchedulerExecutor`):
+plans that compiled steps cannot take (a plan that may block, workers without daskgraph's
+handlers), every run with ``daskgraph.compiled-steps: false``, and runs after a failure that
+was not a lost worker.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import functools
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import dask
@@ -42,30 +41,24 @@ from distributed.client import FutureCancelledError, FuturesCancelledError
 
 from daskgraph.cluster.liveness import ClusterWatch
 from daskgraph.cluster.shutdown import end_quietly_at_exit
-from daskgraph.deadline import raise_if_past, wait_time
 from daskgraph.errors import CancelledError as RunCancelledError
 from daskgraph.errors import DeadlineExceededError, UnavailableError
 from daskgraph.framework.op_registry import blocking_types
+from daskgraph.runtime.client.inprocess import private_feed
+from daskgraph.runtime.client.run_watch import RunWatch, raise_if_devices_left, workers_now
 from daskgraph.runtime.planner.lowering import Plan, build_task_graph, task_group
 from daskgraph.runtime.planner.step_split import worker_steps
 from daskgraph.runtime.program import RunStep, StagedFeed, WorkerStep
-from daskgraph.runtime.worker.execution import (
-    MISSING_PROGRAM,
-    PartitionExecutor,
-    RunFailure,
-    execute_partition,
-    pack_small,
-    resident,
-    unpack,
-)
+from daskgraph.runtime.worker.execution import RunFailure, execute_partition, resident
+from daskgraph.runtime.worker.step_service import local_service
+from daskgraph.runtime.worker.wire import envelope, pack
 
 __all__ = [
     "CompiledRun",
-    "FastPath",
+    "FeedStager",
+    "fire",
     "in_span",
-    "raise_if_devices_left",
     "submit_run",
-    "workers_now",
 ]
 
 logger = logging.getLogger("daskgraph.runtime.client.dispatch")
@@ -101,8 +94,8 @@ class CompiledRun:
     @functools.cached_property
     def blocking(self) -> bool:
         """Whether an op of the plan may wait for another run (a queue's dequeue, see
-        :func:`~daskgraph.framework.op_registry.mark_blocking`): the fast path's actor must not run
-        it."""
+        :func:`~daskgraph.framework.op_registry.mark_blocking`): compiled steps leave it to
+        the scheduler's path (unless it runs in this process)."""
         types = blocking_types()
         return any(
             ins.op_type in types for p in self.plan.partitions for ins in p.program.instructions
@@ -113,11 +106,6 @@ class CompiledRun:
         """The plan split by worker for compiled steps
         (:func:`~daskgraph.runtime.planner.step_split.worker_steps`)."""
         return worker_steps(self.plan)
-
-    @property
-    def single_partition(self) -> bool:
-        """Whether the plan has exactly one partition (the fast path can run it)."""
-        return len(self.plan.partitions) == 1
 
     def program_futures(self, client: Client) -> list[Future]:
         """The programs' futures, sending (again) what is not on its worker."""
@@ -154,197 +142,64 @@ class CompiledRun:
             return client.get(graph, keys, sync=False)
 
 
-@dataclass
-class _Executor:
-    """The executor actor of a session on one worker, where it lives, and what it holds."""
+class FeedStager:
+    """Sends the large feeds of a run on the scheduler's path ahead to the workers that read
+    them, through their step service (``daskgraph_step_stage``: Dask's comm, straight from
+    the client; a worker of this process is handed them directly, each copied as a transport
+    would), and drops those a failed run left behind.
 
-    actor: Any
-    address: str
-    loaded: set[str] = field(default_factory=set)
-
-
-class FastPath:
-    """One :class:`~daskgraph.runtime.worker.execution.PartitionExecutor` actor per worker, for a
-    session.
-
-    Runs one-partition plans by calling the actor of their worker directly (client to worker,
-    no scheduler) when the client talks to workers directly (``direct_to_workers``, as the
-    embedded cluster's client does); otherwise Dask relays actor calls through the scheduler.
-    The actors also take the large feeds of multi-device runs ahead of the run's tasks
-    (:meth:`stage`).
-
-    An actor is bound to the worker *address* it was made on: a worker restarted by its nanny
-    (same device name, new address) gets a new one. Every call is watched with that address:
-    when its worker leaves or is replaced, the call fails within a liveness tick with
-    :class:`~daskgraph.errors.UnavailableError` naming the device, and the session recovers
-    (instead of waiting for Dask to give up connecting to the dead address, 30 s). An actor
-    that fails while its worker stays makes :meth:`run` return ``None``, and the caller takes
-    the scheduler's path.
+    A send is watched with the worker's address as the run started: when its worker leaves
+    or is replaced, it fails within a liveness tick with
+    :class:`~daskgraph.errors.UnavailableError` naming the device, and the session recovers.
+    A send that fails while its worker stays makes :meth:`stage` return False, and the
+    values travel in the run's graph instead.
     """
 
     def __init__(self, client: Client, watch: ClusterWatch, session_id: str) -> None:
-        self.client = client
-        self.watch = watch
-        self.session_id = session_id
-        self._actors: dict[Any, _Executor] = {}
+        self.client, self.watch, self.session_id = client, watch, session_id
 
-    def _executor(self, worker: Any, plan: Plan, tick: float) -> _Executor:
-        """The actor on ``worker`` as it is now: made on first use, and made again when the
-        worker was replaced since. Raises UnavailableError if the worker is gone."""
-        now = workers_now(self.watch, plan)
-        executor = self._actors.get(worker)
-        if executor is not None and executor.address == now[worker]:
-            return executor
-        self.forget(worker)
-        with in_span():
-            future = self.client.submit(
-                PartitionExecutor,
-                actor=True,
-                workers=[worker],
-                allow_other_workers=False,
-                pure=False,
-            )
-        with self.client.as_current():  # the actor's handle binds to the current client
-            actor = _result_watching_workers(self.watch, plan, [future], future, tick, now)
-        where = self.client.who_has(future).get(future.key) or [now[worker]]
-        executor = self._actors[worker] = _Executor(actor, where[0])
-        return executor
+    def stage(
+        self, plan: Plan, worker: Any, address: str, values: dict[str, Any], tick: float
+    ) -> bool:
+        """Send feed ``values`` (token -> value) ahead to ``worker`` (at ``address``) for the
+        run's partition there (:class:`~daskgraph.runtime.program.StagedFeed`). Returns
+        whether they are there. Raises UnavailableError when the worker left or was
+        replaced, and what a run's deadline or cancellation raise."""
+        local = local_service(address)
+        if local is not None:
+            local.stage(session=self.session_id, values={t: private_feed(v) for t, v in
+                                                          values.items()})  # fmt: skip
+            return True
+        fields = envelope({"session": self.session_id, "values": pack(values)})
 
-    def run(
-        self,
-        compiled: CompiledRun,
-        step: RunStep,
-        feed_values: Sequence[Any],
-        trace: bool,
-        tick: float,
-    ) -> dict[int, tuple] | None:
-        """Run a one-partition plan through its worker's actor: ``{0: results}``, or
-        ``None`` when the scheduler's path must run it instead (the actor failed while its
-        worker stayed). Raises UnavailableError when the worker left or was replaced."""
-        (partition,) = compiled.plan.partitions
-        worker = partition.worker
-        feeds = tuple(feed_values[i] for i in partition.feed_indices)
-        executor = None
+        async def send() -> Any:
+            return await self.client.rpc(address).daskgraph_step_stage(**fields)
+
+        future = asyncio.run_coroutine_threadsafe(send(), self.client.loop.asyncio_loop)
+        started = {worker: address}
+        watch = RunWatch(self.watch, plan, started, tick, future.cancel, "the feeds sent ahead")
         try:
-            executor = self._executor(worker, compiled.plan, tick)
-            result = self._call(executor, compiled, step, feeds, trace, tick)
+            watch.wait(future.result)
         except (UnavailableError, DeadlineExceededError, RunCancelledError):
-            self.forget(worker)  # a timed-out actor may still be busy: the next run makes anew
             raise
-        except Exception as exc:  # the actor failed: its worker died, or something else
-            self._failed(worker, executor, compiled.plan, exc, tick)
-            return None
-        if isinstance(result, str):
-            return None
-        if isinstance(result, RunFailure):
-            raise result.error
-        return {0: result}
-
-    def _call(
-        self,
-        executor: _Executor,
-        compiled: CompiledRun,
-        step: RunStep,
-        feeds: tuple,
-        trace: bool,
-        tick: float,
-    ) -> Any:
-        """Load the program if the actor lacks it, and run it; watched with the actor's
-        address."""
-        (partition,) = compiled.plan.partitions
-        started = {partition.worker: executor.address}
-        actor, result = executor.actor, None
-        for _ in range(2):  # a second time if the actor had dropped the program
-            if compiled.token not in executor.loaded:
-                load = actor.load(self.session_id, compiled.token, partition.program)
-                _actor_result_watching(self.watch, compiled.plan, load, tick, started)
-                executor.loaded.add(compiled.token)
-            args = (compiled.token, step, feeds, trace)
-            packed = pack_small(args, arrays=feeds)  # small feeds: one frame, not four
-            call = actor.run_packed(packed) if packed is not args else actor.run(*args)
-            result = unpack(_actor_result_watching(self.watch, compiled.plan, call, tick, started))
-            if not (isinstance(result, str) and result == MISSING_PROGRAM):
-                break
-            executor.loaded.discard(compiled.token)
-        return result
-
-    def stage(self, plan: Plan, worker: Any, values: dict[str, Any], tick: float) -> bool:
-        """Send feed ``values`` (token -> value) ahead to ``worker`` for the run's partition
-        there (:class:`~daskgraph.runtime.program.StagedFeed`). Returns whether they are there;
-        False
-        when the actor failed while its worker stayed (the values must travel in the run's
-        graph instead). Raises UnavailableError when the worker left or was replaced."""
-        executor = None
-        try:
-            executor = self._executor(worker, plan, tick)
-            call = executor.actor.stage(self.session_id, values)
-            _actor_result_watching(self.watch, plan, call, tick, {worker: executor.address})
-        except UnavailableError:
-            self.forget(worker)
-            raise
-        except Exception as exc:
-            self._failed(worker, executor, plan, exc, tick)
+        except Exception as exc:  # the send failed: its worker died, or something else
+            watch.raise_if_left(exc)
+            logger.warning("could not send feeds ahead to %s (%r); sending them in the graph",
+                           worker, exc)  # fmt: skip
             return False
         return True
 
-    def unstage(self, worker: Any, tokens: list[str]) -> None:
-        """Drop staged values no partition will take, where the worker still runs (a run
-        that failed); nothing is waited for."""
-        executor = self._actors.get(worker)
-        if executor is None or not tokens:
+    def unstage(self, address: str, tokens: list[str]) -> None:
+        """Drop staged values no partition will take (a run that failed) where the worker
+        still runs; nothing is waited for."""
+        if not tokens:
             return
-        try:
-            if self.watch.view().addresses([worker])[worker] == executor.address:
-                executor.actor.unstage(self.session_id, tokens)
-        except Exception:  # the cluster is going away: nothing is left to drop
-            logger.debug("could not drop staged feeds on %s", worker, exc_info=True)
-
-    def _failed(
-        self, worker: Any, executor: _Executor | None, plan: Plan, exc: Exception, tick: float
-    ) -> None:
-        """After an actor call raised: UnavailableError if its worker left or was replaced
-        (waiting up to a tick for the scheduler to say so: the call may notice first),
-        otherwise a warning; the actor is dropped either way."""
-        self.forget(worker)
-        if executor is not None:
-            address = executor.address
-            self.watch.wait_until(lambda view: view.addresses([worker])[worker] != address, tick)
-            raise_if_devices_left(self.watch, plan, [], exc, started={worker: address})
-        logger.warning("fast path to %s unavailable (%r); using the scheduler", worker, exc)
-
-    def release(self, compiled: CompiledRun) -> None:
-        """Free ``compiled``'s program where an actor loaded it (a plan the session's cache
-        evicted); nothing is waited for, and a worker that is gone has nothing to free."""
-        compiled.forget_programs()
-        for executor in list(self._actors.values()):
-            if compiled.token in executor.loaded:
-                executor.loaded.discard(compiled.token)
-                try:
-                    executor.actor.forget(self.session_id, [compiled.token])
-                except Exception:  # the cluster is going away: nothing is left to free
-                    logger.debug("could not free a program on %s", executor.address)
-
-    def forget(self, worker: Any = None) -> None:
-        """Drop the actor of ``worker`` (all actors when None)."""
-        for w in [worker] if worker is not None else list(self._actors):
-            self._actors.pop(w, None)
-
-
-def _actor_result_watching(
-    watch: ClusterWatch,
-    plan: Plan,
-    call: Any,
-    tick: float,
-    started: dict[Any, str | None],
-) -> Any:
-    """The result of an actor call, raising UnavailableError within a tick once a worker of
-    ``started`` (the actor's) left or was replaced."""
-    while True:
-        try:
-            return call.result(timeout=wait_time(tick))
-        except TimeoutError:
-            raise_if_past("an actor's run of the partition")
-            raise_if_devices_left(watch, plan, [], started=started, max_age=tick)
+        local = local_service(address)
+        if local is not None:
+            local.stage(session=self.session_id, drop=tokens)  # (a dict: no loop needed)
+            return
+        fields = envelope({"session": self.session_id, "drop": tokens})
+        fire(self.client, address, "daskgraph_step_stage", **fields)
 
 
 def submit_run(
@@ -356,13 +211,13 @@ def submit_run(
     feed_values: Sequence[Any],
     trace: bool,
     tick: float,
-    stager: FastPath | None = None,
+    stager: FeedStager | None = None,
 ) -> dict[int, tuple]:
     """Run ``compiled`` once; partition index -> its outputs (results, or all when tracing).
 
     Feeds of at least ``daskgraph.direct-feed-bytes`` are sent ahead to the workers that read
-    them by ``stager``'s actors (:meth:`FastPath.stage`); without a stager, or where it
-    cannot, they travel in the run's graph like smaller ones.
+    them by ``stager`` (:meth:`FeedStager.stage`); without a stager, or where it cannot,
+    they travel in the run's graph like smaller ones.
 
     Raises the error a partition returned, or :class:`~daskgraph.errors.UnavailableError`
     naming the devices whose workers left the cluster during the run (noticed by the
@@ -391,13 +246,13 @@ def _submit_once(
     feed_values: Sequence[Any],
     trace: bool,
     tick: float,
-    stager: FastPath | None,
+    stager: FeedStager | None,
 ) -> dict[int, tuple]:
     plan = compiled.plan
     end_quietly_at_exit()  # a daemon thread at exit submits nothing to a closing scheduler
     started = workers_now(watch, plan)  # raises at once if a device's worker is missing
     programs = compiled.program_futures(client)
-    staged = _stage_large_feeds(stager, plan, key_prefix, feed_values, tick)
+    staged = _stage_large_feeds(stager, plan, started, key_prefix, feed_values, tick)
     try:
         dsk, keys = build_task_graph(
             plan,
@@ -420,18 +275,19 @@ def _submit_once(
         finally:
             del futures
     except BaseException:
-        _unstage(stager, staged)
+        _unstage(stager, started, staged)
         raise
     for result in gathered:
         if isinstance(result, RunFailure):
-            _unstage(stager, staged)  # a partition that passes a failure on takes nothing
+            _unstage(stager, started, staged)  # a partition that passes a failure on takes nothing
             raise result.error
     return dict(zip(parts, gathered, strict=True))
 
 
 def _stage_large_feeds(
-    stager: FastPath | None,
+    stager: FeedStager | None,
     plan: Plan,
+    started: dict[Any, str | None],
     key_prefix: str,
     feed_values: Sequence[Any],
     tick: float,
@@ -452,24 +308,28 @@ def _stage_large_feeds(
     for worker in dict.fromkeys(w for ws in readers.values() for w in ws):
         mine = [i for i, ws in readers.items() if worker in ws and i not in failed]
         values = {f"{key_prefix}-feed-{i}": feed_values[i] for i in mine}
-        if stager.stage(plan, worker, values, tick):
+        if stager.stage(plan, worker, str(started[worker]), values, tick):
             for i in mine:
                 staged.setdefault(i, (f"{key_prefix}-feed-{i}", []))[1].append(worker)
         else:
             failed.update(mine)
     if failed:  # those travel in the graph: drop the copies some workers already have
-        _unstage(stager, {i: staged.pop(i) for i in failed if i in staged})
+        _unstage(stager, started, {i: staged.pop(i) for i in failed if i in staged})
     return staged
 
 
-def _unstage(stager: FastPath | None, staged: dict[int, tuple[str, list[Any]]]) -> None:
+def _unstage(
+    stager: FeedStager | None,
+    started: dict[Any, str | None],
+    staged: dict[int, tuple[str, list[Any]]],
+) -> None:
     """Drop staged values that no partition took (their run failed)."""
     by_worker: dict[Any, list[str]] = {}
     for token, workers in staged.values():
         for worker in workers:
             by_worker.setdefault(worker, []).append(token)
     for worker, tokens in by_worker.items():
-        stager.unstage(worker, tokens)
+        stager.unstage(str(started[worker]), tokens)  # type: ignore[union-attr]
 
 
 def _result_watching_workers(
@@ -480,28 +340,29 @@ def _result_watching_workers(
     tick: float,
     started: dict[Any, str | None] | None = None,
 ) -> Any:
-    """The result of ``future``, checking every ``tick`` that the plan's workers are there.
+    """The result of ``future``, checking every ``tick`` that the plan's workers are there
+    (a :class:`~daskgraph.runtime.client.run_watch.RunWatch`, which cancels the run's
+    ``futures`` when it raises).
 
     The result is gathered in the background (:func:`_gathering`) and polled, not asked for
     with ``Future.result(timeout=tick)``: the client batches the gathers of all threads into
     one request, and a waiter that times out while attached to it cancels it for every thread
     (another tower's run then fails with an ``UnboundLocalError`` out of Dask's ``sync``).
     """
-    pending = _gathering(future)
-    while True:
+    pending = [_gathering(future)]
+
+    def result(timeout: float) -> Any:
         try:
-            return pending.result(timeout=wait_time(tick))
+            return pending[0].result(timeout=timeout)
         except concurrent.futures.CancelledError:
-            if not pending.cancelled():
+            if not pending[0].cancelled():
                 raise  # the future itself was cancelled (FutureCancelledError)
-            pending = _gathering(future)  # another thread's waiter cancelled the batched gather
-        except (TimeoutError, concurrent.futures.TimeoutError):
-            try:
-                raise_if_past("the partitions of the run")
-            except (DeadlineExceededError, RunCancelledError):
-                future.client.cancel(futures)
-                raise
-            raise_if_devices_left(watch, plan, futures, started=started, max_age=tick)
+            pending[0] = _gathering(future)  # another thread's waiter cancelled the gather
+            raise TimeoutError from None
+
+    return RunWatch(watch, plan, started, tick, None, "the partitions of the run", futures).wait(
+        result
+    )
 
 
 def _gathering(future: Any) -> Any:
@@ -515,71 +376,14 @@ def _gathering(future: Any) -> Any:
     return asyncio.run_coroutine_threadsafe(gather, client.loop.asyncio_loop)
 
 
-def workers_now(watch: ClusterWatch, plan: Plan) -> dict[Any, str | None]:
-    """The address of each worker of the plan as a run starts; a run must not be submitted
-    while one is missing (the scheduler resolves a worker name when a task arrives: a task
-    restricted to a name it does not know would wait for that name forever)."""
-    raise_if_devices_left(watch, plan, [])
-    return watch.view().addresses({p.worker for p in plan.partitions})
+def fire(client: Client, address: str, op: str, **kwargs: Any) -> None:
+    """Send ``op`` to the worker at ``address`` without waiting for it (a worker that is gone
+    has nothing left to drop)."""
 
+    async def send() -> None:
+        try:
+            await getattr(client.rpc(address), op)(**kwargs)
+        except Exception:  # the worker is gone: it has nothing left to drop
+            logger.debug("%s to %s failed", op, address, exc_info=True)
 
-def raise_if_devices_left(
-    watch: ClusterWatch,
-    plan: Plan,
-    futures: list[Future],
-    cause: Exception | None = None,
-    started: dict[Any, str | None] | None = None,
-    max_age: float | None = None,
-) -> None:
-    """Raise UnavailableError if a worker of the plan is missing, stalled (silent for longer
-    than ``daskgraph.worker-stall-timeout``), or (given the addresses at the start of the run,
-    or where an actor lives) was replaced since: a restarted worker lost the run's partitions
-    there, and Dask may hold them for a worker that never comes. The membership is read again
-    when older than ``max_age`` seconds (a waiting run's tick). The error names the devices,
-    their workers, (field ``addresses``) the dead addresses and (``stalled``) the devices of
-    stalled workers; the run's futures are cancelled, so a stalled worker that wakes up runs
-    nothing more of it."""
-    workers = {p.worker for p in plan.partitions}
-    view = watch.view(max_age=max_age)
-    now = view.addresses(workers)
-    started = started or {}
-    gone = [
-        p
-        for p in plan.partitions
-        if now[p.worker] is None or started.get(p.worker, now[p.worker]) != now[p.worker]
-    ]
-    if not gone:
-        return
-    missing = sorted({p.device for p in gone})
-    frozen = set(view.stalled_names(workers))
-    stalled = sorted({p.device for p in gone if p.worker in frozen})
-    if futures:
-        futures[0].client.cancel(futures)
-    raise UnavailableError(
-        _left_message(missing, stalled, cause),
-        missing=missing,
-        stalled=stalled,
-        workers=sorted({str(p.worker) for p in gone}),
-        addresses=sorted({a for p in gone if (a := started.get(p.worker))}),
-    ) from cause
-
-
-def _left_message(missing: list[str], stalled: list[str], cause: Exception | None) -> str:
-    """What :func:`raise_if_devices_left` says.
-
-    >>> print(_left_message(["/device:GPU:0"], ["/device:GPU:0"], None))  # doctest: +ELLIPSIS
-    The workers of devices /device:GPU:0 left the cluster during the run; ... stopped sending...
-    """
-    seen = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-    frozen = (
-        f"; the workers of {', '.join(stalled)} stopped sending heartbeats for longer than "
-        "daskgraph.worker-stall-timeout and are taken as gone"
-        if stalled
-        else ""
-    )
-    return (
-        f"The workers of devices {', '.join(missing)} left the cluster during the run{seen}"
-        f"{frozen}, so its partitions there cannot run. The session runs the step again once "
-        "they are back (within daskgraph.worker-restart-grace), or places the graph again on "
-        "the devices that remain (soft placement may move ops elsewhere)."
-    )
+    asyncio.run_coroutine_threadsafe(send(), client.loop.asyncio_loop)

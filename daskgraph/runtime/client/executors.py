@@ -1,53 +1,51 @@
-"""The ways a compiled run reaches its workers, behind one interface, tried quickest first.
+"""The two ways a compiled run reaches its workers: compiled steps, and the scheduler's path.
 
-A session holds an :class:`ExecutorChain` of four :class:`Executor` s:
+A session runs each plan by its :class:`StepExecutor` when it takes the plan, else by its
+:class:`SchedulerExecutor`:
 
-* :class:`InProcessExecutor`: every partition on a worker of this process (the embedded CPU
-  worker) runs by a plain call in the caller's thread (:mod:`~daskgraph.runtime.client.inprocess`);
-* :class:`ActorExecutor`: a one-partition plan goes to the executor actor of its worker, without
-  the scheduler (:class:`~daskgraph.runtime.client.dispatch.FastPath`);
-* :class:`CompiledStepExecutor`: a plan of several partitions as one message per worker,
-  tensors sent worker to worker, without the scheduler
-  (:mod:`~daskgraph.runtime.client.compiled_steps`; ``daskgraph.compiled-steps``);
-* :class:`SchedulerExecutor`: anything, as a Dask graph through the scheduler
-  (:func:`~daskgraph.runtime.client.dispatch.submit_run`).
+* :class:`StepExecutor`: the plan as a compiled step, one message per worker straight from
+  the client and one reply, tensors sent worker to worker, no scheduler; a one-partition
+  plan is a one-device step. The messages travel by the first
+  :class:`~daskgraph.runtime.client.transports.Transport` that carries the step: in this
+  process by reference (no message at all), a step channel (a local socket to a worker on
+  this machine, for a step of one round trip), or Dask's comm (``tcp``, ``tls``, ``ucx``).
+  It declines a plan that may block (a dequeue waiting for another run) outside this
+  process, a worker without daskgraph's handlers, a failure that is not a lost worker, and
+  every plan under ``daskgraph.compiled-steps: false``.
+* :class:`SchedulerExecutor`: any plan, as a Dask graph through the scheduler
+  (:func:`~daskgraph.runtime.client.dispatch.submit_run`), large feeds sent ahead to the
+  workers' step services.
 
-Each returns the run's outputs by partition, or ``None`` when it cannot take the plan, and the
-chain moves on to the next; the last one takes every plan. Errors (a lost worker, a deadline)
-are raised, not passed over: recovering from them is the session's job
+Each returns the run's outputs by partition and the name of the way it went (the
+transport's, or ``"scheduler"``), or ``None`` when it cannot take the plan. Errors (a lost
+worker, a deadline) are raised, not passed over: recovering from them is the session's job
 (:mod:`~daskgraph.runtime.client.recovery`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from daskgraph.runtime.client.compiled_steps import CompiledSteps
-from daskgraph.runtime.client.dispatch import CompiledRun, FastPath, submit_run
-from daskgraph.runtime.client.inprocess import InProcessDevices
+from daskgraph.cluster.liveness import ClusterWatch
+from daskgraph.runtime.client.dispatch import CompiledRun, FeedStager, submit_run
+from daskgraph.runtime.client.transports import StepCall, StepOutcome, StepReport, Transport
 from daskgraph.runtime.program import RunStep
+from daskgraph.runtime.worker.wire import by_index
 
-__all__ = [
-    "ActorExecutor",
-    "CompiledStepExecutor",
-    "Executor",
-    "ExecutorChain",
-    "InProcessExecutor",
-    "RunRequest",
-    "SchedulerExecutor",
-]
+__all__ = ["Ran", "RunPath", "RunRequest", "SchedulerExecutor", "StepExecutor"]
 
 Outputs = dict[int, tuple]
+#: a run's outputs by partition, and the name of the way it went
+Ran = tuple[Outputs, str]
 
 
 @dataclass(frozen=True)
 class RunRequest:
     """One attempt at a run: the compiled plan, the keys' prefix, the step, the feeds' values,
-    whether to trace, the liveness tick (seconds) of its waits, whether the fast paths
-    (in-process and actor) may take it (``daskgraph.fast-path``) and whether compiled steps
-    may (``daskgraph.compiled-steps``), both read once per run."""
+    whether to trace, the liveness tick (seconds) of its waits and whether compiled steps
+    may take it (``daskgraph.compiled-steps``, read once per run)."""
 
     compiled: CompiledRun
     prefix: str
@@ -55,122 +53,106 @@ class RunRequest:
     values: Sequence[Any]
     trace: bool
     tick: float
-    fast_path: bool = True
     compiled_steps: bool = True
 
 
-class Executor(Protocol):
-    """A way to run a compiled plan: its outputs by partition, or ``None`` to pass it on."""
+class RunPath(Protocol):
+    """A way to run a compiled plan: its outputs and the way's name, or ``None``."""
 
     name: str
 
-    def run(self, request: RunRequest) -> Outputs | None:
-        """The run's outputs by partition, or None when this executor cannot take it."""
+    def run(self, request: RunRequest) -> Ran | None:
+        """The run's outputs by partition and the name of the way it went, or None when this
+        way cannot take it."""
         ...
 
 
-class InProcessExecutor:
-    """Runs plans whose partitions are all on one worker of this process, in this thread."""
+class StepExecutor:
+    """Runs plans as compiled steps, by the first transport that carries each step.
 
-    name = "in-process"
+    >>> from types import SimpleNamespace
+    >>> class Declines:
+    ...     name = "away"
+    ...     def carry(self, call): return None
+    >>> class Carries:
+    ...     name = "here"
+    ...     def carry(self, call): return StepOutcome({0: {0: 6.0}}, [], {})
+    >>> plan = SimpleNamespace(partitions=[SimpleNamespace(device="/cpu:0")])
+    >>> request = RunRequest(SimpleNamespace(plan=plan), "k", None, (), False, 1.0)
+    >>> StepExecutor(None, [Declines(), Carries()]).run(request)
+    ({0: (6.0,)}, 'here')
+    """
 
-    def __init__(self, devices: InProcessDevices) -> None:
-        self.devices = devices
+    name = "steps"
 
-    def run(self, request: RunRequest) -> Outputs | None:
-        """Run here, or None when the plan's worker is elsewhere or the run has a deadline."""
-        if not request.fast_path:
-            return None
-        compiled = request.compiled
-        return self.devices.run(
-            compiled.plan, request.step, request.values, request.trace, compiled.blocking
-        )
+    def __init__(
+        self,
+        watch: ClusterWatch | None,
+        transports: Sequence[Transport],
+        on_step: Callable[[CompiledRun, StepReport], None] | None = None,
+    ) -> None:
+        self.watch, self.transports, self.on_step = watch, list(transports), on_step
 
-
-class ActorExecutor:
-    """Runs one-partition plans by a direct call to their worker's executor actor. A plan that
-    may block (a dequeue waiting for another run) stays off the actor's one thread."""
-
-    name = "actor"
-
-    def __init__(self, fast: FastPath) -> None:
-        self.fast = fast
-
-    def run(self, request: RunRequest) -> Outputs | None:
-        """Run through the actor, or None for a plan of several partitions (or one that may
-        block), or when the actor failed while its worker stayed."""
-        compiled = request.compiled
-        if not request.fast_path or not compiled.single_partition or compiled.blocking:
-            return None
-        return self.fast.run(compiled, request.step, request.values, request.trace, request.tick)
-
-
-class CompiledStepExecutor:
-    """Runs plans of several partitions as compiled steps: one message per worker, straight
-    from the client, the workers sending each other the tensors. A plan that may block (a
-    dequeue waiting for another run) keeps the scheduler's path."""
-
-    name = "compiled"
-
-    def __init__(self, steps: CompiledSteps) -> None:
-        self.steps = steps
-
-    def run(self, request: RunRequest) -> Outputs | None:
-        """Run as a compiled step, or None (switched off, a blocking plan, or a worker that
-        cannot take it: the scheduler runs it)."""
+    def run(self, request: RunRequest) -> Ran | None:
+        """The outputs and the transport's name, or None (switched off, or no transport can
+        carry the step: the scheduler runs it). Raises the first failure of a partition,
+        :class:`~daskgraph.errors.UnavailableError` for lost workers and
+        :class:`~daskgraph.errors.DeadlineExceededError`."""
         r = request
-        if not r.compiled_steps or r.compiled.blocking:
+        if not r.compiled_steps:
             return None
-        return self.steps.run(r.compiled, r.prefix, r.step, r.values, r.trace, r.tick)
+        call = StepCall(r.compiled, r.prefix, r.step, r.values, r.trace, r.tick, self.watch)
+        for transport in self.transports:
+            outcome = transport.carry(call)  # type: ignore[arg-type]
+            if outcome is not None:
+                return self._finish(r.compiled, outcome, transport.name), transport.name
+        return None
+
+    def _finish(self, compiled: CompiledRun, outcome: StepOutcome, name: str) -> Outputs:
+        """The outputs by partition; reports the step's timing (where its workers measured
+        it), then raises the first failure in the plan's order."""
+        outputs = {
+            index: by_index(values) if isinstance(values, dict) else values
+            for index, values in outcome.outputs.items()
+        }
+        if self.on_step is not None and outcome.timing:
+            partitions = compiled.plan.partitions
+            timing = {i: (partitions[i].device, spent) for i, spent in outcome.timing.items()}
+            self.on_step(compiled, StepReport(timing))
+        if outcome.failures:
+            raise min(outcome.failures, key=lambda f: f[0])[1].error
+        return outputs
+
+    def release(self, compiled: CompiledRun) -> None:
+        """Free ``compiled``'s plan where a transport loaded it (a plan the session's cache
+        evicted); nothing is waited for."""
+        for transport in self.transports:
+            transport.release(compiled)
+
+    def forget(self) -> None:
+        """Look the workers up again and send every plan again (the workers may have moved)."""
+        for transport in self.transports:
+            transport.forget()
 
 
 class SchedulerExecutor:
-    """Runs any plan as one Dask graph through the scheduler, large feeds sent ahead by the
-    session's actors."""
+    """Runs any plan as one Dask graph through the scheduler, large feeds sent ahead to the
+    workers' step services."""
 
     name = "scheduler"
 
-    def __init__(self, client: Any, watch: Any, fast: FastPath) -> None:
-        self.client, self.watch, self.fast = client, watch, fast
+    def __init__(self, client: Any, watch: ClusterWatch, stager: FeedStager) -> None:
+        self.client, self.watch, self.stager = client, watch, stager
 
-    def run(self, request: RunRequest) -> Outputs | None:
+    def run(self, request: RunRequest) -> Ran:
         """Run through the scheduler: it takes every plan."""
         r = request
-        return submit_run(
+        outputs = submit_run(
             self.client, self.watch, r.compiled, r.prefix, r.step, r.values, r.trace, r.tick,
-            self.fast,
+            self.stager,
         )  # fmt: skip
+        return outputs, self.name
 
-
-class ExecutorChain:
-    """Executors tried in order; the first that takes a plan runs it.
-
-    >>> class Never:
-    ...     name = "never"
-    ...     def run(self, request): return None
-    >>> class Always:
-    ...     name = "always"
-    ...     def run(self, request): return {0: ("done",)}
-    >>> chain = ExecutorChain([Never(), Always()])
-    >>> tried = []
-    >>> chain.run(None, tried)
-    ({0: ('done',)}, 'always')
-    >>> tried
-    ['never', 'always']
-    """
-
-    def __init__(self, executors: Sequence[Executor]) -> None:
-        self.executors = list(executors)
-
-    def run(self, request: RunRequest, tried: list[str] | None = None) -> tuple[Outputs, str]:
-        """The outputs of the first executor that takes ``request``, and its name; ``tried``
-        (if given) gets the name of each executor asked, so that a caller knows which one
-        raised. Raises what that executor raised, or RuntimeError when none takes the plan
-        (the chain must end with one that takes any)."""
-        for executor in self.executors:
-            if tried is not None:
-                tried.append(executor.name)
-            outputs = executor.run(request)
-            if outputs is not None:
-                return outputs, executor.name
-        raise RuntimeError(f"no executor took the plan: {[e.name for e in self.executors]}")
+    def release(self, compiled: CompiledRun) -> None:
+        """Ship ``compiled``'s programs again should it run again."""
+        compiled.forget_programs()

@@ -23,11 +23,13 @@ What the other paths guarantee holds here too:
   with it. Fetched read-only arrays (variables, constants) are copied on the way out
   (:func:`daskgraph.runtime.client.fetches.as_result`).
 * **Deadlines.** A call in the caller's thread cannot be abandoned, so a run with a deadline
-  (``RunOptions.timeout_in_ms``, ``operation_timeout_in_ms``) goes to the worker's executor
-  actor instead, which can.
+  (``RunOptions.timeout_in_ms``, ``operation_timeout_in_ms``) goes to the worker through
+  Dask's comm instead, which can abandon it (a plan that may block, as a dequeue, runs here:
+  its ops honour the deadline themselves).
 * **A worker that is closing** is not called: the run takes the usual path, which reports it.
 
-``daskgraph.in-process-runs: false`` sends these runs through the worker's actor as well.
+This is the zero-hop transport of compiled steps
+(:class:`~daskgraph.runtime.client.transports.InProcessTransport`).
 
 >>> InProcessDevices(None).worker("/job:localhost/replica:0/task:0/device:CPU:0") is None
 True
@@ -39,7 +41,6 @@ from collections.abc import Sequence
 from concurrent.futures import Future, wait
 from typing import Any
 
-import dask.config
 import numpy as np
 from distributed import Worker
 
@@ -122,7 +123,7 @@ class InProcessDevices:
         (``daskgraph.parallel-partition-elements``) run on the worker's own threads, as its
         tasks would.
         """
-        if (has_deadline() and not blocking) or not dask.config.get("daskgraph.in-process-runs"):
+        if has_deadline() and not blocking:
             return None
         workers = {p.worker for p in plan.partitions}
         worker = self.worker(workers.pop()) if len(workers) == 1 else None

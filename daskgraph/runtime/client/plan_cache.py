@@ -3,7 +3,7 @@
 A plan (:class:`~daskgraph.runtime.client.dispatch.CompiledRun`) is compiled once per fetch and
 feed signature and reused by every later run of it, as TensorFlow's ``make_callable``. What it
 holds outlives the client's copy: its programs resident on the workers (futures of the
-scheduler's path, programs loaded into executor actors). A program that generates many
+scheduler's path, plans loaded by compiled steps). A program that generates many
 signatures (fetching a different tensor each step, say) would keep every one of them, so the
 cache keeps ``daskgraph.plan-cache-size`` plans and hands each one it evicts or clears to a
 ``release`` callback, which frees it on the workers.

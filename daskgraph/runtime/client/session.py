@@ -52,21 +52,16 @@ from daskgraph.framework import default_session
 from daskgraph.framework.default_session import get_default_session
 from daskgraph.framework.graph import Graph, Operation, Tensor, get_default_graph
 from daskgraph.framework.nodes import GraphDef
-from daskgraph.runtime.client.compiled_steps import CompiledSteps, StepReport
+from daskgraph.runtime.client.channel_steps import ChannelTransport
+from daskgraph.runtime.client.compiled_steps import CommTransport
 from daskgraph.runtime.client.connection import Connection
-from daskgraph.runtime.client.dispatch import CompiledRun, FastPath
-from daskgraph.runtime.client.executors import (
-    ActorExecutor,
-    CompiledStepExecutor,
-    ExecutorChain,
-    InProcessExecutor,
-    RunRequest,
-    SchedulerExecutor,
-)
+from daskgraph.runtime.client.dispatch import CompiledRun, FeedStager
+from daskgraph.runtime.client.executors import RunRequest, SchedulerExecutor, StepExecutor
 from daskgraph.runtime.client.fetches import as_result, check_feeds, flatten_fetches, item_key
 from daskgraph.runtime.client.inprocess import InProcessDevices
 from daskgraph.runtime.client.plan_cache import PlanCache
 from daskgraph.runtime.client.recovery import Recovery
+from daskgraph.runtime.client.transports import InProcessTransport, StepBook, StepReport
 from daskgraph.runtime.planner.fusion import format_fusion_log
 from daskgraph.runtime.planner.lowering import Plan, lower, needed_ops
 from daskgraph.runtime.planner.placement import Placement, format_placement_log, place
@@ -186,20 +181,16 @@ class Session:
         self._conn = Connection(target, self._config, self._id, security)
         self._local_task = self._conn.local_task  # preferred by the placer, as TF's master
         self._closed = False
-        self._fast = FastPath(self._conn.client, self._conn.watch, self._id)
         self._in_process = InProcessDevices(self._conn.client)
         self._step_reports = threading.local()  # a compiled step's timing, for its report
-        self._compiled_steps = CompiledSteps(
-            self._conn.client, self._conn.watch, self._id, self._stepped
-        )
-        self._executors = ExecutorChain(
-            [
-                InProcessExecutor(self._in_process),
-                ActorExecutor(self._fast),
-                CompiledStepExecutor(self._compiled_steps),
-                SchedulerExecutor(self._conn.client, self._conn.watch, self._fast),
-            ]
-        )
+        client, watch, book = self._conn.client, self._conn.watch, StepBook()
+        transports = [
+            InProcessTransport(self._in_process),
+            ChannelTransport(client, watch, self._id, book),
+            CommTransport(client, watch, self._id, book),
+        ]
+        self._steps_path = StepExecutor(watch, transports, self._stepped)
+        self._scheduler_path = SchedulerExecutor(client, watch, FeedStager(client, watch, self._id))
         self._recovery = Recovery(self._conn, self)
         self._reporter = reporter_for(self._conn.client)  # for the dashboard's /daskgraph page
         self._plan_numbers = itertools.count(1)
@@ -453,10 +444,8 @@ class Session:
         self._plans.clear()
 
     def forget_paths(self) -> None:
-        """Look the workers' executors up again (they may be at new addresses)."""
-        self._fast.forget()
-        self._in_process.forget()
-        self._compiled_steps.forget()
+        """Look the workers up again (they may be at new addresses)."""
+        self._steps_path.forget()
 
     def _current_placement(
         self, items: list, feeds: list[Tensor], replace_devices: bool = False
@@ -509,20 +498,23 @@ class Session:
     def _execute(
         self, compiled: CompiledRun, step: RunStep, values: list[Any], trace: bool
     ) -> dict:
-        """Run ``compiled`` once by the quickest executor that takes it (in this process, an
-        actor, the scheduler), and report the run to the dashboard."""
+        """Run ``compiled`` once as a compiled step, or through the scheduler where the steps
+        cannot take it, and report the run to the dashboard."""
         self._runs = number = next(self._run_numbers)  # per attempt: a retry gets fresh keys
         prefix = f"dg-{self._id}-{number}"
         tick = float(dask.config.get("daskgraph.liveness-check-interval"))
-        fast_path = bool(dask.config.get("daskgraph.fast-path"))
-        compiled_steps = fast_path and bool(dask.config.get("daskgraph.compiled-steps"))
-        request = RunRequest(compiled, prefix, step, values, trace, tick, fast_path, compiled_steps)
-        started, tried = time.perf_counter(), []
+        compiled_steps = bool(dask.config.get("daskgraph.compiled-steps"))
+        request = RunRequest(compiled, prefix, step, values, trace, tick, compiled_steps)
+        started, path = time.perf_counter(), self._steps_path.name
         try:
-            results, path = self._executors.run(request, tried)
+            ran = self._steps_path.run(request)
+            if ran is None:
+                path = self._scheduler_path.name
+                ran = self._scheduler_path.run(request)
         except BaseException:
-            self._report(compiled, tried[-1] if tried else "", started, prefix, failed=True)
+            self._report(compiled, path, started, prefix, failed=True)
             raise
+        results, path = ran
         self._report(compiled, path, started, prefix)
         return results
 
@@ -532,8 +524,8 @@ class Session:
 
     def _release_plan(self, compiled: CompiledRun) -> None:
         """Free what an evicted plan holds on the workers (see :mod:`.plan_cache`)."""
-        self._fast.release(compiled)
-        self._compiled_steps.release(compiled)
+        self._scheduler_path.release(compiled)
+        self._steps_path.release(compiled)
 
     def _report(
         self, compiled: CompiledRun, path: str, started: float, prefix: str, failed: bool = False
@@ -542,7 +534,7 @@ class Session:
         self._step_reports.last = None
         if self._reporter is not None:
             seconds = time.perf_counter() - started
-            timing = report.by_device() if report is not None and path == "compiled" else None
+            timing = report.by_device() if report is not None else None
             self._reporter.ran(
                 self._id, compiled.number, compiled.plan, path, seconds, prefix, failed, timing
             )
@@ -578,9 +570,7 @@ class Session:
         if self._reporter is not None:
             self._reporter.forget(self._id)
         self._plans.clear(release=False)  # the session's state on the workers goes below
-        self._fast.forget()
-        self._in_process.forget()
-        self._compiled_steps.forget()
+        self._steps_path.forget()
         self._placement = None
         self._conn.close()
 

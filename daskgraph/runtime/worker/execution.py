@@ -43,11 +43,9 @@ from daskgraph.runtime.worker.worker_state import (
 )
 
 __all__ = [
-    "MISSING_PROGRAM",
     "PACK_BYTES",
     "DeviceStepStats",
     "NodeStats",
-    "PartitionExecutor",
     "RunFailure",
     "execute_partition",
     "pack_small",
@@ -541,69 +539,7 @@ def _run_compiled(program: PartitionProgram, steps: list[_Step], slots: list) ->
         raise _op_failed(exc, program.instructions[index], program) from exc
 
 
-class PartitionExecutor:
-    """A Dask actor on a device's worker that runs loaded programs on request.
-
-    The fast path of :mod:`daskgraph.runtime.client.dispatch`: a repeated run of a one-partition
-    plan is a
-    single call from the client to this actor, which skips the scheduler altogether (about a
-    millisecond instead of the ten a scheduled task costs on a small machine). The programs
-    are kept in the session's state on the worker (:mod:`daskgraph.runtime.worker.worker_state`),
-    so they are
-    freed with the session.
-    """
-
-    def __init__(self) -> None:
-        self._state = current_state()
-
-    def _session(self, session_id: str) -> SessionState:
-        return self._state.session(session_id)
-
-    def load(self, session_id: str, token: str, program: PartitionProgram) -> int:
-        """Keep ``program`` under ``token`` for ``session_id``; returns how many it keeps."""
-        programs = self._session(session_id).programs
-        programs[token] = program
-        return len(programs)
-
-    def forget(self, session_id: str, tokens: list[str]) -> None:
-        """Drop programs of ``session_id``."""
-        programs = self._session(session_id).programs
-        for token in tokens:
-            programs.pop(token, None)
-
-    def stage(self, session_id: str, values: dict[str, Any]) -> int:
-        """Keep feed values (token -> value) for partitions of ``session_id`` that will run
-        here (:class:`~daskgraph.runtime.program.StagedFeed`); returns how many are waiting."""
-        staged = self._session(session_id).staged
-        staged.update(values)
-        return len(staged)
-
-    def unstage(self, session_id: str, tokens: list[str]) -> None:
-        """Drop staged feed values that no partition will take (their run failed)."""
-        staged = self._session(session_id).staged
-        for token in tokens:
-            staged.pop(token, None)
-
-    def run_packed(self, packed: bytes) -> Any:
-        """:meth:`run` with its arguments pickled into one ``bytes`` (small feeds: Dask then
-        sends one frame instead of serialising four arguments one by one); a small result
-        comes back pickled the same way (see :func:`pack_small`)."""
-        token, step, feeds, trace = pickle.loads(packed)
-        return pack_small(self.run(token, step, feeds, trace))
-
-    def run(self, token: str, step: RunStep, feeds: tuple, trace: bool) -> Any:
-        """Run the program loaded under ``token`` for ``step``'s session."""
-        program = self._session(step.session).programs.get(token)
-        if program is None:
-            return MISSING_PROGRAM
-        address = _current_address() if trace else ""
-        return run_partition(self._state, address, program, step, feeds, trace)
-
-
-#: what :meth:`PartitionExecutor.run` returns for a program it does not hold (worker restarted)
-MISSING_PROGRAM = "daskgraph-missing-program"
-
-#: values up to this many bytes in all travel pickled into one ``bytes`` on the fast path
+#: values up to this many bytes in all travel pickled into one ``bytes`` in a message
 PACK_BYTES = 65536
 
 

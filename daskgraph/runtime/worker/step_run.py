@@ -8,7 +8,7 @@ event loop that
 1. waits for what it reads: outputs of partitions on this worker (by reference) and messages
    from partitions on other workers (TensorFlow's ``Recv``), one per producer;
 2. runs: on the event loop itself when its previous run took less than
-   ``daskgraph.compiled-inline-limit`` and its run time cannot change with the data (every
+   :data:`INLINE_LIMIT` and its run time cannot change with the data (every
    shape static, no Python function or loop: ``Partition.predictable``), so that no
    partition holds the loop up much longer than the limit (no thread hand-off; a small
    partition costs tens of microseconds); else on the worker's threads. (A worker in the
@@ -43,7 +43,20 @@ from daskgraph.runtime.worker.execution import RunFailure, run_partition
 from daskgraph.runtime.worker.wire import by_index
 from daskgraph.runtime.worker.worker_state import WorkerState
 
-__all__ = ["PeerLost", "StepHost", "StepRun", "StepTiming", "as_read", "call_part", "reply_of"]
+__all__ = [
+    "INLINE_LIMIT",
+    "PeerLost",
+    "StepHost",
+    "StepRun",
+    "StepTiming",
+    "as_read",
+    "call_part",
+    "reply_of",
+]
+
+#: seconds: a predictable partition whose previous run took less runs without a thread
+#: hand-off (the hand-off would cost more than the partition takes)
+INLINE_LIMIT = 0.002
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Compiled steps on a Dask worker: the handlers a step's messages reach, without the scheduler.
 
-:meth:`StepService.install` adds five handlers to a worker's comm server (as Dask's P2P
+:meth:`StepService.install` adds six handlers to a worker's comm server (as Dask's P2P
 shuffle does through its worker plugin; the session's
 :class:`~daskgraph.runtime.worker.session_plugin.SessionPlugin` installs them on every worker):
 
@@ -24,6 +24,11 @@ shuffle does through its worker plugin; the session's
     steps that need one round trip (:func:`~daskgraph.runtime.planner.step_split.one_round`)
     then come through a local socket and run in its thread (:meth:`StepService.step_now`,
     :mod:`~daskgraph.runtime.worker.step_channel`), not through the event loop.
+``daskgraph_step_stage``
+    large feeds of a run on the scheduler's path, sent ahead of its graph (never scattered:
+    scattered data lost with a worker is an error to Dask's scheduler) and kept in the
+    session's state here until its partition takes them
+    (:class:`~daskgraph.runtime.program.StagedFeed`); also drops those no partition will take.
 
 Who is answered: these handlers unpickle what they receive and hand out the step channel's
 key, so whoever they answer can run code as the worker's user. Each answers a connection that
@@ -55,14 +60,11 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-import dask.config
-from dask.utils import parse_timedelta
-
 from daskgraph.runtime.program import StepPart
 from daskgraph.runtime.worker.comm_check import check_comm, open_to_any
 from daskgraph.runtime.worker.step_channel import ChannelServer
 from daskgraph.runtime.worker.step_order import OrderedStep
-from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun, reply_of
+from daskgraph.runtime.worker.step_run import INLINE_LIMIT, PeerLost, StepHost, StepRun, reply_of
 from daskgraph.runtime.worker.wire import envelope, open_envelope, pack, unpack
 from daskgraph.runtime.worker.worker_state import state_of
 
@@ -109,8 +111,7 @@ class StepService(StepHost):
         #: run -> worker address -> tensors to send there, kept while the client has not
         #: sent that worker its message yet (they ride along in it)
         self.outbox: dict[tuple, dict[str, list[tuple[int, Any]]]] = {}
-        limit = dask.config.get("daskgraph.compiled-inline-limit")
-        self.inline_limit = float(parse_timedelta(limit, default="s") or 0.0)
+        self.inline_limit = INLINE_LIMIT
         self.channels = ChannelServer(self.step_now, str(worker.name))
         #: whether the worker listens only on plain transports (:func:`open_to_any`): read
         #: once, at the first message that needs it (a listening worker's listeners stay)
@@ -128,6 +129,7 @@ class StepService(StepHost):
                 daskgraph_step_abort=service.abort,
                 daskgraph_step_forget=service.forget,
                 daskgraph_step_channel=service.channel,
+                daskgraph_step_stage=service.stage,
             )
         if worker.address:
             service.address = worker.address
@@ -209,6 +211,27 @@ class StepService(StepHost):
         lets in)."""
         self._check_comm(comm, "daskgraph_step_channel")
         return self.channels.endpoint()
+
+    def stage(self, comm: Any = None, **message: Any) -> int:
+        """``daskgraph_step_stage``: keep feed values (``values``: token -> value) for the
+        partitions of ``session`` that will run here, and drop those named in ``drop`` (their
+        run failed); returns how many are waiting.
+
+        >>> from types import SimpleNamespace as Stub
+        >>> from daskgraph.runtime.worker.worker_state import WorkerState
+        >>> service = Stub(state=WorkerState(), _check_comm=lambda comm, handler: None)
+        >>> StepService.stage(service, session="s", values={"t1": 1.5, "t2": 2.5})
+        2
+        >>> StepService.stage(service, session="s", drop=["t1"])
+        1
+        """
+        self._check_comm(comm, "daskgraph_step_stage")
+        fields = open_envelope(message)
+        staged = self.state.session(fields["session"]).staged
+        staged.update(unpack(fields.get("values")) or {})
+        for token in fields.get("drop") or ():
+            staged.pop(token, None)
+        return len(staged)
 
     def step_now(self, message: dict[str, Any]) -> dict[str, Any]:
         """A step that came through a step channel, run in the calling thread (the
