@@ -23,8 +23,8 @@ shuffle does through its worker plugin; the session's
     where the worker's step channel listens (started then), for a client on this machine:
     steps that need one round trip (:func:`~daskgraph.runtime.planner.step_split.one_round`)
     then come through a local socket, not through the event loop: the channel's thread reads
-    the message and hands the whole step to the worker's executor, as one call
-    (:meth:`StepService.serve_channel`, :meth:`StepService.step_now`,
+    the message and hands the whole step to the worker's executor, as one call, which also
+    writes the reply (:meth:`StepService.serve_channel`, :meth:`StepService.step_now`,
     :mod:`~daskgraph.runtime.worker.step_channel`), so that its partitions run on the threads
     Dask counts, as its tasks do. While Dask has paused the worker (its memory is near the
     limit) no new step starts there: the reply says ``paused``, and the client takes the
@@ -123,7 +123,9 @@ class StepService(StepHost):
         self.inline_limit = INLINE_LIMIT
         #: (token, partition) -> whether its program changes state (never on the loop)
         self.changing: dict[tuple[str, int], bool] = {}
-        self.channels = ChannelServer(self.serve_channel, str(worker.name))
+        self.channels = ChannelServer(
+            self.serve_channel, str(worker.name), worker.executors["default"]
+        )
         #: whether the worker listens only on plain transports (:func:`open_to_any`): read
         #: once, at the first message that needs it (a listening worker's listeners stay)
         self._open_to_any: bool | None = None
@@ -223,14 +225,14 @@ class StepService(StepHost):
         return self.channels.endpoint()
 
     def serve_channel(self, message: dict[str, Any]) -> dict[str, Any]:
-        """A step channel's message, in the channel's thread: :meth:`step_now` on the
-        worker's executor (one hand-off for the whole step), the channel's thread waiting for
-        its reply; ``status`` ``paused`` without running anything while Dask has paused the
-        worker (as it starts no task then), so that the client takes the other path."""
+        """A step channel's message, on the worker's executor (one hand-off for the whole
+        step, from the channel's thread): :meth:`step_now`, or ``status`` ``paused`` without
+        running anything while Dask has paused the worker (as it starts no task then), so
+        that the client takes the other path."""
         if self.worker.status.name == "paused":
             self.counts["paused"] += 1
             return {"status": "paused"}
-        return self.worker.executors["default"].submit(self.step_now, message).result()
+        return self.step_now(message)
 
     def step_now(self, message: dict[str, Any]) -> dict[str, Any]:
         """A step that came through a step channel, run in the calling thread (one of the
