@@ -67,9 +67,10 @@ def updated_variables(op_type: str, args: Any) -> tuple[str, ...] | None:
     of its arguments that are :class:`~daskgraph.ops.state.VariableRef`: an ``Assign``'s
     target, an ``ApplyAdam``'s variable and its slots), whose locks it holds while it applies
     (:meth:`~daskgraph.runtime.worker.worker_state.VariableStore.apply_once`). An op without
-    any gives None (it holds its store's resource lock), or ``()`` if it may wait for another
-    run (:func:`~daskgraph.framework.op_registry.mark_blocking`: a queue's enqueue or
-    dequeue), whose resource locks itself and is released while it waits.
+    any gives None (it holds a lock of its own: a random op's generator is the op's), or
+    ``()`` if it may wait for another run
+    (:func:`~daskgraph.framework.op_registry.mark_blocking`: a queue's enqueue or dequeue),
+    whose resource locks itself and is released while it waits.
 
     >>> updated_variables("ApplyAdam", (VariableRef("w"), VariableRef("w/Adam"), 0.1))
     ('w', 'w/Adam')

@@ -77,6 +77,7 @@ class VariableStore:
         self._applied: dict[int, set[str]] = {}  # run -> its stateful ops that were applied
         self._results: dict[str, tuple[int, Any]] = {}  # op -> (newest run, latest result)
         self._generators: dict[Any, Any] = {}  # random ops' generators, by op and seeds
+        self._op_locks: dict[str, threading.RLock] = {}  # of stateful ops without variables
 
     def apply_once(
         self,
@@ -94,10 +95,10 @@ class VariableStore:
         ``use_locking``), taken in sorted order so that two ops updating overlapping sets
         never wait for each other in a circle: runs from several threads lose no update of a
         variable, and updates of different variables go on side by side. An op that updates
-        no variable (``variables`` None: a random generator's draw, a queue's close) holds the
-        store's resource lock instead; ``()`` takes no lock (an op whose resource locks
-        itself, as a queue's enqueue and dequeue do: see
-        :func:`~daskgraph.runtime.worker.execution.updated_variables`).
+        no variable (``variables`` None: a random op, whose generator is its own) holds a
+        lock of its own instead; ``()`` takes no lock (an op whose resource locks itself, as
+        a queue's enqueue and dequeue do: see
+        :func:`~daskgraph.runtime.worker.variable_steps.updated_variables`).
 
         ``oldest`` is the session's oldest run still under way when run ``step`` started
         (``step`` itself by default): older runs will not be repeated, so what they applied is
@@ -114,7 +115,7 @@ class VariableStore:
         >>> store.apply_once(8, "w/Assign", lambda: "8w", variables=("w",))
         '8w'
         """
-        locks = self._locks.of(variables)
+        locks = self._locks.of(variables) if variables is not None else (self._op_lock(op_name),)
         for lock in locks:
             lock.acquire()
         try:
@@ -132,6 +133,14 @@ class VariableStore:
         finally:
             for lock in reversed(locks):
                 lock.release()
+
+    def _op_lock(self, op_name: str) -> threading.RLock:
+        """The lock of stateful op ``op_name`` that updates no variable (made on first use)."""
+        lock = self._op_locks.get(op_name)
+        if lock is None:
+            with self._lock:
+                lock = self._op_locks.setdefault(op_name, threading.RLock())
+        return lock
 
     def _forget_before(self, oldest: int) -> None:
         """Forget what runs older than ``oldest`` applied (called under ``_booking``)."""
@@ -217,18 +226,17 @@ class VariableStore:
 
 
 class UpdateLocks:
-    """The locks of one device's variables in a container, one per variable (made on first
-    use), and the lock of its other resources (random generators, iterators, counters).
+    """The locks of one device's variables in a container, one per variable, made on first
+    use (sessions that share the variables share them).
 
     >>> locks = UpdateLocks()
     >>> [lock is locks.variable(n) for lock, n in zip(locks.of(("b", "a")), "ab")]
     [True, True]
-    >>> locks.of(None) == (locks.resources,), locks.of(())
-    (True, ())
+    >>> locks.of(())
+    ()
     """
 
     def __init__(self) -> None:
-        self.resources = threading.RLock()
         self._variables: dict[str, threading.RLock] = {}
         self._making = threading.Lock()
 
@@ -240,11 +248,9 @@ class UpdateLocks:
                 lock = self._variables.setdefault(name, threading.RLock())
         return lock
 
-    def of(self, variables: tuple[str, ...] | None) -> tuple[threading.RLock, ...]:
+    def of(self, variables: tuple[str, ...]) -> tuple[threading.RLock, ...]:
         """The locks an update of ``variables`` takes, in the order to take them (sorted by
-        name); the resource lock for None."""
-        if variables is None:
-            return (self.resources,)
+        name)."""
         if len(variables) == 1:
             return (self.variable(variables[0]),)
         return tuple(self.variable(name) for name in sorted(set(variables)))
