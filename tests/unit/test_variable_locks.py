@@ -76,6 +76,7 @@ def test_a_small_partition_that_updates_a_variable_never_runs_on_the_event_loop(
         service.ran("t", part, 0.0)  # as short as a run can be
     assert service.inline("t", small)
     assert not service.inline("t", update)
+    assert service.small("t", update)  # (it may run in a caller's thread, not on a loop)
     service.forget(session="s", tokens=["t"])
     assert service.changing == {}
     service.close()

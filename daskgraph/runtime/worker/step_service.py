@@ -351,17 +351,22 @@ class StepService(StepHost):
         """``fn()`` on the worker's threads (its executor, as its tasks)."""
         return await asyncio.get_running_loop().run_in_executor(self.worker.executor, fn)
 
-    def inline(self, token: str, part: StepPart) -> bool:
-        """Whether ``part`` may run on the event loop: it is predictable, changes no state
-        (:func:`~daskgraph.runtime.worker.variable_steps.changes_state`: an update waits for
-        its variables' locks, on a thread) and its previous run took less than the inline
-        limit (a first run goes to a thread: its length is not known yet)."""
+    def small(self, token: str, part: StepPart) -> bool:
+        """Whether ``part`` is predictable and its previous run took less than the inline
+        limit (a first run goes to a thread: its length is not known yet): small enough to
+        run in a caller's thread before or after others, where a hand-off would cost more."""
         if not part.predictable:
             return False
-        key = (token, part.index)
-        last = self.durations.get(key)
-        if last is None or last >= self.inline_limit:
+        last = self.durations.get((token, part.index))
+        return last is not None and last < self.inline_limit
+
+    def inline(self, token: str, part: StepPart) -> bool:
+        """Whether ``part`` may run on the event loop: it is :meth:`small` and changes no
+        state (:func:`~daskgraph.runtime.worker.variable_steps.changes_state`: an update
+        waits for its variables' locks, on a thread)."""
+        if not self.small(token, part):
             return False
+        key = (token, part.index)
         changing = self.changing.get(key)
         if changing is None:
             changing = self.changing[key] = changes_state(part.program)
