@@ -237,9 +237,8 @@ class StepService(StepHost):
     def step_now(self, message: dict[str, Any]) -> dict[str, Any]:
         """A step that came through a step channel, run in the calling thread (one of the
         worker's executor's): every partition here, in order, with what rode along in the
-        message. The
-        reply is :meth:`step`'s, its tensors for workers in the client's process
-        ``forward``-ed in it (a one-round step sends nothing to other workers)."""
+        message. The reply is :meth:`step`'s, its tensors for workers in the client's
+        process ``forward``-ed in it (a one-round step sends nothing to other workers)."""
         session, token = message["session"], message["token"]
         programs = self.state.session(session).steps
         if message.get("load") is not None:
