@@ -417,13 +417,23 @@ def _read(url: str) -> str:
         return answer.read().decode()
 
 
-def _set_status(status: str):
-    def set_status(dask_worker):
+def _pause(paused: bool):
+    """A function for ``Client.run`` that pauses a worker as Dask's memory monitor does when
+    its memory nears the limit (the monitor held off meanwhile: it would resume the worker,
+    whose memory is low), or resumes it and gives the monitor its threshold back."""
+
+    def pause(dask_worker):
         from distributed.core import Status
 
-        dask_worker.status = Status[status]  # as Dask's memory monitor does
+        manager = dask_worker.memory_manager
+        if paused:
+            dask_worker.extensions["test-pause"] = manager.memory_pause_fraction
+            manager.memory_pause_fraction = False
+        else:
+            manager.memory_pause_fraction = dask_worker.extensions.pop("test-pause")
+        dask_worker.status = Status.paused if paused else Status.running
 
-    return set_status
+    return pause
 
 
 def test_a_paused_worker_starts_no_step_from_its_channel(cluster):
@@ -437,12 +447,12 @@ def test_a_paused_worker_starts_no_step_from_its_channel(cluster):
         a, total = _products_summed_on_the_cpu()
         session.run(total, {a: value})
         before = step_counts(cluster)
-        cluster.run(_set_status("paused"), workers=[gpu0])
+        cluster.run(_pause(True), workers=[gpu0])
         try:
             for _ in range(3):
                 np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
         finally:
-            cluster.run(_set_status("running"), workers=[gpu0])
+            cluster.run(_pause(False), workers=[gpu0])
         paused = step_counts(cluster)
         assert _gained(before, paused, "GPU:0", "channel steps") == 0
         assert _gained(before, paused, "GPU:0", "paused") >= 1
