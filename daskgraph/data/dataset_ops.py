@@ -28,6 +28,7 @@ session's closing frees it. The ops have CPU kernels only, as TensorFlow's.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -406,11 +407,14 @@ class Generator(Stage):
 
 # -- the iterator's state and ops -----------------------------------------------------------------
 class IteratorState:
-    """An iterator's position in its pipeline, kept on the worker for the session."""
+    """An iterator's position in its pipeline, kept on the worker for the session; its ops
+    (its initializer, its ``GetNext`` ops) take ``lock`` while they use it, as the runs of
+    several threads may."""
 
     def __init__(self) -> None:
         self.elements: Iterator[Element] | None = None
         self.started = False
+        self.lock = threading.RLock()
 
     def start(self, stage: Stage, captured: Sequence[Any], store: Any) -> None:
         """Read ``stage`` from its first element on (an initializer's run)."""
@@ -445,14 +449,17 @@ def _iterator_kernel(xp, *, key):
 
 
 def _make_iterator_kernel(xp, store, handle, *captured, stage):
-    _state(store, handle).start(stage, captured, store)
+    state = _state(store, handle)
+    with state.lock:
+        state.start(stage, captured, store)
 
 
 def _get_next_kernel(xp, store, handle, *captured, stage, name):
     state = _state(store, handle)
-    if stage is not None and not state.started:  # a one-shot iterator starts on its own
-        state.start(stage, captured, store)
-    return state.next(name)
+    with state.lock:
+        if stage is not None and not state.started:  # a one-shot iterator starts on its own
+            state.start(stage, captured, store)
+        return state.next(name)
 
 
 _CPU_ONLY = {"cpu": CPU_ALL | {dtypes.variant}, "gpu": None}  # TensorFlow: CPU kernels only

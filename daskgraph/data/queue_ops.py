@@ -3,15 +3,16 @@ and the kernels that enqueue, dequeue, close and measure it.
 
 A queue (:class:`QueueState`) is a resource of the variable store of its device
 (:meth:`~daskgraph.runtime.worker.worker_state.VariableStore.resource`): it lives as long as the
-session's
-variables, and sessions that share a container of variables (a server's) share it too. Its
-ops are stateful, so their kernels run holding the store's update lock; a kernel that must
-wait (a dequeue from an empty queue, an enqueue into a full one) waits on a
-``threading.Condition`` of that lock, which releases it meanwhile, so that other runs (other
-threads' enqueues, say) go on. It waits until it can go on, until the queue is closed, or
-until the run's deadline (``operation_timeout_in_ms``) passes: then
-:class:`~daskgraph.errors.DeadlineExceededError`, as TensorFlow's. The waiting ops are
-declared blocking (:func:`~daskgraph.framework.op_registry.mark_blocking`): their runs never take a
+session's variables, and sessions that share a container of variables (a server's) share it
+too. Each queue has a lock of its own, not the device's: its enqueues and dequeues are
+declared blocking (:func:`~daskgraph.framework.op_registry.mark_blocking`), so they apply
+holding no lock of the store
+(:func:`~daskgraph.runtime.worker.variable_steps.updated_variables`) and take the queue's
+lock instead; a kernel that must wait (a dequeue from an empty queue, an enqueue into a full
+one) waits on a ``threading.Condition`` of that lock, which releases it meanwhile, so that
+other runs (other threads' enqueues, say) go on. It waits until it can go on, until the
+queue is closed, or until the run's deadline (``operation_timeout_in_ms``) passes: then
+:class:`~daskgraph.errors.DeadlineExceededError`, as TensorFlow's. Their runs never take a
 compiled step's thread on a worker of another process.
 
 >>> import threading
@@ -56,12 +57,12 @@ Element = tuple  # one NumPy value per component
 
 class QueueState:
     """A queue's elements and whether it is closed; ``spec`` is (class name, capacity,
-    min_after_dequeue, seeds), ``lock`` the store's update lock."""
+    min_after_dequeue, seeds), ``lock`` the queue's own lock (a new one by default)."""
 
-    def __init__(self, spec: tuple, name: str, lock: Any) -> None:
+    def __init__(self, spec: tuple, name: str, lock: Any = None) -> None:
         self.kind, self.capacity, self.min_after_dequeue, seeds = spec
         self.name = name
-        self.cond = threading.Condition(lock)
+        self.cond = threading.Condition(lock if lock is not None else threading.RLock())
         self.items: collections.deque[Element] = collections.deque()
         self.closed = False
         self.cancelled = False
@@ -127,7 +128,7 @@ class QueueState:
 def _queue(store: Any, handle: str, spec: tuple) -> QueueState:
     return store.resource(
         ("Queue", handle),
-        lambda: QueueState(spec, f"_{next(_counter)}_{handle}", store.update_lock),
+        lambda: QueueState(spec, f"_{next(_counter)}_{handle}"),
     )
 
 

@@ -4,7 +4,7 @@ variable updates ``scatter_update``/``add``/``sub``/``mul``/``div``/``max``/``mi
 
 A variable scatter takes the variable as a reference, like ``assign_add``
 (:mod:`daskgraph.ops.state`): its kernel reads the stored value, writes the updates into a copy
-and stores that, under the store's update lock, and the op outputs the updated value. Indices
+and stores that, holding the variable's lock, and the op outputs the updated value. Indices
 along the first axis (``scatter_*``) or coordinates in the last axis of ``indices``
 (``*_nd``) are checked when the op runs. Where indices repeat, additions add up and, for the
 plain updates, the last one wins on a CPU (a GPU picks any, as TensorFlow's).

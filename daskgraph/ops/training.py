@@ -1,9 +1,10 @@
 """Training ops: the optimizers' in-place updates of a variable (TensorFlow's ``training_ops``).
 
 Each op takes the variable (and its slot variables: momentum accumulator, Adam's moments) as
-references and applies its whole update in one kernel call, under the variable store's
-update lock, so that concurrent steps (asynchronous towers) interleave whole updates and lose
-none. The op outputs the variable's new value. The formulas are TensorFlow's
+references and applies its whole update in one kernel call, holding the locks of those
+variables (TensorFlow's ``use_locking``), so that concurrent steps (asynchronous towers)
+interleave whole updates and lose none, while updates of other variables go on meanwhile.
+The op outputs the variable's new value. The formulas are TensorFlow's
 (``tensorflow/core/kernels/training_ops.cc``); as there, the ops have float kernels only.
 
 >>> import daskgraph as dg

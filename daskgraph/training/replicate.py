@@ -10,9 +10,9 @@ call, :func:`replicate`, that builds the towers:
 - **sync**: the towers' gradients are averaged on the parameter device and applied once per
   step (with equal shards, exactly single-device training on the whole batch);
 - **async**: each tower applies its own gradients as soon as they are computed, without
-  waiting for the others; updates are stateful ops of the parameter device's worker, applied
-  one at a time (:meth:`~daskgraph.runtime.worker.worker_state.VariableStore.apply_once`), so none
-  is lost.
+  waiting for the others; updates are stateful ops of the parameter device's worker, each
+  holding the locks of the variables it updates
+  (:meth:`~daskgraph.runtime.worker.worker_state.VariableStore.apply_once`), so none is lost.
   :meth:`Replicas.run_async` runs every tower in its own thread, as TF's async trainers do.
 
 Within one ``Session.run`` the towers' partitions are separate tasks on separate devices, so

@@ -9,6 +9,7 @@ where there is something to compare.
 from __future__ import annotations
 
 import threading
+import time
 
 import dask
 import numpy as np
@@ -253,3 +254,53 @@ def test_a_restarted_worker_takes_its_partitions_again(cluster):
         assert "error" not in box, box
         np.testing.assert_array_equal(box["value"], expected)
         np.testing.assert_array_equal(session.run(total, {a: value}), expected)
+
+
+def _until(condition, seconds: float = 60.0) -> None:
+    """Wait until ``condition()`` holds (another thread makes it so)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        threading.Event().wait(0.005)
+
+
+@pytest.mark.virtual_gpus(2)
+def test_an_update_waiting_for_its_variables_lock_leaves_the_event_loop_free(
+    dg_session, monkeypatch
+):
+    """A step whose partition updates a variable whose lock another thread holds waits on a
+    worker thread, small as the partition is: the worker's event loop goes on answering (a
+    ``Client.run`` on it), and the update applies, once, when the lock is free."""
+    from daskgraph.runtime.worker.step_service import local_service
+
+    client = dg_session.client
+    services = [local_service(address) for address in client.scheduler_info()["workers"]]
+    for service in services:  # (a cluster of threads)
+        # "small" by a limit no run reaches even on a loaded machine: the rule, not the clock
+        monkeypatch.setattr(service, "inline_limit", 60.0)
+    with dg.device("/gpu:0"):
+        v = dg.Variable(np.float32(0.0), name="counted")
+        bump = dg.assign_add(v, 1.0)
+    with dg.device("/gpu:1"):
+        other = dg.constant(np.float32(2.0)) * 3.0
+    with dask.config.set({"daskgraph.step-channels": False}):  # the steps' event loop path
+        dg_session.run(v.initializer)
+        for _ in range(3):  # the first runs time the partitions
+            dg_session.run([bump, other])
+        gpu0 = next(s for s in services if s.counts["steps"] and s.worker.name.endswith("GPU:0"))
+        (device,) = gpu0.state.session(dg_session._id).stores
+        store = gpu0.state.session(dg_session._id).store(device)
+        (name,) = store.names()
+        lock = store.variable_lock(name)
+        lock.acquire()  # as a long update of the variable in another run would
+        try:
+            runner = threading.Thread(target=dg_session.run, args=([bump, other],))
+            runner.start()
+            _until(lambda: gpu0.runs)  # the step reached the worker, its update waits
+            answered = within(60, lambda: client.run(lambda: "here", workers=[gpu0.address]))
+            assert answered.get("value") == {gpu0.address: "here"}, answered
+            assert store.read(name) == 3.0  # (it cannot apply without the lock)
+        finally:
+            lock.release()
+        runner.join(60)
+    assert not runner.is_alive() and store.read(name) == 4.0

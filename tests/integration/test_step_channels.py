@@ -9,9 +9,11 @@ which a channel does not carry) or the scheduler's path.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+import urllib.request
 
 import dask
 import numpy as np
@@ -397,3 +399,122 @@ def test_nothing_grows_with_the_number_of_steps(cluster):
             t.join(120)
         after = cluster.run(held)
     assert after == before
+
+
+def _thread_probes():
+    """Functions for ``Client.run`` (defined here: pickled by value) that start noting the
+    thread each partition of a compiled step runs in, and that stop and say which were noted,
+    which is a thread of the worker's executor, and how many threads it has."""
+
+    def record(dask_worker):
+        from daskgraph.runtime.worker import step_run
+
+        seen: list[int] = []
+        original = step_run.run_partition
+
+        def recorded(*args, **kwargs):
+            seen.append(threading.get_ident())
+            return original(*args, **kwargs)
+
+        step_run.run_partition = recorded
+        dask_worker.extensions["test-partition-threads"] = (seen, original)
+
+    def noted(dask_worker):
+        from daskgraph.runtime.worker import step_run
+
+        seen, original = dask_worker.extensions.pop("test-partition-threads")
+        step_run.run_partition = original
+        pool = dask_worker.executors["default"]
+        return set(seen), pool.submit(threading.get_ident).result(), dask_worker.state.nthreads
+
+    return record, noted
+
+
+def test_channel_steps_run_their_partitions_on_the_workers_executor(cluster):
+    """The partitions of a step that came through a channel run on the threads of the
+    worker's executor, those Dask counts (not the channel's), and show per device on the
+    ``/daskgraph`` page: their compiled steps and their time."""
+    value = np.random.default_rng(1).random((64, 64), dtype=np.float32)
+    expected = value @ value + value @ (value * 2)
+    gpus = {n: a for n, a in _addresses(cluster).items() if "GPU" in n}
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        a, total = _products_summed_on_the_cpu()
+        session.run(total, {a: value})
+        before = step_counts(cluster)
+        record, noted = _thread_probes()
+        cluster.run(record, workers=list(gpus.values()))
+        try:
+            for _ in range(10):
+                np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        finally:
+            threads = cluster.run(noted, workers=list(gpus.values()))
+        link, sid = session.dashboard_link, session._id
+    after = step_counts(cluster)
+    for name, address in gpus.items():
+        assert _gained(before, after, name[-5:], "channel steps") == 10
+        seen, executor, nthreads = threads[address]
+        assert nthreads == 1 and seen == {executor}  # (its executor's one thread)
+    # closed, the session published its runs: each GPU's partitions, and their time
+    snap = json.loads(_read(link + ".json"))
+    devices = {d["name"][-5:]: d for d in snap["devices"]}
+    plan = next(p for p in snap["plans"] if p["session"] == sid)
+    assert plan["runs"] == 11
+    for name in ("GPU:0", "GPU:1"):
+        assert devices[name]["compiled_steps"] >= 11
+        assert devices[name]["seconds"] > 0
+
+
+def _addresses(client: Client) -> dict[str, str]:
+    """Worker address by worker name."""
+    return {str(w["id"]): a for a, w in client.scheduler_info()["workers"].items()}
+
+
+def _read(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return answer.read().decode()
+
+
+def _pause(paused: bool):
+    """A function for ``Client.run`` that pauses a worker as Dask's memory monitor does when
+    its memory nears the limit (the monitor held off meanwhile: it would resume the worker,
+    whose memory is low), or resumes it and gives the monitor its threshold back."""
+
+    def pause(dask_worker):
+        from distributed.core import Status
+
+        manager = dask_worker.memory_manager
+        if paused:
+            dask_worker.extensions["test-pause"] = manager.memory_pause_fraction
+            manager.memory_pause_fraction = False
+        else:
+            manager.memory_pause_fraction = dask_worker.extensions.pop("test-pause")
+        dask_worker.status = Status.paused if paused else Status.running
+
+    return pause
+
+
+def test_a_paused_worker_starts_no_step_from_its_channel(cluster):
+    """While Dask has paused a worker (its memory near the limit), steps reaching it through
+    its channel are not run there but answered ``paused``: the client takes Dask's comm
+    instead, and the results are the same."""
+    value = np.random.default_rng(2).random((64, 64), dtype=np.float32)
+    expected = value @ value + value @ (value * 2)
+    gpu0 = next(a for n, a in _addresses(cluster).items() if n.endswith("GPU:0"))
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        a, total = _products_summed_on_the_cpu()
+        session.run(total, {a: value})
+        before = step_counts(cluster)
+        cluster.run(_pause(True), workers=[gpu0])
+        try:
+            for _ in range(3):
+                np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        finally:
+            cluster.run(_pause(False), workers=[gpu0])
+        paused = step_counts(cluster)
+        assert _gained(before, paused, "GPU:0", "channel steps") == 0
+        assert _gained(before, paused, "GPU:0", "paused") >= 1
+        assert _gained(before, paused, "GPU:0", "steps") == 3  # (through Dask's comm)
+        for _ in range(3):  # running again: through the channel again
+            np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        again = step_counts(cluster)
+    assert _gained(paused, again, "GPU:0", "channel steps") >= 1

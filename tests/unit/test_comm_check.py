@@ -44,6 +44,7 @@ def service(listens_on: str) -> StepService:
         address=listens_on,
         name="/job:localhost/replica:0/task:0/device:GPU:0",
         loop=SimpleNamespace(asyncio_loop=None),
+        executors={"default": None},
         listeners=[SimpleNamespace(listen_address=listens_on)],
     )
     return StepService.install(worker)

@@ -322,10 +322,14 @@ class ChannelTransport:
         for target in away:
             self.pool.give_back(target.address, target.conn)
         ordered = [replies[target.name] for target in away]
-        if any(r.get("status") != "ok" for r in ordered):
+        statuses = {r.get("status") for r in ordered}
+        if statuses == {"ok"}:
+            return ordered
+        if statuses <= {"ok", "paused"}:  # Dask paused a worker (its memory)
+            logger.debug("a worker of plan %s is paused; using Dask's comm", compiled.number)
+        else:
             logger.warning("a step channel failed: %s", ordered)
-            return None
-        return ordered
+        return None
 
     def _broken(
         self, compiled: CompiledRun, away: list[_Away], cause: BaseException, tick: float
@@ -347,7 +351,7 @@ def _all_small(compiled: CompiledRun, near: dict[str, StepService]) -> bool:
     hand-off to run partitions side by side would cost more than they take)."""
     steps = compiled.worker_steps
     return all(
-        near[name].inline(compiled.token, part) for name in near for part in steps[name].parts
+        near[name].small(compiled.token, part) for name in near for part in steps[name].parts
     )
 
 

@@ -8,8 +8,9 @@ about 0.4 ms a round trip on a small machine, more than the step itself. A worke
 client's machine therefore also serves its compiled steps over a channel: a Unix socket
 (``multiprocessing.connection``) in a directory only its user can enter, opened with a secret
 key the worker gives the client over Dask's comm (so TLS protects the key where the cluster
-uses TLS), each connection served by a thread of its own that runs the step's partitions
-(:mod:`~daskgraph.runtime.worker.step_order`) and writes the reply. The client writes the
+uses TLS), each connection read by a thread of its own that hands each message to the
+worker's executor, where the step's partitions run
+(:mod:`~daskgraph.runtime.worker.step_order`) and the reply is written. The client writes the
 message from the thread that called ``Session.run`` and reads the reply there
 (:mod:`daskgraph.runtime.client.channel_steps`).
 
@@ -46,6 +47,7 @@ import struct
 import tempfile
 import threading
 from collections.abc import Callable
+from concurrent.futures import Executor
 from multiprocessing.connection import Connection, Listener
 from typing import Any
 
@@ -229,13 +231,19 @@ class ChannelServer:
     Parameters
     ----------
     serve
-        The worker's answer to one message (a dict of fields), run in the connection's thread.
+        The worker's answer to one message (a dict of fields).
     name
         For the threads' names.
+    executor
+        Where ``serve`` runs and its reply is written (the worker's executor, whose threads
+        Dask counts); the connection's thread then only reads the messages. None: in the
+        connection's thread.
     """
 
-    def __init__(self, serve: Callable[[dict[str, Any]], Any], name: str) -> None:
-        self.serve, self.name = serve, name
+    def __init__(
+        self, serve: Callable[[dict[str, Any]], Any], name: str, executor: Executor | None = None
+    ) -> None:
+        self.serve, self.name, self.executor = serve, name, executor
         self._lock = threading.Lock()
         self._listener: Listener | None = None
         self._directory = ""
@@ -286,27 +294,50 @@ class ChannelServer:
             ).start()  # fmt: skip
 
     def _serve(self, conn: Connection) -> None:
-        """Answer the messages of ``conn`` until its client closes it (or the worker does)."""
+        """Read the messages of ``conn`` until its client closes it (or the worker does),
+        each answered (:meth:`_answer`) on the executor, or here without one. A client
+        sends its next message once it has read the reply to the last one."""
         run_as_batch_work()
+        writing = threading.Lock()  # the reply being written; the connection's close
         try:
             while True:
                 try:
                     message = recv_message(conn)
                 except (EOFError, OSError):
                     return
+                if self.executor is None:
+                    if not self._answer(conn, writing, message):
+                        return
+                    continue
                 try:
-                    reply = self.serve(message)
-                except Exception as exc:  # a bug: the client falls back to Dask's comm
-                    logger.warning("step channel message failed", exc_info=True)
-                    reply = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-                try:
-                    send_message(conn, reply)
-                except (OSError, ValueError):
-                    return
+                    self.executor.submit(self._answer, conn, writing, message)
+                except RuntimeError as exc:  # the executor shut down: the worker closes
+                    failed = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+                    if not self._reply(conn, writing, failed):
+                        return
         finally:
             with self._lock:
                 self._connections.discard(conn)
-            conn.close()
+            with writing:
+                conn.close()
+
+    def _answer(self, conn: Connection, writing: threading.Lock, message: Any) -> bool:
+        """Write ``serve(message)`` to ``conn``; whether the connection is still open."""
+        try:
+            reply = self.serve(message)
+        except Exception as exc:  # a bug: the client falls back to Dask's comm
+            logger.warning("step channel message failed", exc_info=True)
+            reply = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        return self._reply(conn, writing, reply)
+
+    @staticmethod
+    def _reply(conn: Connection, writing: threading.Lock, reply: Any) -> bool:
+        with writing:
+            try:
+                send_message(conn, reply)
+            except (OSError, ValueError):  # (closed: its client left)
+                return False
+        return True
 
     def close(self) -> None:
         """Stop listening, end every connection (their clients read end-of-file), and remove

@@ -8,8 +8,9 @@ event loop that
 1. waits for what it reads: outputs of partitions on this worker (by reference) and messages
    from partitions on other workers (TensorFlow's ``Recv``), one per producer;
 2. runs: on the event loop itself when its previous run took less than
-   :data:`INLINE_LIMIT` and its run time cannot change with the data (every
-   shape static, no Python function or loop: ``Partition.predictable``), so that no
+   :data:`INLINE_LIMIT`, its run time cannot change with the data (every shape static, no
+   Python function or loop: ``Partition.predictable``) and it changes no state (no update
+   of a variable, which may wait for the variable's lock; no queue or random op), so that no
    partition holds the loop up much longer than the limit (no thread hand-off; a small
    partition costs tens of microseconds); else on the worker's threads. (A worker in the
    client's process shares the client's event loop: a predictable partition holds it up
@@ -54,8 +55,9 @@ __all__ = [
     "reply_of",
 ]
 
-#: seconds: a predictable partition whose previous run took less runs without a thread
-#: hand-off (the hand-off would cost more than the partition takes)
+#: seconds: a partition whose last run took less may run on the event loop (if predictable
+#: and stateless); a hand-off to a thread costs tens of microseconds, and the loop is held up
+#: no longer than this
 INLINE_LIMIT = 0.002
 
 

@@ -22,13 +22,25 @@ shuffle does through its worker plugin; the session's
 ``daskgraph_step_channel``
     where the worker's step channel listens (started then), for a client on this machine:
     steps that need one round trip (:func:`~daskgraph.runtime.planner.step_split.one_round`)
-    then come through a local socket and run in its thread (:meth:`StepService.step_now`,
-    :mod:`~daskgraph.runtime.worker.step_channel`), not through the event loop.
+    then come through a local socket, not through the event loop: the channel's thread reads
+    the message and hands the whole step to the worker's executor, as one call, which also
+    writes the reply (:meth:`StepService.serve_channel`, :meth:`StepService.step_now`,
+    :mod:`~daskgraph.runtime.worker.step_channel`), so that its partitions run on the threads
+    Dask counts, as its tasks do. While Dask has paused the worker (its memory is near the
+    limit) no new step starts there: the reply says ``paused``, and the client takes the
+    other path.
 ``daskgraph_step_stage``
     large feeds of a run on the scheduler's path, sent ahead of its graph (never scattered:
     scattered data lost with a worker is an error to Dask's scheduler) and kept in the
     session's state here until its partition takes them
     (:class:`~daskgraph.runtime.program.StagedFeed`); also drops those no partition will take.
+
+Where partitions run: on the worker's executor (``Worker.executors["default"]``), or on the
+event loop (:meth:`StepService.inline`) where a partition changes no state
+(:func:`~daskgraph.runtime.worker.variable_steps.changes_state`), its run time cannot change
+with the data and its last run was shorter than
+:data:`~daskgraph.runtime.worker.step_run.INLINE_LIMIT`: a variable's update may wait for
+the variable's lock, which a loop must never do.
 
 Who is answered: these handlers unpickle what they receive and hand out the step channel's
 key, so whoever they answer can run code as the worker's user. Each answers a connection that
@@ -65,6 +77,7 @@ from daskgraph.runtime.worker.comm_check import check_comm, open_to_any
 from daskgraph.runtime.worker.step_channel import ChannelServer
 from daskgraph.runtime.worker.step_order import OrderedStep
 from daskgraph.runtime.worker.step_run import INLINE_LIMIT, PeerLost, StepHost, StepRun, reply_of
+from daskgraph.runtime.worker.variable_steps import changes_state
 from daskgraph.runtime.worker.wire import envelope, open_envelope, pack, unpack
 from daskgraph.runtime.worker.worker_state import state_of
 
@@ -111,8 +124,13 @@ class StepService(StepHost):
         #: run -> worker address -> tensors to send there, kept while the client has not
         #: sent that worker its message yet (they ride along in it)
         self.outbox: dict[tuple, dict[str, list[tuple[int, Any]]]] = {}
+        #: partitions whose last run took less (seconds) may run on the event loop
         self.inline_limit = INLINE_LIMIT
-        self.channels = ChannelServer(self.step_now, str(worker.name))
+        #: (token, partition) -> whether its program changes state (never on the loop)
+        self.changing: dict[tuple[str, int], bool] = {}
+        self.channels = ChannelServer(
+            self.serve_channel, str(worker.name), worker.executors["default"]
+        )
         #: whether the worker listens only on plain transports (:func:`open_to_any`): read
         #: once, at the first message that needs it (a listening worker's listeners stay)
         self._open_to_any: bool | None = None
@@ -233,11 +251,21 @@ class StepService(StepHost):
             staged.pop(token, None)
         return len(staged)
 
+    def serve_channel(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A step channel's message, on the worker's executor (one hand-off for the whole
+        step, from the channel's thread): :meth:`step_now`, or ``status`` ``paused`` without
+        running anything while Dask has paused the worker (as it starts no task then), so
+        that the client takes the other path."""
+        if self.worker.status.name == "paused":
+            self.counts["paused"] += 1
+            return {"status": "paused"}
+        return self.step_now(message)
+
     def step_now(self, message: dict[str, Any]) -> dict[str, Any]:
-        """A step that came through a step channel, run in the calling thread (the
-        channel's): every partition here, in order, with what rode along in the message. The
-        reply is :meth:`step`'s, its tensors for workers in the client's process
-        ``forward``-ed in it (a one-round step sends nothing to other workers)."""
+        """A step that came through a step channel, run in the calling thread (one of the
+        worker's executor's): every partition here, in order, with what rode along in the
+        message. The reply is :meth:`step`'s, its tensors for workers in the client's
+        process ``forward``-ed in it (a one-round step sends nothing to other workers)."""
         session, token = message["session"], message["token"]
         programs = self.state.session(session).steps
         if message.get("load") is not None:
@@ -296,6 +324,8 @@ class StepService(StepHost):
         dropped = set(tokens)
         for known in [k for k in self.durations if k[0] in dropped]:
             del self.durations[known]
+        for known in [k for k in self.changing if k[0] in dropped]:
+            del self.changing[known]
         return "OK"
 
     def close_session(self, session: str) -> None:
@@ -347,13 +377,26 @@ class StepService(StepHost):
         """``fn()`` on the worker's threads (its executor, as its tasks)."""
         return await asyncio.get_running_loop().run_in_executor(self.worker.executor, fn)
 
-    def inline(self, token: str, part: StepPart) -> bool:
+    def small(self, token: str, part: StepPart) -> bool:
         """Whether ``part`` is predictable and its previous run took less than the inline
-        limit (a first run goes to a thread: its length is not known yet)."""
+        limit (a first run goes to a thread: its length is not known yet): small enough to
+        run in a caller's thread before or after others, where a hand-off would cost more."""
         if not part.predictable:
             return False
         last = self.durations.get((token, part.index))
         return last is not None and last < self.inline_limit
+
+    def inline(self, token: str, part: StepPart) -> bool:
+        """Whether ``part`` may run on the event loop: it is :meth:`small` and changes no
+        state (:func:`~daskgraph.runtime.worker.variable_steps.changes_state`: an update
+        waits for its variables' locks, on a thread)."""
+        if not self.small(token, part):
+            return False
+        key = (token, part.index)
+        changing = self.changing.get(key)
+        if changing is None:
+            changing = self.changing[key] = changes_state(part.program)
+        return not changing
 
     def ran(self, token: str, part: StepPart, seconds: float) -> None:
         """Remember ``part``'s latest run time."""

@@ -16,7 +16,7 @@ a sixth of a small MLP's step. Here that work is done once per program and sessi
   kernel returns it;
 * a read of a variable (``name/read``) reads the store and calls its kernel;
 * a stateful op goes through ``apply_once`` as in the generic loop (applied once per run,
-  one at a time in the store).
+  holding the locks of the variables it updates: :func:`updated_variables`).
 
 The kernels, their arguments and their order are the generic loop's: results are the same.
 Traced runs keep the generic loop, which times every op.
@@ -46,12 +46,12 @@ from collections.abc import Callable
 from typing import Any
 
 from daskgraph.errors import OpError
-from daskgraph.framework.op_registry import ArrayFunction
+from daskgraph.framework.op_registry import ArrayFunction, blocking_types
 from daskgraph.ops.array import _const_kernel
-from daskgraph.ops.state import _variable_kernel
+from daskgraph.ops.state import VariableRef, _variable_kernel
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep
 
-__all__ = ["VariableProgram", "compile_program", "run"]
+__all__ = ["VariableProgram", "changes_state", "compile_program", "run", "updated_variables"]
 
 #: kinds of step: two slots, one slot, any slots, a value made once (a variable's name, a
 #: constant), a read of variables, a stateful op
@@ -60,6 +60,48 @@ CALL2, CALL1, CALL, NAME, READ, STATEFUL = range(6)
 #: (kind, function or value, first slot, second slot, argument slots, argument positions
 #: holding variable refs, output slot, slots to free, op name, instruction index)
 _Step = tuple[int, Any, int, int, tuple, tuple, int, tuple, str, int]
+
+
+def updated_variables(op_type: str, args: Any) -> tuple[str, ...] | None:
+    """The variables a stateful op of ``op_type`` updates when called with ``args`` (those
+    of its arguments that are :class:`~daskgraph.ops.state.VariableRef`: an ``Assign``'s
+    target, an ``ApplyAdam``'s variable and its slots), whose locks it holds while it applies
+    (:meth:`~daskgraph.runtime.worker.worker_state.VariableStore.apply_once`). An op without
+    any gives None (it holds a lock of its own: a random op's generator is the op's), or
+    ``()`` if it may wait for another run
+    (:func:`~daskgraph.framework.op_registry.mark_blocking`: a queue's enqueue or dequeue),
+    whose resource locks itself and is released while it waits.
+
+    >>> updated_variables("ApplyAdam", (VariableRef("w"), VariableRef("w/Adam"), 0.1))
+    ('w', 'w/Adam')
+    >>> updated_variables("RandomStandardNormal", (3,)) is None
+    True
+    >>> updated_variables("QueueDequeueV2", ("queue",))
+    ()
+    """
+    names = tuple([a.name for a in args if type(a) is VariableRef])
+    if names or op_type not in blocking_types():
+        return names or None
+    return ()
+
+
+def changes_state(program: PartitionProgram) -> bool:
+    """Whether ``program`` has an op that changes state (a variable's update, a queue's
+    enqueue, a random draw): every stateful op but ``VariableV2``, which only names its
+    variable. Such a program never runs on an event loop, where waiting for a variable's
+    lock would hold the loop up.
+
+    >>> from daskgraph.runtime.program import Instruction
+    >>> attrs = {"var_name": "n", "shape": (), "dtype": None}
+    >>> name = Instruction("n", "VariableV2", _variable_kernel, attrs, (), 0, True, ())
+    >>> program = PartitionProgram("/device:CPU:0", "CPU", "numpy", 1, (), (), (name,), ())
+    >>> changes_state(program)
+    False
+    """
+    return any(
+        ins.stateful and not (ins.kernel is _variable_kernel and not ins.args)
+        for ins in program.instructions
+    )
 
 
 class VariableProgram:
@@ -128,7 +170,7 @@ def run(
     number, oldest = step.number, step.oldest
     index = -1
     try:
-        for kind, fn, a, b, args, deref, out, free, name, index in compiled.steps:  # noqa: B007
+        for kind, fn, a, b, args, deref, out, free, name, index in compiled.steps:
             if kind == CALL2:
                 result = fn(slots[a], slots[b])
             elif kind == CALL1:
@@ -144,7 +186,9 @@ def run(
                 if kind == READ:
                     result = fn(*values)
                 else:
-                    result = apply_once(number, name, functools.partial(fn, store, *values), oldest)
+                    call = functools.partial(fn, store, *values)
+                    updates = updated_variables(program.instructions[index].op_type, values)
+                    result = apply_once(number, name, call, oldest, updates)
             if out >= 0:
                 slots[out] = result
             for slot in free:

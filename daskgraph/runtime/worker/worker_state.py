@@ -37,6 +37,7 @@ from daskgraph.errors import FailedPreconditionError, UnavailableError
 __all__ = [
     "EXTENSION",
     "SessionState",
+    "UpdateLocks",
     "VariableStore",
     "WorkerState",
     "current_state",
@@ -64,25 +65,40 @@ class VariableStore:
 
     def __init__(self, device: str = "", shared: tuple | None = None) -> None:
         self.device = device
-        # ``shared``: the values, update lock and resources of a container that sessions share
-        # (see :class:`WorkerState`); what each session's runs applied stays its own
-        values, updating, resources = shared if shared is not None else _new_container_device()
+        # ``shared``: the values, update locks and resources of a container that sessions
+        # share (see :class:`WorkerState`); what each session's runs applied stays its own
+        values, locks, resources = shared if shared is not None else _new_container_device()
         self._values: dict[str, Any] = values
         self._resources: dict[Any, Any] = resources  # queues, by key (see :meth:`resource`)
         self._lock = threading.Lock()
-        self._updating = updating
+        self._locks: UpdateLocks = locks
+        self._booking = threading.Lock()  # what runs applied (held for a few dict operations)
         self._oldest = -1  # runs older than this are done: what they applied is forgotten
         self._applied: dict[int, set[str]] = {}  # run -> its stateful ops that were applied
         self._results: dict[str, tuple[int, Any]] = {}  # op -> (newest run, latest result)
         self._generators: dict[Any, Any] = {}  # random ops' generators, by op and seeds
+        self._op_locks: dict[str, threading.RLock] = {}  # of stateful ops without variables
 
     def apply_once(
-        self, step: int, op_name: str, apply: Callable[[], Any], oldest: int | None = None
+        self,
+        step: int,
+        op_name: str,
+        apply: Callable[[], Any],
+        oldest: int | None = None,
+        variables: tuple[str, ...] | None = None,
     ) -> Any:
         """``apply()`` (a stateful op's kernel), unless op ``op_name`` already ran in run
         ``step``: then its latest result (the variable it updated, as TensorFlow's ref output;
-        that of a newer run when the op ran again since). Stateful ops of the store apply one at
-        a time (runs from several threads, or a run's tasks in parallel, lose no update).
+        that of a newer run when the op ran again since).
+
+        ``apply()`` runs holding the locks of the ``variables`` it updates (TensorFlow's
+        ``use_locking``), taken in sorted order so that two ops updating overlapping sets
+        never wait for each other in a circle: runs from several threads lose no update of a
+        variable, and updates of different variables go on side by side. An op that updates
+        no variable (``variables`` None: a random op, whose generator is its own) holds a
+        lock of its own instead; ``()`` takes no lock (an op whose resource locks itself, as
+        a queue's enqueue and dequeue do: see
+        :func:`~daskgraph.runtime.worker.variable_steps.updated_variables`).
 
         ``oldest`` is the session's oldest run still under way when run ``step`` started
         (``step`` itself by default): older runs will not be repeated, so what they applied is
@@ -96,20 +112,38 @@ class VariableStore:
         ('5a', '7a')
         >>> store.apply_once(5, "a", lambda: "run 5 is done: forgotten")
         'run 5 is done: forgotten'
+        >>> store.apply_once(8, "w/Assign", lambda: "8w", variables=("w",))
+        '8w'
         """
-        with self._updating:  # one stateful op at a time: a read-modify-write loses nothing
-            self._forget_before(step if oldest is None else min(oldest, step))
-            if op_name in self._applied.get(step, ()):
-                return self._results[op_name][1]
+        locks = self._locks.of(variables) if variables is not None else (self._op_lock(op_name),)
+        for lock in locks:
+            lock.acquire()
+        try:
+            with self._booking:
+                self._forget_before(step if oldest is None else min(oldest, step))
+                if op_name in self._applied.get(step, ()):
+                    return self._results[op_name][1]
             result = apply()
-            if step >= self._oldest:
-                self._applied.setdefault(step, set()).add(op_name)
-                newest = max(step, self._results.get(op_name, (step, None))[0])
-                self._results[op_name] = (newest, result)
+            with self._booking:
+                if step >= self._oldest:
+                    self._applied.setdefault(step, set()).add(op_name)
+                    newest = max(step, self._results.get(op_name, (step, None))[0])
+                    self._results[op_name] = (newest, result)
             return result
+        finally:
+            for lock in reversed(locks):
+                lock.release()
+
+    def _op_lock(self, op_name: str) -> threading.RLock:
+        """The lock of stateful op ``op_name`` that updates no variable (made on first use)."""
+        lock = self._op_locks.get(op_name)
+        if lock is None:
+            with self._lock:
+                lock = self._op_locks.setdefault(op_name, threading.RLock())
+        return lock
 
     def _forget_before(self, oldest: int) -> None:
-        """Forget what runs older than ``oldest`` applied (called under ``_updating``)."""
+        """Forget what runs older than ``oldest`` applied (called under ``_booking``)."""
         if oldest <= self._oldest:
             return
         self._oldest = oldest
@@ -147,11 +181,15 @@ class VariableStore:
                 found = self._resources[key] = make()
         return found
 
-    @property
-    def update_lock(self) -> threading.RLock:
-        """The lock stateful ops of the store hold while they apply (see :meth:`apply_once`):
-        a kernel that waits releases it by a ``threading.Condition`` on it."""
-        return self._updating
+    def variable_lock(self, name: str) -> threading.RLock:
+        """The lock an update of variable ``name`` holds while it applies (see
+        :meth:`apply_once`); shared by the sessions that share the variable.
+
+        >>> store = VariableStore()
+        >>> store.variable_lock("w") is store.variable_lock("w")
+        True
+        """
+        return self._locks.variable(name)
 
     def read(self, name: str) -> Any:
         """The value of variable ``name``; FailedPreconditionError if it was never assigned."""
@@ -187,10 +225,41 @@ class VariableStore:
         return len(self._values)
 
 
-def _new_container_device() -> tuple[dict, threading.RLock, dict]:
-    """What a container keeps for one device: variables' values, their update lock, and
+class UpdateLocks:
+    """The locks of one device's variables in a container, one per variable, made on first
+    use (sessions that share the variables share them).
+
+    >>> locks = UpdateLocks()
+    >>> [lock is locks.variable(n) for lock, n in zip(locks.of(("b", "a")), "ab")]
+    [True, True]
+    >>> locks.of(())
+    ()
+    """
+
+    def __init__(self) -> None:
+        self._variables: dict[str, threading.RLock] = {}
+        self._making = threading.Lock()
+
+    def variable(self, name: str) -> threading.RLock:
+        """The lock of variable ``name``."""
+        lock = self._variables.get(name)
+        if lock is None:
+            with self._making:
+                lock = self._variables.setdefault(name, threading.RLock())
+        return lock
+
+    def of(self, variables: tuple[str, ...]) -> tuple[threading.RLock, ...]:
+        """The locks an update of ``variables`` takes, in the order to take them (sorted by
+        name)."""
+        if len(variables) == 1:
+            return (self.variable(variables[0]),)
+        return tuple(self.variable(name) for name in sorted(set(variables)))
+
+
+def _new_container_device() -> tuple[dict, UpdateLocks, dict]:
+    """What a container keeps for one device: variables' values, their update locks, and
     resources (queues)."""
-    return {}, threading.RLock(), {}
+    return {}, UpdateLocks(), {}
 
 
 class SessionState:
