@@ -7,7 +7,7 @@ A pair of workers exchanges tensors
   devices there): by reference, nothing copied;
 * ``local socket``: one in this (the client's) process, the other in a process of this
   machine, where compiled steps go through that worker's step channel
-  (:data:`LOCAL_CHANNEL`, ``daskgraph.step-channels``);
+  (:data:`LOCAL_CHANNEL`);
 * otherwise over Dask's comm, named by the workers' address scheme: ``ucx`` (GPU to GPU
   without host copies, :mod:`daskgraph.cluster.protocols`), ``tls``, ``tcp``.
 
@@ -98,14 +98,14 @@ def pair_transport(
 
 
 def local_channels_on() -> bool:
-    """Whether compiled steps may use step channels (``daskgraph.step-channels``; on where
-    the setting is gone).
+    """Whether runs may take step channels: they are compiled steps' transport, so not
+    where ``daskgraph.compiled-steps`` is off (every run then goes through the scheduler).
 
-    >>> with dask.config.set({"daskgraph.step-channels": False}):
+    >>> with dask.config.set({"daskgraph.compiled-steps": False}):
     ...     local_channels_on()
     False
     """
-    return bool(dask.config.get("daskgraph.step-channels", True))
+    return bool(dask.config.get("daskgraph.compiled-steps", True))
 
 
 def address_host(address: str) -> str:

@@ -283,24 +283,26 @@ def test_an_update_waiting_for_its_variables_lock_leaves_the_event_loop_free(
         bump = dg.assign_add(v, 1.0)
     with dg.device("/gpu:1"):
         other = dg.constant(np.float32(2.0)) * 3.0
-    with dask.config.set({"daskgraph.step-channels": False}):  # the steps' event loop path
-        dg_session.run(v.initializer)
-        for _ in range(3):  # the first runs time the partitions
-            dg_session.run([bump, other])
-        gpu0 = next(s for s in services if s.counts["steps"] and s.worker.name.endswith("GPU:0"))
-        (device,) = gpu0.state.session(dg_session._id).stores
-        store = gpu0.state.session(dg_session._id).store(device)
-        (name,) = store.names()
-        lock = store.variable_lock(name)
-        lock.acquire()  # as a long update of the variable in another run would
-        try:
-            runner = threading.Thread(target=dg_session.run, args=([bump, other],))
-            runner.start()
-            _until(lambda: gpu0.runs)  # the step reached the worker, its update waits
-            answered = within(60, lambda: client.run(lambda: "here", workers=[gpu0.address]))
-            assert answered.get("value") == {gpu0.address: "here"}, answered
-            assert store.read(name) == 3.0  # (it cannot apply without the lock)
-        finally:
-            lock.release()
-        runner.join(60)
+    deadline = RunOptions(timeout_in_ms=120_000)  # (Dask's comm: the steps' event loops)
+    dg_session.run(v.initializer)
+    for _ in range(3):  # the first runs time the partitions
+        dg_session.run([bump, other], options=deadline)
+    gpu0 = next(s for s in services if s.counts["steps"] and s.worker.name.endswith("GPU:0"))
+    (device,) = gpu0.state.session(dg_session._id).stores
+    store = gpu0.state.session(dg_session._id).store(device)
+    (name,) = store.names()
+    lock = store.variable_lock(name)
+    lock.acquire()  # as a long update of the variable in another run would
+    try:
+        runner = threading.Thread(
+            target=dg_session.run, args=([bump, other],), kwargs={"options": deadline}
+        )
+        runner.start()
+        _until(lambda: gpu0.runs)  # the step reached the worker, its update waits
+        answered = within(60, lambda: client.run(lambda: "here", workers=[gpu0.address]))
+        assert answered.get("value") == {gpu0.address: "here"}, answered
+        assert store.read(name) == 3.0  # (it cannot apply without the lock)
+    finally:
+        lock.release()
+    runner.join(60)
     assert not runner.is_alive() and store.read(name) == 4.0
