@@ -44,6 +44,7 @@ from daskgraph.runtime.client.dispatch import CompiledRun, raise_if_devices_left
 from daskgraph.runtime.client.inprocess import private_feed
 from daskgraph.runtime.planner.step_split import OneRound, one_round
 from daskgraph.runtime.program import RunStep
+from daskgraph.runtime.worker.shared_arrays import release as release_segments
 from daskgraph.runtime.worker.step_channel import (
     encode,
     host_identity,
@@ -301,9 +302,12 @@ class ChannelSteps:
         liveness tick, the plan's workers are checked to be there."""
         unread: dict[Connection, _Away] = {}
         replies: dict[str, dict[str, Any]] = {}
+        segments: list[str] = []  # (the messages' shared arrays: released once replied)
         try:
             for target in away:
-                write(target.conn, encode(target.message))
+                frames = encode(target.message)
+                segments += frames.segments
+                write(target.conn, frames)
                 unread[target.conn] = target
             while unread:
                 ready = wait_for_replies(list(unread), tick)
@@ -316,7 +320,7 @@ class ChannelSteps:
                     if reply.get("status") == "missing" and target.message["load"] is None:
                         self.loaded.get(target.address, {}).pop(compiled.token, None)
                         target.message["load"] = target.load
-                        send_message(target.conn, target.message)  # (its reply still owed)
+                        segments += send_message(target.conn, target.message)  # (reply owed)
                         continue
                     del unread[conn]  # type: ignore[arg-type]
                     replies[target.name] = reply
@@ -329,6 +333,8 @@ class ChannelSteps:
                 else:
                     self.pool.give_back(target.address, target.conn)
             raise
+        finally:
+            release_segments(segments)
         for target in away:
             self.pool.give_back(target.address, target.conn)
         ordered = [replies[target.name] for target in away]

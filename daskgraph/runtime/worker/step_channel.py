@@ -14,7 +14,11 @@ message from the thread that called ``Session.run`` and reads the reply there
 (:mod:`daskgraph.runtime.client.channel_steps`).
 
 Messages are pickled (protocol 5); arrays of :data:`OUT_OF_BAND_BYTES` or more travel as
-frames of their own, without a copy into the pickle, and arrive writable.
+frames of their own, without a copy into the pickle, and arrive writable; those of
+:data:`~daskgraph.runtime.worker.shared_arrays.SEGMENT_BYTES` or more through shared memory
+(:mod:`~daskgraph.runtime.worker.shared_arrays`: written once, mapped by the receiver), the
+message carrying the segment's name. The sender releases its segments once the reply came
+(a reply's, when the next message comes or the connection ends).
 
 The socket's directory (mode 0700, in the temporary folder) is named after the worker's
 process and machine (:func:`step_folder_prefix`): a worker killed outright (``SIGKILL``) cannot
@@ -25,10 +29,13 @@ killed one's place, first removes the folders of this user whose process is gone
 >>> from multiprocessing import Pipe
 >>> import numpy as np
 >>> a, b = Pipe()
->>> send_message(a, {"x": np.arange(3.0), "big": np.ones(OUT_OF_BAND_BYTES // 8)})
+>>> segments = send_message(a, {"x": np.arange(3.0), "big": np.ones(OUT_OF_BAND_BYTES // 8),
+...                             "huge": np.ones(shared_arrays.SEGMENT_BYTES // 8)})
 >>> got = recv_message(b)
->>> got["x"].tolist(), got["big"].flags.writeable
-([0.0, 1.0, 2.0], True)
+>>> got["x"].tolist(), got["big"].flags.writeable, got["huge"].flags.writeable
+([0.0, 1.0, 2.0], True, True)
+>>> len(segments)  # (the huge one went through shared memory)
+1
 """
 
 from __future__ import annotations
@@ -49,10 +56,13 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, Listener
 from typing import Any
 
+from daskgraph.runtime.worker import shared_arrays
+
 __all__ = [
     "OUT_OF_BAND_BYTES",
     "STEP_FOLDER",
     "ChannelServer",
+    "Frames",
     "encode",
     "host_identity",
     "recv_message",
@@ -142,20 +152,48 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def encode(message: Any) -> list[Any]:
-    """``message`` as the frames :func:`write` sends: a head (the sizes of the frames that
-    follow, then the pickle) and each large buffer."""
-    frames: list[Any] = []
+class Frames(list):
+    """The frames of one message (:func:`encode`) and the names of the shared segments it
+    made (its sender releases them, :func:`~daskgraph.runtime.worker.shared_arrays.release`,
+    once the receiver is done with the message)."""
+
+    segments: list[str]
+
+
+def encode(message: Any, shared: bool = True) -> Frames:
+    """``message`` as the frames :func:`write` sends: a head (the sizes of the buffers that
+    follow, then the names of those in shared segments, then the pickle) and each large
+    buffer not in a segment. ``shared``: buffers of
+    :data:`~daskgraph.runtime.worker.shared_arrays.SEGMENT_BYTES` or more go through shared
+    memory (the receiver is on this machine)."""
+    least = shared_arrays.SEGMENT_BYTES
+    frames, sizes, names = Frames(), [], []
+    shared = shared and shared_arrays.available()
 
     def out_of_band(buffer: pickle.PickleBuffer) -> bool:
-        if buffer.raw().nbytes < OUT_OF_BAND_BYTES:
+        raw = buffer.raw()
+        if raw.nbytes < OUT_OF_BAND_BYTES:
             return True  # (in the pickle)
-        frames.append(buffer.raw())
+        name = shared_arrays.share(raw) if shared and raw.nbytes >= least else None
+        if name is None:
+            frames.append(raw)
+            sizes.append(raw.nbytes)
+        else:
+            names.append(name)
+            sizes.append(raw.nbytes | _IN_SEGMENT)
         return False
 
     body = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
-    sizes = [frame.nbytes for frame in frames]
-    return [struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes) + body, *frames]
+    head = struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes)
+    frames.insert(0, head + b"".join(_NAME.pack(n.encode()) for n in names) + body)
+    frames.segments = names
+    return frames
+
+
+#: a buffer's size in a head with this bit set: the buffer is in a shared segment, whose
+#: name follows the sizes
+_IN_SEGMENT = 1 << 63
+_NAME = struct.Struct("64s")
 
 
 def write(conn: Connection, frames: list[Any]) -> None:
@@ -188,23 +226,40 @@ def _nbytes(buffer: Any) -> int:
     return buffer.nbytes if isinstance(buffer, memoryview) else len(buffer)
 
 
-def send_message(conn: Connection, message: Any) -> None:
-    """Write ``message`` to ``conn`` (:func:`encode`, then :func:`write`)."""
-    write(conn, encode(message))
+def send_message(conn: Connection, message: Any) -> list[str]:
+    """Write ``message`` to ``conn`` (:func:`encode`, then :func:`write`); return the names
+    of the shared segments it made (to release once the receiver is done)."""
+    frames = encode(message)
+    try:
+        write(conn, frames)
+    except BaseException:
+        shared_arrays.release(frames.segments)
+        raise
+    return frames.segments
 
 
 def recv_message(conn: Connection) -> Any:
     """Read one message :func:`send_message` wrote (raises ``EOFError`` when the other end
-    closed)."""
+    closed, ``OSError`` where a shared segment it names cannot be opened)."""
     head = conn.recv_bytes()
     (count,) = struct.unpack_from("<I", head)
     sizes = struct.unpack_from(f"<{count}Q", head, 4)
-    frames = []
+    offset, buffers, missing = 4 + 8 * count, [], None
     for size in sizes:
+        if size & _IN_SEGMENT:
+            name = _NAME.unpack_from(head, offset)[0].rstrip(b"\0").decode()
+            offset += _NAME.size
+            try:
+                buffers.append(shared_arrays.open_segment(name, size & ~_IN_SEGMENT))
+            except (OSError, ValueError) as exc:  # (the other frames are read all the same)
+                missing = missing or exc
+            continue
         frame = bytearray(size)
         conn.recv_bytes_into(frame)
-        frames.append(frame)
-    return pickle.loads(memoryview(head)[4 + 8 * count :], buffers=frames)
+        buffers.append(frame)
+    if missing is not None:
+        raise OSError(f"a step channel message's shared segment is gone: {missing}")
+    return pickle.loads(memoryview(head)[offset:], buffers=buffers)
 
 
 def run_as_batch_work() -> None:
@@ -243,6 +298,7 @@ class ChannelServer:
         self._connections: set[Connection] = set()
         self._closed = False
         sweep_step_folders()  # of workers killed before they could (this one's predecessor)
+        shared_arrays.sweep_segments()
 
     def endpoint(self) -> dict[str, Any]:
         """Where and how to connect: the socket's ``path``, the ``authkey`` and this
@@ -288,19 +344,22 @@ class ChannelServer:
     def _serve(self, conn: Connection) -> None:
         """Answer the messages of ``conn`` until its client closes it (or the worker does)."""
         run_as_batch_work()
+        replied: list[str] = []  # (the last reply's segments: read once the next message came)
         try:
             while True:
                 try:
                     message = recv_message(conn)
                 except (EOFError, OSError):
                     return
+                finally:
+                    shared_arrays.release(replied)
                 try:
                     reply = self.serve(message)
                 except Exception as exc:  # a bug: the client falls back to Dask's comm
                     logger.warning("step channel message failed", exc_info=True)
                     reply = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
                 try:
-                    send_message(conn, reply)
+                    replied = send_message(conn, reply)
                 except (OSError, ValueError):
                     return
         finally:
