@@ -1,9 +1,11 @@
-"""Large host arrays between the client and a worker process of this machine go through
-shared memory: a feed to a virtual GPU's worker process and the fetch of its result arrive
-whole and equal, in segments (counted on both sides), and leave none behind.
+"""Large host arrays between processes of this machine go through shared memory: a feed to
+a virtual GPU's worker process and the fetch of its result arrive whole and equal, in
+segments (counted on both sides), and leave none behind; so does a tensor one GPU's worker
+process sends another's, and a feed sent over Dask's comm.
 
-The cluster has the embedded cluster's shape: the CPU worker in this process, the virtual
-GPU a process of its own, so that the GPU's partition is reached through its step channel.
+The cluster has the embedded cluster's shape: the CPU worker in this process, each virtual
+GPU a process of its own, so that a GPU's partition is reached through its step channel
+(or, for steps that are not one round, Dask's comm).
 """
 
 from __future__ import annotations
@@ -25,19 +27,20 @@ ROWS = 4096  # x 4096 float32: 64 MiB a feed
 
 @pytest.fixture(scope="module")
 def cluster():
-    """One virtual GPU in a process of its own, the CPU worker in this process."""
-    cluster = local_cluster(virtual_gpus=1, processes=True, cpu_threads=1, cpu_in_process=True)
+    """Two virtual GPUs in processes of their own, the CPU worker in this process."""
+    cluster = local_cluster(virtual_gpus=2, processes=True, cpu_threads=1, cpu_in_process=True)
     client = Client(cluster, set_as_default=False)
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(3, timeout=60)
     yield client
     client.close()
     cluster.close()
 
 
-def _gpu_counts(client: Client) -> dict[str, int]:
-    """The shared-segment counters of the virtual GPU's worker process."""
-    gpu = next(a for a, w in client.scheduler_info()["workers"].items() if "GPU" in w["name"])
-    return client.run(lambda: dict(shared_arrays.COUNTS), workers=[gpu])[gpu]
+def _gpu_counts(client: Client, gpu: str = "GPU:0") -> dict[str, int]:
+    """The shared-segment counters of the worker process of virtual GPU ``gpu``."""
+    workers = client.scheduler_info()["workers"].items()
+    address = next(a for a, w in workers if str(w["name"]).endswith(gpu))
+    return client.run(lambda: dict(shared_arrays.COUNTS), workers=[address])[address]
 
 
 def _segments_left(client: Client) -> list[str]:
@@ -95,4 +98,26 @@ def test_a_variable_assigned_from_a_feed_keeps_it_when_the_feed_is_refilled(clus
         assert _gpu_counts(cluster).get("shared in", 0) - before == 2
     assert float(first.min()) == float(first.max()) == 1.0
     assert float(second.min()) == float(second.max()) == 5.0
+    assert _segments_left(cluster) == []
+
+
+def test_a_tensor_between_gpu_worker_processes_goes_through_shared_memory(cluster):
+    value = np.random.default_rng(5).random((ROWS, ROWS), dtype=np.float32)
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        with dg.device("/gpu:0"):
+            x = dg.placeholder(dg.float32, [ROWS, ROWS], name="x")
+            doubled = x * 2.0
+        with dg.device("/gpu:1"):
+            total = dg.reduce_sum(doubled + 1.0)  # (GPU:0 sends GPU:1 the whole tensor)
+        session.run(total, {x: value})
+        session.run(total, {x: value})
+        before = {gpu: _gpu_counts(cluster, gpu) for gpu in ("GPU:0", "GPU:1")}
+        got = session.run(total, {x: value})
+        after = {gpu: _gpu_counts(cluster, gpu) for gpu in ("GPU:0", "GPU:1")}
+    np.testing.assert_allclose(got, (value * 2.0 + 1.0).sum(dtype=np.float64), rtol=1e-4)
+    gained = {
+        gpu: after[gpu].get("shared bytes in", 0) - before[gpu].get("shared bytes in", 0)
+        for gpu in after
+    }
+    assert gained == {"GPU:0": value.nbytes, "GPU:1": value.nbytes}  # the feed; the tensor
     assert _segments_left(cluster) == []

@@ -112,6 +112,11 @@ class ChannelPool:
                 self._endpoints[address] = None
             return None
 
+    def same_host(self, client: Client, address: str) -> bool:
+        """Whether the worker at ``address`` runs on this machine (its channel can be
+        opened from here): large host arrays of messages to it go through shared memory."""
+        return self._endpoint(client, address) is not None
+
     def give_back(self, address: str, conn: Connection) -> None:
         """``conn`` (whose reply was read) is free for the next step."""
         with self._lock:

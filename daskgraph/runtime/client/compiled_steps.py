@@ -192,7 +192,8 @@ class CompiledSteps:
             load = None if loaded else (plan, peers, frozenset() if local else near)
             message = {"session": self.session_id, "run": run, "token": compiled.token}
             if local is None:
-                message.update(step=pack(step), feeds=pack(feeds), trace=trace)
+                near_host = self.channels.pool.same_host(self.client, address)
+                message.update(step=pack(step), feeds=pack(feeds, near_host), trace=trace)
                 message["load"] = None if load is None else pack(load)
             else:
                 message.update(step=step, feeds=feeds, trace=trace, load=load)

@@ -33,12 +33,16 @@ import contextlib
 import ctypes
 import mmap
 import os
+import pickle
 import re
 import secrets
 import stat
+import struct
 import threading
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "COUNTS",
@@ -46,6 +50,9 @@ __all__ = [
     "SEGMENT_PREFIX",
     "SHARED_FOLDER",
     "available",
+    "dumps",
+    "is_shared",
+    "loads",
     "open_segment",
     "release",
     "segment_prefix",
@@ -118,6 +125,87 @@ def share(buffer: memoryview, folder: str = SHARED_FOLDER) -> str | None:
     os.close(fd)
     _count(("shared out", 1), ("shared bytes out", data.nbytes))
     return name
+
+
+def dumps(value: Any) -> bytes | None:
+    """``value`` pickled (protocol 5) for a receiver on this machine, its buffers of
+    :data:`SEGMENT_BYTES` or more in segments (the smaller ones in the pickle), as one
+    ``bytes`` that :func:`loads` reads and :func:`is_shared` recognises; None where no buffer
+    went to a segment (pickle it the usual way). For messages whose sender gets no word of
+    their arrival (Dask's comm), the segments are left to the receiver, which opens them on
+    arrival; those of a message lost on the way are removed by the sender's next ``dumps``
+    once :data:`UNCLAIMED_AFTER` seconds old.
+
+    >>> import numpy as np
+    >>> big = np.arange(SEGMENT_BYTES // 8, dtype=np.float64)
+    >>> blob = dumps({"x": big, "small": 1.5})
+    >>> is_shared(blob), len(blob) < 1000, dumps({"small": 1.5}) is None
+    (True, True, True)
+    >>> got = loads(blob)
+    >>> bool((got["x"] == big).all()), got["small"]
+    (True, 1.5)
+    """
+    if not available():
+        return None
+    _release_unclaimed()
+    names: list[str] = []
+    sizes: list[int] = []
+
+    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+        raw = buffer.raw()
+        name = share(raw) if raw.nbytes >= SEGMENT_BYTES else None
+        if name is None:
+            return True  # (in the pickle)
+        names.append(name)
+        sizes.append(raw.nbytes)
+        return False
+
+    body = pickle.dumps(value, protocol=5, buffer_callback=out_of_band)
+    if not names:
+        return None
+    with _COUNTS_LOCK:
+        _UNCLAIMED.extend((time.monotonic(), name) for name in names)
+    head = struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes)
+    return _MAGIC + head + b"".join(_NAME.pack(n.encode()) for n in names) + body
+
+
+def is_shared(value: Any) -> bool:
+    """Whether ``value`` is what :func:`dumps` made."""
+    return isinstance(value, bytes) and value.startswith(_MAGIC)
+
+
+def loads(blob: bytes) -> Any:
+    """The value :func:`dumps` pickled, its large buffers mapped from their segments (which
+    are then gone from the folder); raises ``OSError`` where one cannot be opened."""
+    view = memoryview(blob)[len(_MAGIC) :]
+    (count,) = struct.unpack_from("<I", view)
+    sizes = struct.unpack_from(f"<{count}Q", view, 4)
+    offset = 4 + 8 * count
+    buffers = []
+    for size in sizes:
+        name = _NAME.unpack_from(view, offset)[0].rstrip(b"\0").decode()
+        offset += _NAME.size
+        buffers.append(open_segment(name, size))
+    return pickle.loads(view[offset:], buffers=buffers)
+
+
+#: the start of what :func:`dumps` makes (a pickle of protocol 2 or more starts with 0x80)
+_MAGIC = b"DGSHM1"
+_NAME = struct.Struct("64s")
+#: seconds after which a segment :func:`dumps` made and nobody opened counts as lost (its
+#: message's receiver opens it on arrival: this is a message lost with its connection)
+UNCLAIMED_AFTER = 60.0
+_UNCLAIMED: deque[tuple[float, str]] = deque()
+
+
+def _release_unclaimed() -> None:
+    """Remove this process's segments of :func:`dumps` older than :data:`UNCLAIMED_AFTER`
+    (a segment its receiver opened is gone already: nothing happens to it)."""
+    now, old = time.monotonic(), []
+    with _COUNTS_LOCK:
+        while _UNCLAIMED and now - _UNCLAIMED[0][0] > UNCLAIMED_AFTER:
+            old.append(_UNCLAIMED.popleft()[1])
+    release(old)
 
 
 def open_segment(name: str, nbytes: int, folder: str = SHARED_FOLDER) -> memoryview:

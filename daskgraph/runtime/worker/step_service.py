@@ -60,7 +60,7 @@ from dask.utils import parse_timedelta
 
 from daskgraph.runtime.program import StepPart
 from daskgraph.runtime.worker.comm_check import check_comm, open_to_any
-from daskgraph.runtime.worker.step_channel import ChannelServer
+from daskgraph.runtime.worker.step_channel import ChannelServer, host_identity
 from daskgraph.runtime.worker.step_order import OrderedStep
 from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun, reply_of
 from daskgraph.runtime.worker.wire import envelope, open_envelope, pack, unpack
@@ -106,6 +106,7 @@ class StepService(StepHost):
         #: what this worker did: ``steps`` run, tensors ``sent`` to and ``received`` from
         #: peers (messages), and ``received`` by sender address (``"from <address>"``)
         self.counts: Counter[str] = Counter()
+        self._hosts: dict[str, bool] = {}  # peer address -> on this machine
         #: run -> worker address -> tensors to send there, kept while the client has not
         #: sent that worker its message yet (they ride along in it)
         self.outbox: dict[tuple, dict[str, list[tuple[int, Any]]]] = {}
@@ -315,10 +316,21 @@ class StepService(StepHost):
         session, run = key
         try:
             fields = dict(session=session, run=run, producer=producer, sender=self.address)
-            fields["value"] = pack(value)
+            fields["value"] = pack(value, await self._same_host(address))
             await self.worker.rpc(address).daskgraph_step_recv(**envelope(fields), reply=False)
         except (OSError, ConnectionError) as exc:  # CommClosedError is an OSError
             raise PeerLost(address, exc) from exc
+
+    async def _same_host(self, address: str) -> bool:
+        """Whether the worker at ``address`` runs on this machine (asked once: the host its
+        step channel reports), so that large host arrays to it go through shared memory."""
+        if address not in self._hosts:
+            try:
+                endpoint = await self.worker.rpc(address).daskgraph_step_channel()
+                self._hosts[address] = endpoint.get("host") == host_identity()
+            except Exception:  # (an older worker, or gone: its arrays go as frames)
+                return False
+        return self._hosts[address]
 
     async def in_thread(self, fn: Callable[[], Any]) -> Any:
         """``fn()`` on the worker's threads (its executor, as its tasks)."""
