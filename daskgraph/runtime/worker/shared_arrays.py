@@ -44,6 +44,8 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from typing import Any
 
+from daskgraph.runtime.worker.machine import alive, machine_tag
+
 __all__ = [
     "COUNTS",
     "SEGMENT_BYTES",
@@ -94,9 +96,7 @@ def segment_prefix(pid: int | None = None) -> str:
     >>> _SEGMENT_NAME.match(segment_prefix(42) + "0" * 16).group(1)
     '42'
     """
-    from daskgraph.runtime.worker.step_channel import _machine_tag
-
-    return f"{SEGMENT_PREFIX}{os.getpid() if pid is None else pid}-{_machine_tag()}-"
+    return f"{SEGMENT_PREFIX}{os.getpid() if pid is None else pid}-{machine_tag()}-"
 
 
 def share(buffer: memoryview, folder: str = SHARED_FOLDER) -> str | None:
@@ -276,13 +276,11 @@ def sweep_segments(folder: str = SHARED_FOLDER) -> list[str]:
     >>> sweep_segments("/nonexistent-folder")
     []
     """
-    from daskgraph.runtime.worker.step_channel import _alive, _machine_tag
-
-    mine, removed = _machine_tag(), []
+    mine, removed = machine_tag(), []
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
             match = _SEGMENT_NAME.match(entry.name)
-            if match is None or match.group(2) != mine or _alive(int(match.group(1))):
+            if match is None or match.group(2) != mine or alive(int(match.group(1))):
                 continue
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)

@@ -41,7 +41,6 @@ killed one's place, first removes the folders of this user whose process is gone
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import pickle
@@ -57,6 +56,7 @@ from multiprocessing.connection import Connection, Listener
 from typing import Any
 
 from daskgraph.runtime.worker import shared_arrays
+from daskgraph.runtime.worker.machine import alive, host_identity, machine_tag
 
 __all__ = [
     "OUT_OF_BAND_BYTES",
@@ -81,16 +81,6 @@ STEP_FOLDER = "daskgraph-steps-"
 _STEP_FOLDER_NAME = re.compile(re.escape(STEP_FOLDER) + r"(\d+)-([0-9a-f]{10})-")
 
 
-def host_identity() -> str:
-    """This machine as the processes on it see it: its host name and boot id (two
-    containers on one host differ in the first; a rebooted host in the second)."""
-    boot = ""
-    with contextlib.suppress(OSError):
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    return f"{socket.gethostname()}/{boot}"
-
-
 def step_folder_prefix(pid: int | None = None) -> str:
     """The start of the name of a step channel's folder made by process ``pid`` (this one):
     :data:`STEP_FOLDER`, the process id, and a tag of this machine (:func:`host_identity`:
@@ -102,11 +92,7 @@ def step_folder_prefix(pid: int | None = None) -> str:
     >>> _STEP_FOLDER_NAME.match(step_folder_prefix(42) + "x1y2").group(1)
     '42'
     """
-    return f"{STEP_FOLDER}{os.getpid() if pid is None else pid}-{_machine_tag()}-"
-
-
-def _machine_tag() -> str:
-    return hashlib.sha256(host_identity().encode()).hexdigest()[:10]
+    return f"{STEP_FOLDER}{os.getpid() if pid is None else pid}-{machine_tag()}-"
 
 
 def sweep_step_folders(folder: str | None = None) -> list[str]:
@@ -124,12 +110,12 @@ def sweep_step_folders(folder: str | None = None) -> list[str]:
     >>> shutil.rmtree(folder)
     """
     folder = folder or tempfile.gettempdir()
-    mine = _machine_tag()
+    mine = machine_tag()
     removed = []
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
             match = _STEP_FOLDER_NAME.match(entry.name)
-            if match is None or match.group(2) != mine or _alive(int(match.group(1))):
+            if match is None or match.group(2) != mine or alive(int(match.group(1))):
                 continue
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
@@ -137,19 +123,6 @@ def sweep_step_folders(folder: str | None = None) -> list[str]:
                     shutil.rmtree(entry.path)
                     removed.append(entry.path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process ``pid`` runs on this machine (another user's counts)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # (PermissionError: another user's process)
-        return True
-    return True
 
 
 class Frames(list):
