@@ -1,5 +1,5 @@
-"""Shared segments: large arrays of step channel messages through shared memory, once
-written, mapped by the receiver, and never left behind."""
+"""Shared segments: large arrays of step channel and Dask comm messages through shared
+memory, once written, mapped by the receiver, and never left behind."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from daskgraph.runtime.worker import shared_arrays
 from daskgraph.runtime.worker.step_channel import encode, recv_message, send_message, write
+from daskgraph.runtime.worker.wire import pack, unpack
 
 pytestmark = pytest.mark.skipif(not shared_arrays.available(), reason="no /dev/shm here")
 
@@ -132,3 +133,23 @@ def test_segments_are_readable_by_their_user_only() -> None:
 def test_only_segment_names_are_opened() -> None:
     with pytest.raises(ValueError, match="not the name"):
         shared_arrays.open_segment("../etc/passwd", 10)
+
+
+def test_dask_comm_messages_to_this_machine_carry_segment_names_not_bytes() -> None:
+    value = {0: np.random.default_rng(1).random(BIG, dtype=np.float32), 1: np.float32(2)}
+    near = pack(value, near=True)
+    assert shared_arrays.is_shared(near) and len(near) < 4096
+    got = unpack(near)
+    np.testing.assert_array_equal(got[0], value[0])
+    assert got[1] == 2 and _mine() == set()
+    assert type(pack(value)).__name__ == "Serialize"  # (another machine: frames, as before)
+
+
+def test_segments_of_a_lost_dask_comm_message_are_removed_later(monkeypatch) -> None:
+    lost = shared_arrays.dumps(np.ones(BIG, np.float32))  # (its receiver never reads it)
+    assert lost is not None and len(_mine()) == 1
+    monkeypatch.setattr(shared_arrays, "UNCLAIMED_AFTER", 0.0)
+    kept = shared_arrays.dumps(np.ones(BIG, np.float32))  # the next message removes it
+    assert len(_mine()) == 1
+    np.testing.assert_array_equal(shared_arrays.loads(kept), np.ones(BIG, np.float32))
+    assert _mine() == set()
