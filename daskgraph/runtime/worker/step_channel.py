@@ -335,6 +335,7 @@ class ChannelServer:
                     replied = send_message(conn, reply)
                 except (OSError, ValueError):
                     return
+                message = reply = None  # (a large feed is freed now, not once the next came)
         finally:
             with self._lock:
                 self._connections.discard(conn)
