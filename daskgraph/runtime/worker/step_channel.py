@@ -141,7 +141,6 @@ def encode(message: Any, shared: bool = True) -> Frames:
     memory (the receiver is on this machine)."""
     least = shared_arrays.SEGMENT_BYTES
     frames, sizes, names = Frames(), [], []
-    shared = shared and shared_arrays.available()
 
     def out_of_band(buffer: pickle.PickleBuffer) -> bool:
         raw = buffer.raw()
@@ -158,7 +157,9 @@ def encode(message: Any, shared: bool = True) -> Frames:
 
     body = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
     head = struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes)
-    frames.insert(0, head + b"".join(_NAME.pack(n.encode()) for n in names) + body)
+    if names:
+        head += b"".join(_NAME.pack(name.encode()) for name in names)
+    frames.insert(0, head + body)
     frames.segments = names
     return frames
 
