@@ -13,7 +13,10 @@ Ways, interleaved, each a loop of ``--handover-calls`` back-to-back calls (media
 * ``feed_compiled_step`` -- the same feed beside a small ``/cpu:0`` part (a two-device
   compiled step, through the GPU worker's step channel);
 * ``feed_and_fetch`` -- that step fetching the whole feed back (``identity``: two
-  hand-overs, compared with two memcpys).
+  hand-overs, compared with two memcpys);
+* ``channel`` -- the hand-over alone: the feed in a message through a step channel that the
+  GPU worker's process serves for the benchmark, which reads one element of each page of it
+  (the transport under the rows above, without the step's own work).
 
 Targets: ``feed`` / ``memcpy`` <= 1.5 (issue 33); the other rows are reported beside it,
 with the bytes that went through shared memory each run.
@@ -21,6 +24,7 @@ with the bytes that went through shared memory each run.
 
 from __future__ import annotations
 
+from multiprocessing.connection import Client as connect_channel
 from typing import Any
 
 import numpy as np
@@ -54,6 +58,35 @@ def _graph(size: int):
             c = dg.placeholder(dg.float32, (2,), name="c")
             small = c + 1.0
     return graph, x, probe, echoed, c, small
+
+
+def _serve_probe() -> dict[str, Any]:
+    """In the GPU worker's process: a step channel that reads one element of each page of
+    the message's ``feed`` (kept by the module until :func:`_close_probe`)."""
+    from daskgraph.runtime.worker import step_channel
+
+    def serve(message: dict[str, Any]) -> dict[str, Any]:
+        return {"status": "ok", "sum": float(message["feed"].reshape(-1)[::1024].sum())}
+
+    server = step_channel.ChannelServer(serve, "handover-probe")
+    step_channel._handover_probe = server  # type: ignore[attr-defined]
+    return server.endpoint()
+
+
+def _close_probe() -> None:
+    from daskgraph.runtime.worker import step_channel
+
+    step_channel._handover_probe.close()  # type: ignore[attr-defined]
+
+
+def _through_channel(conn, value: np.ndarray) -> float:
+    from daskgraph.runtime.worker.shared_arrays import release
+    from daskgraph.runtime.worker.step_channel import recv_message, send_message
+
+    segments = send_message(conn, {"feed": value})
+    reply = recv_message(conn)
+    release(segments)
+    return reply["sum"]
 
 
 def _shared_bytes(client, address: str) -> int:
@@ -94,7 +127,17 @@ def run(client, devices: dict[str, str], args) -> dict[str, Any]:
             Way("feed_and_fetch", "compiled step: the feed fetched back whole (identity)",
                 counted("feed_and_fetch", lambda: sess.run([echoed, small], {x: value, c: two}))),
         ]  # fmt: skip
-        run_interleaved(ways, args.repeats, None)
+        endpoint = client.run(_serve_probe, workers=[gpu_worker])[gpu_worker]
+        conn = connect_channel(endpoint["path"], family="AF_UNIX", authkey=endpoint["authkey"])
+        ways.append(
+            Way("channel", "the hand-over alone: the GPU worker's process reads each page",
+                counted("channel", lambda: _through_channel(conn, value)))
+        )  # fmt: skip
+        try:
+            run_interleaved(ways, args.repeats, None)
+        finally:
+            conn.close()
+            client.run(_close_probe, workers=[gpu_worker])
     np.testing.assert_array_equal(ways[3].result[0], value)
     return _record(ways, shared, value.nbytes, size, calls)
 
@@ -107,7 +150,12 @@ def _record(ways: list[Way], shared: dict, nbytes: int, size: int, calls: int) -
         f"{ratio(by[key]['median_s'], memcpy * n) or 0:.2f}x {n} memcpy "
         f"({fmt_time(memcpy * n)}); through shared memory "
         f"{fmt_bytes(median(shared.get(key, [])[1:] or [0]) or 0)} a run into the worker"
-        for key, n in (("feed", 1), ("feed_compiled_step", 1), ("feed_and_fetch", 2))
+        for key, n in (
+            ("feed", 1),
+            ("feed_compiled_step", 1),
+            ("feed_and_fetch", 2),
+            ("channel", 1),
+        )
     }
     return {
         "title": "feed hand-over",
@@ -126,7 +174,8 @@ def _record(ways: list[Way], shared: dict, nbytes: int, size: int, calls: int) -
                 GOAL,
                 note=(
                     f"{notes['feed']}; as a compiled step: {notes['feed_compiled_step']}; "
-                    f"fed and fetched back (two hand-overs): {notes['feed_and_fetch']}"
+                    f"fed and fetched back (two hand-overs): {notes['feed_and_fetch']}; "
+                    f"the hand-over alone (step channel): {notes['channel']}"
                 ),
             ),
         ],
