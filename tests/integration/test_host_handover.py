@@ -18,6 +18,7 @@ from distributed import Client
 
 import daskgraph as dg
 from daskgraph.cluster.local import local_cluster
+from daskgraph.runtime.client import channel_steps
 from daskgraph.runtime.worker import shared_arrays
 
 pytestmark = pytest.mark.skipif(not shared_arrays.available(), reason="no /dev/shm here")
@@ -121,3 +122,21 @@ def test_a_tensor_between_gpu_worker_processes_goes_through_shared_memory(cluste
     }
     assert gained == {"GPU:0": value.nbytes, "GPU:1": value.nbytes}  # the feed; the tensor
     assert _segments_left(cluster) == []
+
+
+def test_a_worker_that_sees_another_shared_folder_gets_its_feeds_as_frames(cluster, monkeypatch):
+    """A worker in another container of this machine (here: one whose shared memory folder
+    differs) cannot map this process's segments: no channel, no segment, same results."""
+    monkeypatch.setattr(channel_steps, "POOL", channel_steps.ChannelPool())
+    monkeypatch.setattr(channel_steps, "folder_identity", lambda: "another-container")
+    value = np.random.default_rng(4).random((ROWS, ROWS), dtype=np.float32)
+    two = np.ones(2, np.float32)
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        session._compiled_steps.channels.pool = channel_steps.POOL
+        x, doubled, _, _, c, small = _feed_on_the_gpu()
+        session.run(small, {c: two})
+        before = _gpu_counts(cluster).get("shared bytes in", 0)
+        for _ in range(2):
+            got, _ = session.run([doubled, small], {x: value, c: two})
+            np.testing.assert_array_equal(got, value * 2.0)
+        assert _gpu_counts(cluster).get("shared bytes in", 0) == before

@@ -44,6 +44,7 @@ from daskgraph.runtime.client.dispatch import CompiledRun, raise_if_devices_left
 from daskgraph.runtime.client.inprocess import private_feed
 from daskgraph.runtime.planner.step_split import OneRound, one_round
 from daskgraph.runtime.program import RunStep
+from daskgraph.runtime.worker.shared_arrays import folder_identity
 from daskgraph.runtime.worker.shared_arrays import release as release_segments
 from daskgraph.runtime.worker.step_channel import (
     encode,
@@ -140,7 +141,9 @@ class ChannelPool:
             logger.debug("no step channel at %s: %s", address, exc)
             endpoint = None
         if endpoint is not None and (
-            endpoint.get("host") != host_identity() or not os.path.exists(endpoint["path"])
+            endpoint.get("host") != host_identity()
+            or not os.path.exists(endpoint["path"])
+            or endpoint.get("shared") != folder_identity()  # (its segments not visible here)
         ):
             endpoint = None  # another machine (or container)
         with self._lock:

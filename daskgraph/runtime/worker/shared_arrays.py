@@ -53,6 +53,7 @@ __all__ = [
     "SHARED_FOLDER",
     "available",
     "dumps",
+    "folder_identity",
     "is_shared",
     "loads",
     "open_segment",
@@ -86,6 +87,21 @@ def available(folder: str = SHARED_FOLDER) -> bool:
     False
     """
     return os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)
+
+
+def folder_identity(folder: str = SHARED_FOLDER) -> str | None:
+    """Which shared memory folder this process sees (device and inode: two containers of
+    one machine with folders of their own differ), or None where it has none; a peer that
+    reports another cannot map this process's segments.
+
+    >>> folder_identity("/nonexistent-folder") is None
+    True
+    """
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return f"{info.st_dev}:{info.st_ino}"
 
 
 def segment_prefix(pid: int | None = None) -> str:

@@ -275,8 +275,10 @@ class ChannelServer:
         shared_arrays.sweep_segments()
 
     def endpoint(self) -> dict[str, Any]:
-        """Where and how to connect: the socket's ``path``, the ``authkey`` and this
-        machine's ``host`` (:func:`host_identity`); starts listening on first use."""
+        """Where and how to connect: the socket's ``path``, the ``authkey``, this
+        machine's ``host`` (:func:`host_identity`) and the ``shared`` memory folder this
+        process sees (:func:`~daskgraph.runtime.worker.shared_arrays.folder_identity`);
+        starts listening on first use."""
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"the step channels of {self.name} are closed")
@@ -293,6 +295,7 @@ class ChannelServer:
                 "path": self._listener.address,
                 "authkey": self._key,
                 "host": host_identity(),
+                "shared": shared_arrays.folder_identity(),
             }
 
     def _accept(self) -> None:

@@ -60,6 +60,7 @@ from dask.utils import parse_timedelta
 
 from daskgraph.runtime.program import StepPart
 from daskgraph.runtime.worker.comm_check import check_comm, open_to_any
+from daskgraph.runtime.worker.shared_arrays import folder_identity
 from daskgraph.runtime.worker.step_channel import ChannelServer, host_identity
 from daskgraph.runtime.worker.step_order import OrderedStep
 from daskgraph.runtime.worker.step_run import PeerLost, StepHost, StepRun, reply_of
@@ -322,12 +323,16 @@ class StepService(StepHost):
             raise PeerLost(address, exc) from exc
 
     async def _same_host(self, address: str) -> bool:
-        """Whether the worker at ``address`` runs on this machine (asked once: the host its
-        step channel reports), so that large host arrays to it go through shared memory."""
+        """Whether the worker at ``address`` runs on this machine and sees its shared memory
+        folder (asked once: what its step channel reports), so that large host arrays to it
+        go through shared memory."""
         if address not in self._hosts:
             try:
                 endpoint = await self.worker.rpc(address).daskgraph_step_channel()
-                self._hosts[address] = endpoint.get("host") == host_identity()
+                self._hosts[address] = (endpoint.get("host"), endpoint.get("shared")) == (
+                    host_identity(),
+                    folder_identity(),
+                )
             except Exception:  # (an older worker, or gone: its arrays go as frames)
                 return False
         return self._hosts[address]
