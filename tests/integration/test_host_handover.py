@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+import dask
 import numpy as np
 import pytest
 from distributed import Client
@@ -140,3 +141,27 @@ def test_a_worker_that_sees_another_shared_folder_gets_its_feeds_as_frames(clust
             got, _ = session.run([doubled, small], {x: value, c: two})
             np.testing.assert_array_equal(got, value * 2.0)
         assert _gpu_counts(cluster).get("shared bytes in", 0) == before
+
+
+def test_over_dask_comm_a_large_feed_and_its_fetch_go_through_shared_memory(cluster):
+    """Where a step goes through Dask's comm (step channels off, as for traced runs and
+    runs with a deadline), the feed and the fetched tensor still go through segments."""
+    value = np.random.default_rng(6).random((ROWS, ROWS), dtype=np.float32)
+    two = np.ones(2, np.float32)
+    with (
+        dask.config.set({"daskgraph.step-channels": False}),
+        dg.Graph().as_default(),
+        dg.Session(cluster) as session,
+    ):
+        x, doubled, _, _, c, small = _feed_on_the_gpu()
+        session.run(small, {c: two})
+        session.run([doubled, small], {x: value, c: two})
+        gpu_before, here_before = _gpu_counts(cluster), dict(shared_arrays.COUNTS)
+        got, _ = session.run([doubled, small], {x: value, c: two})
+        gpu_after, here_after = _gpu_counts(cluster), dict(shared_arrays.COUNTS)
+    np.testing.assert_array_equal(got, value * 2.0)
+    assert gpu_after.get("channel steps", 0) == gpu_before.get("channel steps", 0)
+    feed_in = gpu_after.get("shared bytes in", 0) - gpu_before.get("shared bytes in", 0)
+    fetch_in = here_after.get("shared bytes in", 0) - here_before.get("shared bytes in", 0)
+    assert (feed_in, fetch_in) == (value.nbytes, value.nbytes)
+    assert _segments_left(cluster) == []

@@ -194,6 +194,7 @@ class CompiledSteps:
             if local is None:
                 near_host = self.channels.pool.same_host(self.client, address)
                 message.update(step=pack(step), feeds=pack(feeds, near_host), trace=trace)
+                message["near"] = near_host  # (its reply's large arrays: shared memory too)
                 message["load"] = None if load is None else pack(load)
             else:
                 message.update(step=step, feeds=feeds, trace=trace, load=load)

@@ -147,17 +147,21 @@ class StepService(StepHost):
     async def step_message(self, comm: Any = None, **message: Any) -> dict[str, Any]:
         """``daskgraph_step`` from another process: :meth:`step`, its reply packed (a
         connection :func:`~daskgraph.runtime.worker.comm_check.check_comm` refuses gets
-        :class:`~daskgraph.errors.UnauthenticatedError`, its message unread)."""
+        :class:`~daskgraph.errors.UnauthenticatedError`, its message unread); large host
+        arrays through shared memory where the message says ``near`` (the client is on this
+        machine and sees its shared memory folder)."""
         self._check_comm(comm, "daskgraph_step")
-        reply = await self.step(**open_envelope(message))
+        fields = open_envelope(message)
+        near = fields.pop("near", False)  # (the client maps this process's shared segments)
+        reply = await self.step(**fields)
         if reply.get("outputs"):
-            reply["outputs"] = pack(reply["outputs"])
+            reply["outputs"] = pack(reply["outputs"], near)
         if reply.get("failure") is not None:
             reply["failure"] = pack(reply["failure"])
         if reply.get("timing"):
             reply["timing"] = pack(reply["timing"])
         if reply.get("forward"):
-            reply["forward"] = pack(reply["forward"])
+            reply["forward"] = pack(reply["forward"], near)
         return envelope(reply)
 
     async def step(

@@ -46,10 +46,7 @@ def pack(value: Any, near: bool = False) -> Any:
     >>> is_shared(packed), unpack(packed)[0].shape  # (unpacked: the segment is gone)
     (True, (1048576,))
     """
-    if isinstance(value, dict):
-        items: Any = tuple(value.values())
-    else:
-        items = value if isinstance(value, (tuple, list)) else (value,)
+    items = _items(value)
     if any(type(item).__module__.startswith("cupy") for item in items):
         return to_serialize(value)
     packed = pack_small(value, arrays=items)  # (the fast path's rule for small messages)
@@ -57,6 +54,24 @@ def pack(value: Any, near: bool = False) -> Any:
         return packed
     shared = shared_arrays.dumps(value) if near else None
     return to_serialize(value) if shared is None else shared
+
+
+def _items(value: Any, depth: int = 2) -> tuple:
+    """The tensors of a message's field, two levels down (a reply's outputs are by
+    partition, then by index; forwarded values are tuples in a list).
+
+    >>> _items({0: {1: "a", 2: "b"}, 3: "c"})
+    ('a', 'b', 'c')
+    """
+    if isinstance(value, dict):
+        values: Any = value.values()
+    elif isinstance(value, (tuple, list)):
+        values = value
+    else:
+        return (value,)
+    if depth <= 1:
+        return tuple(values)
+    return tuple(item for v in values for item in _items(v, depth - 1))
 
 
 def unpack(value: Any) -> Any:
