@@ -30,6 +30,7 @@ TITLE_ORDER = (
     "first run",
     "big graph",
     "feeds",
+    "feed hand-over",
     "training",
     "tower concurrency",
     "multi-device",

@@ -49,6 +49,7 @@ CASE_ORDER = (
     "first_run",
     "big_graph",
     "feeds",
+    "handover",
     "training",
     "towers",
     "multi_device",

@@ -9,7 +9,8 @@ Cases, in the order they run (each in its own module):
 * ``scale`` -- place() + lower() of 10k, 100k and 1M ops (pure functions, no cluster);
 * ``fine``, ``compute``, ``trivial``, ``latency`` -- on the embedded cluster a plain
   ``dg.Session()`` gets (by default its CPU worker in this process, no virtual GPU);
-* ``feeds`` -- on an embedded cluster with one virtual GPU;
+* ``feeds``, ``handover`` -- on an embedded cluster with one virtual GPU (``handover``: a
+  400 MB feed to the GPU's worker process against one memcpy, ``--handover-calls``);
 * ``training`` -- an MLP trained on the digits data against TensorFlow 1: one device (the
   default embedded cluster), and 4 towers sync and async on an embedded cluster with 4 virtual
   GPUs; there too, whether 2 towers on 2 virtual GPUs run at the same time within one run
@@ -61,6 +62,7 @@ from benchmarks import (
     first_run,
     fusion,
     fusion_adam,
+    handover,
     latency,
     memory,
     multi_device,
@@ -87,6 +89,7 @@ CASES = (
     "trivial",
     "latency",
     "feeds",
+    "handover",
     "training",
     "multi-device",
     "sessions",
@@ -115,6 +118,7 @@ RESULT_KEYS = {
     "trivial": "trivial",
     "latency": "latency",
     "feeds": "feeds",
+    "handover": "handover",
     "training": "training",  # and "towers": the case's tower-concurrency section
     "multi-device": "multi_device",
     "sessions": "sessions",
@@ -180,6 +184,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--big-repeats", type=int, default=1, help="scale: timed rounds for sizes >= 1M"
     )
     parser.add_argument("--feed-size", type=int, default=10_000, help="feeds: rows of each feed")
+    parser.add_argument(
+        "--handover-calls", type=int, default=5, help="handover: calls a repeat (median)"
+    )
     parser.add_argument(
         "--training-steps", type=int, default=200, help="training: steps a repeat, one device"
     )
@@ -314,11 +321,15 @@ def _run_cases(
                 done[RESULT_KEYS[case]] = CPU_CASES[case](client, worker, peers, args)
                 gc.collect()
 
-    if "feeds" in cases:
+    if "feeds" in cases or "handover" in cases:
         cluster, client, devices = start_cluster(virtual_gpus=1)
         try:
-            _progress("feeds", started)
-            done["feeds"] = feeds.run(client, cluster.scheduler, devices, args)
+            if "feeds" in cases:
+                _progress("feeds", started)
+                done["feeds"] = feeds.run(client, cluster.scheduler, devices, args)
+            if "handover" in cases:
+                _progress("handover", started)
+                done["handover"] = handover.run(client, devices, args)
         finally:
             client.close()
             cluster.close()

@@ -46,6 +46,8 @@ from daskgraph.runtime.client.inprocess import private_feed
 from daskgraph.runtime.client.run_watch import RunWatch
 from daskgraph.runtime.client.transports import StepBook, StepCall, StepOutcome
 from daskgraph.runtime.planner.step_split import OneRound, one_round
+from daskgraph.runtime.worker.shared_arrays import folder_identity
+from daskgraph.runtime.worker.shared_arrays import release as release_segments
 from daskgraph.runtime.worker.step_channel import (
     encode,
     host_identity,
@@ -91,6 +93,11 @@ class ChannelPool:
                 self._endpoints[address] = None
             return None
 
+    def same_host(self, client: Client, address: str) -> bool:
+        """Whether the worker at ``address`` runs on this machine (its channel can be
+        opened from here): large host arrays of messages to it go through shared memory."""
+        return self._endpoint(client, address) is not None
+
     def give_back(self, address: str, conn: Connection) -> None:
         """``conn`` (whose reply was read) is free for the next step."""
         with self._lock:
@@ -114,7 +121,9 @@ class ChannelPool:
             logger.debug("no step channel at %s: %s", address, exc)
             endpoint = None
         if endpoint is not None and (
-            endpoint.get("host") != host_identity() or not os.path.exists(endpoint["path"])
+            endpoint.get("host") != host_identity()
+            or not os.path.exists(endpoint["path"])
+            or endpoint.get("shared") != folder_identity()  # (its segments not visible here)
         ):
             endpoint = None  # another machine (or container)
         with self._lock:
@@ -295,9 +304,12 @@ class ChannelTransport:
                 raise TimeoutError
             return found
 
+        segments: list[str] = []  # (the messages' shared arrays: released once replied)
         try:
             for target in away:
-                write(target.conn, encode(target.message))
+                frames = encode(target.message)
+                segments += frames.segments
+                write(target.conn, frames)
                 unread[target.conn] = target
             while unread:
                 for conn in watch.wait(ready):
@@ -306,7 +318,7 @@ class ChannelTransport:
                     if reply.get("status") == "missing" and target.message["load"] is None:
                         self.loaded.get(target.address, {}).pop(compiled.token, None)
                         target.message["load"] = target.load
-                        send_message(target.conn, target.message)  # (its reply still owed)
+                        segments += send_message(target.conn, target.message)  # (reply owed)
                         continue
                     del unread[conn]  # type: ignore[arg-type]
                     replies[target.name] = reply
@@ -319,6 +331,8 @@ class ChannelTransport:
                 else:
                     self.pool.give_back(target.address, target.conn)
             raise
+        finally:
+            release_segments(segments)
         for target in away:
             self.pool.give_back(target.address, target.conn)
         ordered = [replies[target.name] for target in away]

@@ -15,7 +15,11 @@ message from the thread that called ``Session.run`` and reads the reply there
 (:mod:`daskgraph.runtime.client.channel_steps`).
 
 Messages are pickled (protocol 5); arrays of :data:`OUT_OF_BAND_BYTES` or more travel as
-frames of their own, without a copy into the pickle, and arrive writable.
+frames of their own, without a copy into the pickle, and arrive writable; those of
+:data:`~daskgraph.runtime.worker.shared_arrays.SEGMENT_BYTES` or more through shared memory
+(:mod:`~daskgraph.runtime.worker.shared_arrays`: written once, mapped by the receiver), the
+message carrying the segment's name. The sender releases its segments once the reply came
+(a reply's, when the next message comes or the connection ends).
 
 The socket's directory (mode 0700, in the temporary folder) is named after the worker's
 process and machine (:func:`step_folder_prefix`): a worker killed outright (``SIGKILL``) cannot
@@ -26,16 +30,18 @@ killed one's place, first removes the folders of this user whose process is gone
 >>> from multiprocessing import Pipe
 >>> import numpy as np
 >>> a, b = Pipe()
->>> send_message(a, {"x": np.arange(3.0), "big": np.ones(OUT_OF_BAND_BYTES // 8)})
+>>> segments = send_message(a, {"x": np.arange(3.0), "big": np.ones(OUT_OF_BAND_BYTES // 8),
+...                             "huge": np.ones(shared_arrays.SEGMENT_BYTES // 8)})
 >>> got = recv_message(b)
->>> got["x"].tolist(), got["big"].flags.writeable
-([0.0, 1.0, 2.0], True)
+>>> got["x"].tolist(), got["big"].flags.writeable, got["huge"].flags.writeable
+([0.0, 1.0, 2.0], True, True)
+>>> len(segments)  # (the huge one went through shared memory)
+1
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import pickle
@@ -51,10 +57,14 @@ from concurrent.futures import Executor
 from multiprocessing.connection import Connection, Listener
 from typing import Any
 
+from daskgraph.runtime.worker import shared_arrays
+from daskgraph.runtime.worker.machine import alive, host_identity, machine_tag
+
 __all__ = [
     "OUT_OF_BAND_BYTES",
     "STEP_FOLDER",
     "ChannelServer",
+    "Frames",
     "encode",
     "host_identity",
     "recv_message",
@@ -73,16 +83,6 @@ STEP_FOLDER = "daskgraph-steps-"
 _STEP_FOLDER_NAME = re.compile(re.escape(STEP_FOLDER) + r"(\d+)-([0-9a-f]{10})-")
 
 
-def host_identity() -> str:
-    """This machine as the processes on it see it: its host name and boot id (two
-    containers on one host differ in the first; a rebooted host in the second)."""
-    boot = ""
-    with contextlib.suppress(OSError):
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    return f"{socket.gethostname()}/{boot}"
-
-
 def step_folder_prefix(pid: int | None = None) -> str:
     """The start of the name of a step channel's folder made by process ``pid`` (this one):
     :data:`STEP_FOLDER`, the process id, and a tag of this machine (:func:`host_identity`:
@@ -94,11 +94,7 @@ def step_folder_prefix(pid: int | None = None) -> str:
     >>> _STEP_FOLDER_NAME.match(step_folder_prefix(42) + "x1y2").group(1)
     '42'
     """
-    return f"{STEP_FOLDER}{os.getpid() if pid is None else pid}-{_machine_tag()}-"
-
-
-def _machine_tag() -> str:
-    return hashlib.sha256(host_identity().encode()).hexdigest()[:10]
+    return f"{STEP_FOLDER}{os.getpid() if pid is None else pid}-{machine_tag()}-"
 
 
 def sweep_step_folders(folder: str | None = None) -> list[str]:
@@ -116,12 +112,12 @@ def sweep_step_folders(folder: str | None = None) -> list[str]:
     >>> shutil.rmtree(folder)
     """
     folder = folder or tempfile.gettempdir()
-    mine = _machine_tag()
+    mine = machine_tag()
     removed = []
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
             match = _STEP_FOLDER_NAME.match(entry.name)
-            if match is None or match.group(2) != mine or _alive(int(match.group(1))):
+            if match is None or match.group(2) != mine or alive(int(match.group(1))):
                 continue
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
@@ -131,33 +127,49 @@ def sweep_step_folders(folder: str | None = None) -> list[str]:
     return removed
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process ``pid`` runs on this machine (another user's counts)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # (PermissionError: another user's process)
-        return True
-    return True
+class Frames(list):
+    """The frames of one message (:func:`encode`) and the names of the shared segments it
+    made (its sender releases them, :func:`~daskgraph.runtime.worker.shared_arrays.release`,
+    once the receiver is done with the message)."""
+
+    segments: list[str]
 
 
-def encode(message: Any) -> list[Any]:
-    """``message`` as the frames :func:`write` sends: a head (the sizes of the frames that
-    follow, then the pickle) and each large buffer."""
-    frames: list[Any] = []
+def encode(message: Any, shared: bool = True) -> Frames:
+    """``message`` as the frames :func:`write` sends: a head (the sizes of the buffers that
+    follow, then the names of those in shared segments, then the pickle) and each large
+    buffer not in a segment. ``shared``: buffers of
+    :data:`~daskgraph.runtime.worker.shared_arrays.SEGMENT_BYTES` or more go through shared
+    memory (the receiver is on this machine)."""
+    least = shared_arrays.SEGMENT_BYTES
+    frames, sizes, names = Frames(), [], []
 
     def out_of_band(buffer: pickle.PickleBuffer) -> bool:
-        if buffer.raw().nbytes < OUT_OF_BAND_BYTES:
+        raw = buffer.raw()
+        if raw.nbytes < OUT_OF_BAND_BYTES:
             return True  # (in the pickle)
-        frames.append(buffer.raw())
+        name = shared_arrays.share(raw) if shared and raw.nbytes >= least else None
+        if name is None:
+            frames.append(raw)
+            sizes.append(raw.nbytes)
+        else:
+            names.append(name)
+            sizes.append(raw.nbytes | _IN_SEGMENT)
         return False
 
     body = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
-    sizes = [frame.nbytes for frame in frames]
-    return [struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes) + body, *frames]
+    head = struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes)
+    if names:
+        head += b"".join(_NAME.pack(name.encode()) for name in names)
+    frames.insert(0, head + body)
+    frames.segments = names
+    return frames
+
+
+#: a buffer's size in a head with this bit set: the buffer is in a shared segment, whose
+#: name follows the sizes
+_IN_SEGMENT = 1 << 63
+_NAME = struct.Struct("64s")
 
 
 def write(conn: Connection, frames: list[Any]) -> None:
@@ -190,23 +202,40 @@ def _nbytes(buffer: Any) -> int:
     return buffer.nbytes if isinstance(buffer, memoryview) else len(buffer)
 
 
-def send_message(conn: Connection, message: Any) -> None:
-    """Write ``message`` to ``conn`` (:func:`encode`, then :func:`write`)."""
-    write(conn, encode(message))
+def send_message(conn: Connection, message: Any) -> list[str]:
+    """Write ``message`` to ``conn`` (:func:`encode`, then :func:`write`); return the names
+    of the shared segments it made (to release once the receiver is done)."""
+    frames = encode(message)
+    try:
+        write(conn, frames)
+    except BaseException:
+        shared_arrays.release(frames.segments)
+        raise
+    return frames.segments
 
 
 def recv_message(conn: Connection) -> Any:
     """Read one message :func:`send_message` wrote (raises ``EOFError`` when the other end
-    closed)."""
+    closed, ``OSError`` where a shared segment it names cannot be opened)."""
     head = conn.recv_bytes()
     (count,) = struct.unpack_from("<I", head)
     sizes = struct.unpack_from(f"<{count}Q", head, 4)
-    frames = []
+    offset, buffers, missing = 4 + 8 * count, [], None
     for size in sizes:
+        if size & _IN_SEGMENT:
+            name = _NAME.unpack_from(head, offset)[0].rstrip(b"\0").decode()
+            offset += _NAME.size
+            try:
+                buffers.append(shared_arrays.open_segment(name, size & ~_IN_SEGMENT))
+            except (OSError, ValueError) as exc:  # (the other frames are read all the same)
+                missing = missing or exc
+            continue
         frame = bytearray(size)
         conn.recv_bytes_into(frame)
-        frames.append(frame)
-    return pickle.loads(memoryview(head)[4 + 8 * count :], buffers=frames)
+        buffers.append(frame)
+    if missing is not None:
+        raise OSError(f"a step channel message's shared segment is gone: {missing}")
+    return pickle.loads(memoryview(head)[offset:], buffers=buffers)
 
 
 def run_as_batch_work() -> None:
@@ -251,10 +280,13 @@ class ChannelServer:
         self._connections: set[Connection] = set()
         self._closed = False
         sweep_step_folders()  # of workers killed before they could (this one's predecessor)
+        shared_arrays.sweep_segments()
 
     def endpoint(self) -> dict[str, Any]:
-        """Where and how to connect: the socket's ``path``, the ``authkey`` and this
-        machine's ``host`` (:func:`host_identity`); starts listening on first use."""
+        """Where and how to connect: the socket's ``path``, the ``authkey``, this
+        machine's ``host`` (:func:`host_identity`) and the ``shared`` memory folder this
+        process sees (:func:`~daskgraph.runtime.worker.shared_arrays.folder_identity`);
+        starts listening on first use."""
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"the step channels of {self.name} are closed")
@@ -271,6 +303,7 @@ class ChannelServer:
                 "path": self._listener.address,
                 "authkey": self._key,
                 "host": host_identity(),
+                "shared": shared_arrays.folder_identity(),
             }
 
     def _accept(self) -> None:
@@ -299,42 +332,51 @@ class ChannelServer:
         sends its next message once it has read the reply to the last one."""
         run_as_batch_work()
         writing = threading.Lock()  # the reply being written; the connection's close
+        replied: list[str] = []  # (the last reply's segments: read once the next message came)
         try:
             while True:
                 try:
                     message = recv_message(conn)
                 except (EOFError, OSError):
                     return
+                finally:
+                    shared_arrays.release(replied)
+                    replied.clear()
                 if self.executor is None:
-                    if not self._answer(conn, writing, message):
+                    if not self._answer(conn, writing, message, replied):
                         return
                     continue
                 try:
-                    self.executor.submit(self._answer, conn, writing, message)
+                    self.executor.submit(self._answer, conn, writing, message, replied)
                 except RuntimeError as exc:  # the executor shut down: the worker closes
                     failed = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-                    if not self._reply(conn, writing, failed):
+                    if not self._reply(conn, writing, failed, replied):
                         return
+                message = None  # (a large feed is freed once answered, not once the next came)
         finally:
             with self._lock:
                 self._connections.discard(conn)
             with writing:
                 conn.close()
 
-    def _answer(self, conn: Connection, writing: threading.Lock, message: Any) -> bool:
+    def _answer(
+        self, conn: Connection, writing: threading.Lock, message: Any, replied: list[str]
+    ) -> bool:
         """Write ``serve(message)`` to ``conn``; whether the connection is still open."""
         try:
             reply = self.serve(message)
         except Exception as exc:  # a bug: the client falls back to Dask's comm
             logger.warning("step channel message failed", exc_info=True)
             reply = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-        return self._reply(conn, writing, reply)
+        return self._reply(conn, writing, reply, replied)
 
     @staticmethod
-    def _reply(conn: Connection, writing: threading.Lock, reply: Any) -> bool:
+    def _reply(conn: Connection, writing: threading.Lock, reply: Any, replied: list[str]) -> bool:
+        """Write ``reply``, its shared arrays' segments noted in ``replied`` (released once
+        the next message shows the client read it); whether the connection is still open."""
         with writing:
             try:
-                send_message(conn, reply)
+                replied.extend(send_message(conn, reply))
             except (OSError, ValueError):  # (closed: its client left)
                 return False
         return True

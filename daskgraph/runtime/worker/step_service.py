@@ -74,7 +74,8 @@ from typing import Any
 
 from daskgraph.runtime.program import StepPart
 from daskgraph.runtime.worker.comm_check import check_comm, open_to_any
-from daskgraph.runtime.worker.step_channel import ChannelServer
+from daskgraph.runtime.worker.shared_arrays import folder_identity
+from daskgraph.runtime.worker.step_channel import ChannelServer, host_identity
 from daskgraph.runtime.worker.step_order import OrderedStep
 from daskgraph.runtime.worker.step_run import INLINE_LIMIT, PeerLost, StepHost, StepRun, reply_of
 from daskgraph.runtime.worker.variable_steps import changes_state
@@ -121,6 +122,7 @@ class StepService(StepHost):
         #: what this worker did: ``steps`` run, tensors ``sent`` to and ``received`` from
         #: peers (messages), and ``received`` by sender address (``"from <address>"``)
         self.counts: Counter[str] = Counter()
+        self._hosts: dict[str, bool] = {}  # peer address -> on this machine
         #: run -> worker address -> tensors to send there, kept while the client has not
         #: sent that worker its message yet (they ride along in it)
         self.outbox: dict[tuple, dict[str, list[tuple[int, Any]]]] = {}
@@ -165,17 +167,21 @@ class StepService(StepHost):
     async def step_message(self, comm: Any = None, **message: Any) -> dict[str, Any]:
         """``daskgraph_step`` from another process: :meth:`step`, its reply packed (a
         connection :func:`~daskgraph.runtime.worker.comm_check.check_comm` refuses gets
-        :class:`~daskgraph.errors.UnauthenticatedError`, its message unread)."""
+        :class:`~daskgraph.errors.UnauthenticatedError`, its message unread); large host
+        arrays through shared memory where the message says ``near`` (the client is on this
+        machine and sees its shared memory folder)."""
         self._check_comm(comm, "daskgraph_step")
-        reply = await self.step(**open_envelope(message))
+        fields = open_envelope(message)
+        near = fields.pop("near", False)  # (the client maps this process's shared segments)
+        reply = await self.step(**fields)
         if reply.get("outputs"):
-            reply["outputs"] = pack(reply["outputs"])
+            reply["outputs"] = pack(reply["outputs"], near)
         if reply.get("failure") is not None:
             reply["failure"] = pack(reply["failure"])
         if reply.get("timing"):
             reply["timing"] = pack(reply["timing"])
         if reply.get("forward"):
-            reply["forward"] = pack(reply["forward"])
+            reply["forward"] = pack(reply["forward"], near)
         return envelope(reply)
 
     async def step(
@@ -368,10 +374,25 @@ class StepService(StepHost):
         session, run = key
         try:
             fields = dict(session=session, run=run, producer=producer, sender=self.address)
-            fields["value"] = pack(value)
+            fields["value"] = pack(value, await self._same_host(address))
             await self.worker.rpc(address).daskgraph_step_recv(**envelope(fields), reply=False)
         except (OSError, ConnectionError) as exc:  # CommClosedError is an OSError
             raise PeerLost(address, exc) from exc
+
+    async def _same_host(self, address: str) -> bool:
+        """Whether the worker at ``address`` runs on this machine and sees its shared memory
+        folder (asked once: what its step channel reports), so that large host arrays to it
+        go through shared memory."""
+        if address not in self._hosts:
+            try:
+                endpoint = await self.worker.rpc(address).daskgraph_step_channel()
+                self._hosts[address] = (endpoint.get("host"), endpoint.get("shared")) == (
+                    host_identity(),
+                    folder_identity(),
+                )
+            except Exception:  # (an older worker, or gone: its arrays go as frames)
+                return False
+        return self._hosts[address]
 
     async def in_thread(self, fn: Callable[[], Any]) -> Any:
         """``fn()`` on the worker's threads (its executor, as its tasks)."""

@@ -26,6 +26,7 @@ from typing import Any
 
 from distributed.protocol import Serialize, to_serialize
 
+from daskgraph.runtime.worker import shared_arrays
 from daskgraph.runtime.worker.execution import PACK_BYTES, pack_small
 
 __all__ = ["PACK_BYTES", "by_index", "envelope", "open_envelope", "pack", "packed_bytes", "unpack"]
@@ -37,21 +38,49 @@ _PACKED = {"host": 0, "cuda": 0}
 _PACKED_LOCK = threading.Lock()
 
 
-def pack(value: Any) -> Any:
+def pack(value: Any, near: bool = False) -> Any:
     """``value`` (a dict or tuple of tensors, or one) ready for a Dask message: pickled into
     ``bytes`` when its arrays add up to at most :data:`PACK_BYTES` and none is on a GPU, else
     wrapped for Dask's serializers (arrays as frames of their own, CuPy arrays by Dask's
-    CUDA serializers)."""
-    if isinstance(value, dict):
-        items: Any = tuple(value.values())
-    else:
-        items = value if isinstance(value, (tuple, list)) else (value,)
+    CUDA serializers). ``near``: the receiver is a process of this machine, so host arrays
+    of :data:`~daskgraph.runtime.worker.shared_arrays.SEGMENT_BYTES` or more go through
+    shared memory (:func:`~daskgraph.runtime.worker.shared_arrays.dumps`), the message
+    carrying their segments' names.
+
+    >>> import numpy as np
+    >>> from daskgraph.runtime.worker.shared_arrays import SEGMENT_BYTES, is_shared
+    >>> packed = pack({0: np.ones(SEGMENT_BYTES)}, near=True)
+    >>> is_shared(packed), unpack(packed)[0].shape  # (unpacked: the segment is gone)
+    (True, (1048576,))
+    """
+    items = _items(value)
     if any(type(item).__module__.startswith("cupy") for item in items):
         _count(items)
         return to_serialize(value)
     _count(items)
     packed = pack_small(value, arrays=items)  # (the fast path's rule for small messages)
-    return packed if packed is not value else to_serialize(value)
+    if packed is not value:
+        return packed
+    shared = shared_arrays.dumps(value) if near else None
+    return to_serialize(value) if shared is None else shared
+
+
+def _items(value: Any, depth: int = 2) -> tuple:
+    """The tensors of a message's field, two levels down (a reply's outputs are by
+    partition, then by index; forwarded values are tuples in a list).
+
+    >>> _items({0: {1: "a", 2: "b"}, 3: "c"})
+    ('a', 'b', 'c')
+    """
+    if isinstance(value, dict):
+        values: Any = value.values()
+    elif isinstance(value, (tuple, list)):
+        values = value
+    else:
+        return (value,)
+    if depth <= 1:
+        return tuple(values)
+    return tuple(item for v in values for item in _items(v, depth - 1))
 
 
 def _count(items: Any) -> None:
@@ -88,6 +117,8 @@ def packed_bytes(reset: bool = False) -> dict[str, int]:
 def unpack(value: Any) -> Any:
     """The value :func:`pack` packed, as it arrived (Dask has already undone ``to_serialize``
     by then; a ``Serialize`` wrapper is undone here for callers in the same process)."""
+    if shared_arrays.is_shared(value):
+        return shared_arrays.loads(value)
     if isinstance(value, bytes):
         return pickle.loads(value)
     if isinstance(value, Serialize):
