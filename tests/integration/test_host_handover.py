@@ -133,7 +133,6 @@ def test_a_worker_that_sees_another_shared_folder_gets_its_feeds_as_frames(clust
     value = np.random.default_rng(4).random((ROWS, ROWS), dtype=np.float32)
     two = np.ones(2, np.float32)
     with dg.Graph().as_default(), dg.Session(cluster) as session:
-        session._compiled_steps.channels.pool = channel_steps.POOL
         x, doubled, _, _, c, small = _feed_on_the_gpu()
         session.run(small, {c: two})
         before = _gpu_counts(cluster).get("shared bytes in", 0)

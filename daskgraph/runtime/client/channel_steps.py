@@ -171,10 +171,11 @@ class ChannelTransport:
         watch: ClusterWatch,
         session_id: str,
         book: StepBook,
-        pool: ChannelPool = POOL,
+        pool: ChannelPool | None = None,
     ) -> None:
         self.client, self.watch, self.session_id = client, watch, session_id
-        self.book, self.pool = book, pool
+        self.book = book
+        self.pool = POOL if pool is None else pool  # (the process's channels by default)
         self._rounds: dict[tuple[str, frozenset[str]], OneRound | None] = {}
 
     def carry(self, call: StepCall) -> StepOutcome | None:

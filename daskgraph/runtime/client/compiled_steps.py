@@ -40,7 +40,7 @@ from typing import Any
 from distributed import Client
 
 from daskgraph.cluster.liveness import ClusterWatch
-from daskgraph.runtime.client.channel_steps import POOL
+from daskgraph.runtime.client import channel_steps
 from daskgraph.runtime.client.dispatch import CompiledRun, fire
 from daskgraph.runtime.client.inprocess import private_feed
 from daskgraph.runtime.client.run_watch import RunWatch
@@ -140,7 +140,7 @@ class CommTransport:
             load = None if loaded else (plan, peers, frozenset() if local else near)
             message = {"session": self.session_id, "run": run, "token": compiled.token}
             if local is None:
-                near_host = POOL.same_host(self.client, address)
+                near_host = channel_steps.POOL.same_host(self.client, address)
                 message.update(step=pack(call.step), feeds=pack(feeds, near_host), trace=trace)
                 message["near"] = near_host  # (its reply's large arrays: shared memory too)
                 message["load"] = None if load is None else pack(load)
