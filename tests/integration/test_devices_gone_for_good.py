@@ -16,9 +16,9 @@ import dask
 import numpy as np
 import pytest
 from distributed import Client
+from worker_probes import cluster_client
 
 import daskgraph as dg
-from daskgraph.cluster.local import local_cluster
 from daskgraph.config import SessionConfig
 from daskgraph.runtime.client.session import RunMetadata, RunOptions
 from daskgraph.testing import within
@@ -33,12 +33,9 @@ TRACE = RunOptions(trace_level=RunOptions.FULL_TRACE)
 @pytest.fixture
 def client():
     """Two virtual GPUs, each a worker process with its nanny; the CPU worker in this one."""
-    cluster = local_cluster(virtual_gpus=2, processes=True, cpu_threads=1, cpu_in_process=True)
-    client = Client(cluster, set_as_default=False)
-    client.wait_for_workers(3, timeout=60)
-    yield client
-    client.close()
-    cluster.close()
+    options = {"processes": True, "cpu_threads": 1, "cpu_in_process": True}
+    with cluster_client(3, virtual_gpus=2, **options) as client:
+        yield client
 
 
 def _gpu1(client: Client) -> tuple[str, dict]:

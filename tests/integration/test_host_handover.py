@@ -16,9 +16,9 @@ import dask
 import numpy as np
 import pytest
 from distributed import Client
+from worker_probes import cluster_client
 
 import daskgraph as dg
-from daskgraph.cluster.local import local_cluster
 from daskgraph.runtime.client import channel_steps
 from daskgraph.runtime.worker import shared_arrays
 
@@ -30,12 +30,9 @@ ROWS = 4096  # x 4096 float32: 64 MiB a feed
 @pytest.fixture(scope="module")
 def cluster():
     """Two virtual GPUs in processes of their own, the CPU worker in this process."""
-    cluster = local_cluster(virtual_gpus=2, processes=True, cpu_threads=1, cpu_in_process=True)
-    client = Client(cluster, set_as_default=False)
-    client.wait_for_workers(3, timeout=60)
-    yield client
-    client.close()
-    cluster.close()
+    options = {"processes": True, "cpu_threads": 1, "cpu_in_process": True}
+    with cluster_client(3, virtual_gpus=2, **options) as client:
+        yield client
 
 
 def _gpu_counts(client: Client, gpu: str = "GPU:0") -> dict[str, int]:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import socket
+from collections.abc import Callable
 
-__all__ = ["alive", "host_identity", "machine_tag"]
+__all__ = ["alive", "host_identity", "leftovers", "machine_tag"]
 
 
 def host_identity() -> str:
@@ -43,3 +45,27 @@ def alive(pid: int) -> bool:
     except OSError:  # (PermissionError: another user's process)
         return True
     return True
+
+
+def leftovers(folder: str, name: re.Pattern, kind: Callable[[int], bool]) -> list[str]:
+    """The paths of the entries of ``folder`` that processes of this machine left behind: a
+    name ``name`` matches (its groups 1 and 2: the creator's process id and
+    :func:`machine_tag`), whose creator is gone, owned by this user, of ``kind`` (a test of
+    ``st_mode``: ``stat.S_ISDIR``, ``stat.S_ISREG``). Entries of live processes, of other
+    users and of other machines are left out; a folder that cannot be read has none.
+
+    >>> import stat
+    >>> leftovers("/nonexistent-folder", re.compile("x-(1)-(2)"), stat.S_ISREG)
+    []
+    """
+    mine, found = machine_tag(), []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            match = name.match(entry.name)
+            if match is None or match.group(2) != mine or alive(int(match.group(1))):
+                continue
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if kind(info.st_mode) and info.st_uid == os.getuid():
+                    found.append(entry.path)
+    return found

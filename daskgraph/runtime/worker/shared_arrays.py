@@ -44,7 +44,7 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from typing import Any
 
-from daskgraph.runtime.worker.machine import alive, machine_tag
+from daskgraph.runtime.worker.machine import leftovers, machine_tag
 
 __all__ = [
     "COUNTS",
@@ -292,17 +292,11 @@ def sweep_segments(folder: str = SHARED_FOLDER) -> list[str]:
     >>> sweep_segments("/nonexistent-folder")
     []
     """
-    mine, removed = machine_tag(), []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(folder):
-            match = _SEGMENT_NAME.match(entry.name)
-            if match is None or match.group(2) != mine or alive(int(match.group(1))):
-                continue
-            with contextlib.suppress(OSError):
-                info = entry.stat(follow_symlinks=False)
-                if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
-                    os.unlink(entry.path)
-                    removed.append(entry.name)
+    removed = []
+    for path in leftovers(folder, _SEGMENT_NAME, stat.S_ISREG):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed.append(os.path.basename(path))
     return removed
 
 

@@ -58,7 +58,7 @@ from multiprocessing.connection import Connection, Listener
 from typing import Any
 
 from daskgraph.runtime.worker import shared_arrays
-from daskgraph.runtime.worker.machine import alive, host_identity, machine_tag
+from daskgraph.runtime.worker.machine import host_identity, leftovers, machine_tag
 
 __all__ = [
     "OUT_OF_BAND_BYTES",
@@ -112,18 +112,11 @@ def sweep_step_folders(folder: str | None = None) -> list[str]:
     >>> shutil.rmtree(folder)
     """
     folder = folder or tempfile.gettempdir()
-    mine = machine_tag()
     removed = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(folder):
-            match = _STEP_FOLDER_NAME.match(entry.name)
-            if match is None or match.group(2) != mine or alive(int(match.group(1))):
-                continue
-            with contextlib.suppress(OSError):
-                info = entry.stat(follow_symlinks=False)
-                if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
-                    shutil.rmtree(entry.path)
-                    removed.append(entry.path)
+    for path in leftovers(folder, _STEP_FOLDER_NAME, stat.S_ISDIR):
+        with contextlib.suppress(OSError):
+            shutil.rmtree(path)
+            removed.append(path)
     return removed
 
 
