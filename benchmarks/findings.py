@@ -55,14 +55,20 @@ plan lookup 7.5; to `InProcessDevices.run` 5; worker lookup and the feed copy 9;
 `run_partition` 22 (its two NumPy ops on 4 floats about 3 µs of it); back to the caller 10.
 TensorFlow's `Session.run` takes 300-450 µs on the same loaded machine. Left in that path:
 `importlib.import_module(program.backend)` on every run (1.5 µs) and four `dask.config.get`
-a run (1.3 µs each). GPU devices and clusters by address still take the actor path, where
+a run (1.3 µs each). GPU devices and clusters by address then took the actor path, where
 one pickled argument each way would save about 0.8 ms a call: done since (3b516f9,
 feeds and results up to 64 KiB travel as one pickled `bytes`), 4.38 -> 3.63 ms a call on a
 virtual-GPU process worker, interleaved. Last full run: daskgraph 89 us, TensorFlow 453 us
 (0.20x).
 
+*Since issue 33* the executor actor and `dispatch.FastPath` are gone: a one-partition plan is a
+one-device compiled step, on a worker process of this machine through its step channel
+(0.29-0.38 ms a run on a virtual-GPU process worker, against 1.78-2.37 ms by the actor),
+elsewhere over Dask's comm; the in-process CPU path (40-48 us) is unchanged.
+
 *If it regresses:* cProfile 3,000 runs in one process (the in-process path has no other
-thread); for the actor path, stamp the hops as above.""",
+thread); for a worker process, stamp the hops of the step channel and the worker's executor
+as above.""",
     "first_run.total": """\
 **Graph build in Python, then lowering.** The last full run (`make bench`, 2026-11-23):
 build 12.9 s, first `Session()` 0.08 s, first run 12.7 s (place + lower 6.4 s, compiling and
@@ -112,8 +118,9 @@ run starts compiling the fused kernels with Numba (about 200 MB, the import and 
 **Page faults on every op output, and 48 MB across a process boundary.** Fixed: Dask's nanny
 starts workers with OpenBLAS limited to one thread (`execution.py` gives BLAS the CPU worker's
 threads with `threadpoolctl`: 1.7x became 1.1x); large feeds went through the scheduler (the
-fast path now sends them straight to the worker; the suite's client talks to workers
-directly, as a session's own client does); and the nanny's `MALLOC_TRIM_THRESHOLD_=65536`
+fast path of the time then sent them straight to the worker, as compiled steps do now, host
+arrays of 1 MiB or more through shared memory on one machine; the suite's client talks to
+workers directly, as a session's own client does); and the nanny's `MALLOC_TRIM_THRESHOLD_=65536`
 switches off glibc's dynamic mmap threshold, so each 16 MB MatMul output was a fresh `mmap`
 with about 900 page faults (a MatMul 8-10% slower on the worker than in the client, which
 faults about 60 times): the worker preload now sets the mmap threshold to 32 MiB and the trim
@@ -124,7 +131,13 @@ threshold to 64 MiB (`daskgraph.worker-malloc-mmap-threshold`), which brought 1.
 *If it regresses:* count the worker's minor page faults per op (`resource.getrusage` through
 `client.run`) before looking elsewhere.""",
     "feeds.through_scheduler": """\
-**The one-partition fast path goes through the scheduler.** `dispatch.FastPath` runs a plan of
+*History: the executor actor and `dispatch.FastPath` went in issue 33. A one-partition plan is
+now a one-device compiled step sent straight to its worker (a step channel or Dask's comm;
+host feeds of 1 MiB or more through shared memory on one machine), and the scheduler's path
+sends feeds of at least `daskgraph.direct-feed-bytes` ahead to the workers' step services
+(`daskgraph_step_stage`). What was found then:*
+
+**The one-partition fast path went through the scheduler.** `dispatch.FastPath` ran a plan of
 one partition by calling a `PartitionExecutor` Dask actor on the device's worker. A Dask actor
 called from a client reaches its worker directly only when `client.direct_to_workers` is true;
 otherwise (the default, and the session's own client) `Actor._worker_rpc` is a `ProxyRPC`: the
@@ -220,8 +233,10 @@ client's) on 2 cores, not to compute.""",
 calling thread, and reads the reply there; no event loop, no Dask framing.** A repeated step is
 one-round (the products are read only by the `add_n` on `/cpu:0`, in the client's process): the
 client encodes a message per GPU worker (the run's number, the plan's token), writes it to that
-worker's step channel, the worker's channel thread runs the matmul and writes back the 16 KiB
-product, and the client runs the `add_n` in the calling thread. Measured (2 cores, six runs of
+worker's step channel, the worker's channel thread ran the matmul (since issue 33 it hands the
+step to the worker's executor, one hand-off: about +17%, 971 -> 1135 us a two-device step on
+the loaded machine) and writes back the 16 KiB product, and the client runs the `add_n` in the
+calling thread. Measured (2 cores, six runs of
 `--only multi-device`, each a median of 5 repeats): 0.53-0.83 ms a step, against 1.44 ms
 through Dask's comm (the last session's compiled steps), 17-22 ms on the scheduler's path and
 0.15-0.27 ms for TensorFlow's logical devices (2.3-3.6x). Why Dask's comm cost more: a bare
@@ -266,7 +281,8 @@ cores also serve the client and scheduler process and any other job, so two towe
 cores only on an otherwise idle machine (each took about 130 ms instead of 95 here; at load
 8 two towers in one run took 2.2x one tower, as long as one after the other); and a run over
 two devices goes through the Dask scheduler (one task per partition): 20-25 ms for a trivial
-two-device graph against 4.5-5 ms for a one-device run (an actor call to the worker), about
-0.15-0.2 of the ratio at this tower size. Re-run it on a quiet machine (`--only training`),
+two-device graph against 4.5-5 ms for a one-device run (then an actor call to the worker; both
+are compiled steps since), about 0.15-0.2 of the ratio at this tower size. Re-run it on a
+quiet machine (`--only training`),
 or with bigger towers (`--tower-size 1024`) to shrink the fixed cost's share.""",
 }

@@ -1,12 +1,17 @@
-"""How tensors travel in compiled steps' messages: small ones pickled, large ones as frames.
+"""How tensors travel in compiled steps' messages: small ones pickled, large ones as frames
+or, to a process of this machine, through shared memory.
 
 A Dask message's values must be wrapped for Dask's serializers. Wrapping each array with
 ``to_serialize`` sends it as frames of its own without a copy (and CuPy arrays through Dask's
-CUDA serializers), but costs a few hundred microseconds of headers and frames per message on
-a small machine; a message whose tensors are small (:data:`PACK_BYTES` in all, as the fast
-path's :func:`~daskgraph.runtime.worker.execution.pack_small`) goes as one pickled ``bytes``
-instead. A value that is already one (the sender's and the receiver's process are the same)
-is never wrapped at all: :func:`pack` is only called for messages that leave the process.
+CUDA serializers: device to device over UCX), but costs a few hundred microseconds of headers
+and frames per message on a small machine; a message whose tensors are small
+(:data:`PACK_BYTES` in all, :func:`~daskgraph.runtime.worker.execution.pack_small`'s rule)
+goes as one pickled ``bytes`` instead. Host arrays of
+:data:`~daskgraph.runtime.worker.shared_arrays.SEGMENT_BYTES` or more for a process of this
+machine go through shared memory (:mod:`~daskgraph.runtime.worker.shared_arrays`), the
+message carrying their segments' names. A value that is already one (the sender's and the
+receiver's process are the same) is never wrapped at all: :func:`pack` is only called for
+messages that leave the process.
 
 >>> import numpy as np
 >>> unpack(pack({1: np.float32(2.0)}))
@@ -58,7 +63,7 @@ def pack(value: Any, near: bool = False) -> Any:
         _count(items)
         return to_serialize(value)
     _count(items)
-    packed = pack_small(value, arrays=items)  # (the fast path's rule for small messages)
+    packed = pack_small(value, arrays=items)  # (one pickled bytes for small messages)
     if packed is not value:
         return packed
     shared = shared_arrays.dumps(value) if near else None
