@@ -21,7 +21,8 @@ cannot be abandoned). The guarantees are that path's: assigns apply once per
 worker (or, if no worker left, goes to the other transport).
 
 A one-device step on a worker process of this machine is such a step: one message, one
-reply, the partition run in the channel's thread.
+reply. On the worker, the channel's thread reads the message and hands the step to the
+worker's executor (:mod:`~daskgraph.runtime.worker.step_channel`).
 """
 
 from __future__ import annotations
