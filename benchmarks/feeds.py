@@ -2,7 +2,7 @@
 
 Two 400 MB float32 feeds (10000 x 10000) to placeholders under ``/gpu:0`` on the embedded
 cluster with one virtual GPU; the fetch is ``reduce_sum(a + b)``, so the result is a scalar.
-daskgraph sends every feed of at least ``daskgraph.direct-feed-bytes`` (1 MiB) straight to its
+daskgraph sends every feed of at least ``dispatch.DIRECT_FEED_BYTES`` (1 MiB) straight to its
 worker through the session's executor actor there (the run itself on the fast path, or sent
 ahead of a multi-device run's tasks); only the run's task graph (a few KB) goes to the
 scheduler.
@@ -30,7 +30,6 @@ import threading
 import warnings
 from typing import Any
 
-import dask.config
 import numpy as np
 
 from benchmarks.common import (
@@ -43,6 +42,7 @@ from benchmarks.common import (
     target_record,
     way_record,
 )
+from daskgraph.runtime.client import dispatch
 
 ALLOWANCE = 2**20  # bytes per run in and out of the scheduler: graph and control messages
 DIRECTIONS = ("client_to_scheduler", "scheduler_out", "client_to_workers", "other")
@@ -204,7 +204,7 @@ def run(client, scheduler, devices: dict[str, str], args) -> dict[str, Any]:
             "size": size,
             "feed_bytes_total": feed_bytes,
             "allowance_bytes": ALLOWANCE,
-            "direct_feed_threshold_bytes": int(dask.config.get("daskgraph.direct-feed-bytes")),
+            "direct_feed_threshold_bytes": dispatch.DIRECT_FEED_BYTES,
         },
         "baseline": "daskgraph",
         "ways": list(by.values()),

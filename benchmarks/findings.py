@@ -124,7 +124,7 @@ workers directly, as a session's own client does); and the nanny's `MALLOC_TRIM_
 switches off glibc's dynamic mmap threshold, so each 16 MB MatMul output was a fresh `mmap`
 with about 900 page faults (a MatMul 8-10% slower on the worker than in the client, which
 faults about 60 times): the worker preload now sets the mmap threshold to 32 MiB and the trim
-threshold to 64 MiB (`daskgraph.worker-malloc-mmap-threshold`), which brought 1.10-1.15x to
+threshold to 64 MiB (`local.WORKER_MALLOC_MMAP_THRESHOLD`), which brought 1.10-1.15x to
 1.01-1.02x. What remains when it shows: the two 16 MB feeds in and the 16 MB result out (an
 `A + B` run with the same transfers takes 40 ms against 3 ms in NumPy).
 
@@ -151,7 +151,7 @@ scheduler and 128 MB client -> worker.
 *Fix in daskgraph (`dispatch.py`):* call the executor's worker directly whatever the client's
 setting: `client.rpc(worker).actor_execute(actor=key, function="run", args=[to_serialize(a)
 for a in args], kwargs={})`, which is what `Actor` does when `direct_to_workers` is set (or
-send feeds of at least `daskgraph.direct-feed-bytes` with `scatter(direct=True)` first and
+send feeds of at least `DIRECT_FEED_BYTES` with `scatter(direct=True)` first and
 pass their keys). It also shortens latency: a one-op run takes 1.02-1.15 ms direct against
 1.38-1.44 ms through the proxy here.""",
     "fine.vs_tensorflow": """\

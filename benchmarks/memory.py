@@ -23,7 +23,7 @@ Targets: over the last half of the runs, no process grows by more than :data:`GO
 bytes per run (least-squares slope of its samples, after ``malloc_trim``: a 1 MiB step of the
 allocator's high-water mark over 3,000 runs alone reads 350 B/run); and the scheduler keeps
 nothing per run (:data:`KEPT`, counted at the middle and the end; its key memo is bounded by
-``daskgraph.key-memo-limit``). Before the fix the client of the embedded cluster (where the
+``footprint.KEY_MEMO_LIMIT``). Before the fix the client of the embedded cluster (where the
 scheduler lives) grew by about 8 KB per run; after the shared span, the scheduler by 1.4 KB and
 the CPU worker by 1.1 KB per run.
 """

@@ -26,7 +26,7 @@ and with it those 300 bytes per multi-device run.
 *The key memo.* ``dask.utils.key_split`` remembers the prefix of the last 100,000 task keys
 each process saw, about 330 bytes a key: every run's keys are new, so the scheduler and the
 workers would each grow by some 30 MiB before that memo is full. daskgraph clears the memo
-where it holds more than ``daskgraph.key-memo-limit`` keys (1,024): on the workers as a
+where it holds more than :data:`KEY_MEMO_LIMIT` keys (1,024): on the workers as a
 partition starts (:func:`bound_key_memo`, called by :mod:`daskgraph.runtime.worker.execution`), on
 the
 scheduler when a graph arrives (:class:`KeyMemoBound`, a scheduler plugin the first session of
@@ -38,13 +38,12 @@ prefix (about a microsecond each).
 messages a client, scheduler or worker sent on its batched streams (whole, up to 1 MB), the
 scheduler's transitions and event topics, the workers' state-machine stimuli. They level off,
 but the first are not small: a run's graph carries its feeds below
-``daskgraph.direct-feed-bytes`` (1 MiB), so that a program feeding 256 KiB per run kept 200 MiB
-in its client and 130 MiB in the scheduler. Where daskgraph runs Dask (the embedded cluster and
-its workers, a :class:`~daskgraph.cluster.server.Server`, the client of a session to an address),
-those
-logs keep ``daskgraph.dask-log-length`` entries (32; :func:`shorten_dask_logs`,
-:func:`worker_settings`). That is a setting of the whole process: other Dask clients made in it
-afterwards keep as many.
+:data:`daskgraph.runtime.client.dispatch.DIRECT_FEED_BYTES` (1 MiB), so that a program feeding
+256 KiB per run kept 200 MiB in its client and 130 MiB in the scheduler. Where daskgraph runs
+Dask (the embedded cluster and its workers, a :class:`~daskgraph.cluster.server.Server`, the
+client of a session to an address), those logs keep :data:`DASK_LOG_LENGTH` entries (32;
+:func:`shorten_dask_logs`, :func:`worker_settings`). That is a setting of the whole process:
+other Dask clients made in it afterwards keep as many.
 
 Other logs are small and level off too: the last 100 computations on the scheduler
 (``distributed.diagnostics.computations.max-history``), and the log records of every process
@@ -86,8 +85,16 @@ logger = logging.getLogger("daskgraph.cluster.footprint")
 
 #: Dask's setting for the length of its low-level logs
 LOG_LENGTH = "distributed.admin.low-level-log-length"
-#: daskgraph's setting for the size the key memo may reach
-MEMO_LIMIT = "daskgraph.key-memo-limit"
+#: Clear a process's memo of task-key prefixes once it holds more than this many keys. Every
+#: run's keys are new, so the memo is only worth its current run's keys (a few per partition);
+#: 1,024 keeps it under half a MiB (about 330 bytes a key) against Dask's 100,000 (30 MiB),
+#: and clearing costs the next lookups a microsecond each. Read at each call, so a test may
+#: patch it.
+KEY_MEMO_LIMIT = 1024
+#: Entries Dask's low-level logs keep where daskgraph runs Dask (Dask's default: 1,000). One
+#: of them keeps every batch of messages sent, feeds included, so 1,000 can be hundreds of
+#: MiB; 32 still shows a developer the last few runs' messages.
+DASK_LOG_LENGTH = 32
 #: the name the scheduler plugin is registered under (one per scheduler)
 PLUGIN_NAME = "daskgraph-key-memo"
 
@@ -95,12 +102,12 @@ _installed: weakref.WeakSet[Client] = weakref.WeakSet()
 _lock = threading.Lock()
 
 
-def bound_key_memo(limit: int | str | None = "config") -> bool:
+def bound_key_memo(limit: int | str | None = "default") -> bool:
     """Clear this process's memo of task-key prefixes (``dask.utils.key_split``) if it holds
-    more than ``limit`` keys (``daskgraph.key-memo-limit`` by default; ``None``: never).
+    more than ``limit`` keys (:data:`KEY_MEMO_LIMIT` by default; ``None``: never).
     Returns whether it was cleared."""
-    if limit == "config":
-        limit = dask.config.get(MEMO_LIMIT)
+    if limit == "default":
+        limit = KEY_MEMO_LIMIT
     if limit is None or key_split.cache_info().currsize <= int(limit):
         return False
     key_split.cache_clear()
@@ -110,14 +117,14 @@ def bound_key_memo(limit: int | str | None = "config") -> bool:
 class KeyMemoBound(SchedulerPlugin):
     """A scheduler plugin: bound the scheduler's key memo each time a graph arrives.
 
-    The limit is read from the scheduler's own Dask config, as every scheduler setting is.
+    The limit is :data:`KEY_MEMO_LIMIT` of the scheduler's process.
     """
 
     idempotent = True  # one per scheduler, whichever session registers it first
     name = PLUGIN_NAME
 
     def update_graph(self, scheduler: Any, **kwargs: Any) -> None:
-        """Clear the memo if it grew past ``daskgraph.key-memo-limit``."""
+        """Clear the memo if it grew past :data:`KEY_MEMO_LIMIT`."""
         bound_key_memo()
 
 
@@ -164,27 +171,20 @@ def scheduler_extensions() -> dict[str, Any]:
 
 
 def shorten_dask_logs() -> None:
-    """Make the Dask objects this process creates from now on keep ``daskgraph.dask-log-length``
-    entries in their low-level logs (``distributed.admin.low-level-log-length``; nothing when
-    that is null). Called where daskgraph starts a scheduler, workers or a client here."""
-    length = dask.config.get("daskgraph.dask-log-length")
-    if length is not None:
-        dask.config.set({LOG_LENGTH: int(length)})
+    """Make the Dask objects this process creates from now on keep :data:`DASK_LOG_LENGTH`
+    entries in their low-level logs (``distributed.admin.low-level-log-length``). Called where
+    daskgraph starts a scheduler, workers or a client here."""
+    dask.config.set({LOG_LENGTH: DASK_LOG_LENGTH})
 
 
 def worker_settings() -> dict[str, Any]:
     """The Dask settings a worker process daskgraph starts gets from its nanny: its low-level
-    logs' length, and this process's ``daskgraph.key-memo-limit``.
+    logs' length (:data:`DASK_LOG_LENGTH`).
 
-    >>> with dask.config.set({"daskgraph.dask-log-length": 32, "daskgraph.key-memo-limit": 10}):
-    ...     worker_settings()
-    {'daskgraph.key-memo-limit': 10, 'distributed.admin.low-level-log-length': 32}
+    >>> worker_settings()
+    {'distributed.admin.low-level-log-length': 32}
     """
-    settings: dict[str, Any] = {MEMO_LIMIT: dask.config.get(MEMO_LIMIT)}
-    length = dask.config.get("daskgraph.dask-log-length")
-    if length is not None:
-        settings[LOG_LENGTH] = int(length)
-    return settings
+    return {LOG_LENGTH: DASK_LOG_LENGTH}
 
 
 def trim_heap(*_: Any) -> int:

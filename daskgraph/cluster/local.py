@@ -72,6 +72,12 @@ NANNY = "daskgraph.cluster.nanny_setup.DeviceNanny"
 WORKER_PRELOAD = "daskgraph.cluster.worker_preload"
 #: the preload of a GPU worker set up without dask-cuda (:mod:`daskgraph.cluster.gpu_worker`)
 GPU_PRELOAD = "daskgraph.cluster.gpu_worker"
+#: glibc's mmap threshold of process workers (bytes; ``MALLOC_MMAP_THRESHOLD_``), with a trim
+#: threshold of twice it: blocks below it come from the heap and are reused, as glibc's dynamic
+#: threshold does by itself in a plain process (Dask's nanny turns that off). 32 MiB is the
+#: most glibc takes on 64-bit, and where its dynamic threshold ends. None: leave Dask's
+#: setting. Read at each call through this module, so a test may patch it.
+WORKER_MALLOC_MMAP_THRESHOLD: int | None = 32 * 2**20
 NO_DASK_CUDA_WARNING = (
     "daskgraph found NVIDIA GPUs but dask-cuda is not installed: its GPU workers set up their "
     "memory without it (no CPU affinity, no CUDA context made at start). Install the extra "
@@ -345,7 +351,7 @@ def process_environment(nthreads: int) -> dict[str, str]:
     plain process. Dask's trim threshold also switches off glibc's dynamic mmap threshold, so
     every array of more than 128 KiB would be a fresh ``mmap``, page-faulted in as it is
     written (a 2000x2000 MatMul 8-10% slower than in a plain process): here the mmap threshold
-    is ``daskgraph.worker-malloc-mmap-threshold`` (32 MiB) and the trim threshold twice that,
+    is :data:`WORKER_MALLOC_MMAP_THRESHOLD` (32 MiB) and the trim threshold twice that,
     what glibc's dynamic threshold reaches by itself. These variables must be set before the
     worker process starts; the nanny :class:`daskgraph.cluster.nanny_setup.DeviceNanny` sees to
     that.
@@ -356,9 +362,8 @@ def process_environment(nthreads: int) -> dict[str, str]:
     """
     env = {var: str(nthreads) for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     env["MKL_NUM_THREADS"] = str(nthreads)
-    threshold = dask.config.get("daskgraph.worker-malloc-mmap-threshold")
+    threshold = WORKER_MALLOC_MMAP_THRESHOLD
     if threshold is not None:
-        threshold = min(int(threshold), 32 * 2**20)
         env["MALLOC_MMAP_THRESHOLD_"] = str(threshold)
         env["MALLOC_TRIM_THRESHOLD_"] = str(2 * threshold)
     return env

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import daskgraph as dg
+from daskgraph.runtime.client import dispatch
 from daskgraph.runtime.client.session import RunMetadata, RunOptions
 
 
@@ -128,8 +129,8 @@ def _staged_and_scattered(session_id: str, dask_worker=None) -> tuple[int, int]:
     return len(state_of(dask_worker).session(session_id).staged), len(scattered)
 
 
-def test_large_feeds_are_sent_ahead_not_scattered(dg_session, dg_client):
-    """On the scheduler's path, a feed above ``daskgraph.direct-feed-bytes`` read on two
+def test_large_feeds_are_sent_ahead_not_scattered(dg_session, dg_client, monkeypatch):
+    """On the scheduler's path, a feed above ``dispatch.DIRECT_FEED_BYTES`` read on two
     devices reaches both through their step services: right results, no scattered data
     (which the scheduler reports as an ERROR when a worker holding it dies), nothing left
     behind, after a failed run too."""
@@ -142,8 +143,8 @@ def test_large_feeds_are_sent_ahead_not_scattered(dg_session, dg_client):
     with dg.device("/cpu:0"):
         both = left + right
         bad = dg.matmul(x, x)  # (600, 500) @ (600, 500) fails at run time, after the feed is sent
-    settings = {**PATHS["scheduler"], "daskgraph.direct-feed-bytes": 1_000_000}
-    with dask.config.set(settings):
+    monkeypatch.setattr(dispatch, "DIRECT_FEED_BYTES", 1_000_000)
+    with dask.config.set(PATHS["scheduler"]):
         got = dg_session.run([left, right, both], {x: big})
         np.testing.assert_allclose(got, [big.sum() * 2, big.max(), big.sum() * 2 + big.max()])
         with pytest.raises(dg.errors.InvalidArgumentError, match="MatMul"):

@@ -24,7 +24,7 @@ from worker_probes import kill, step_counts, transitions, wait_for_devices
 
 import daskgraph as dg
 from daskgraph.cluster.local import local_cluster
-from daskgraph.runtime.client import channel_steps
+from daskgraph.runtime.client import channel_steps, dispatch
 from daskgraph.runtime.client.session import RunOptions
 from daskgraph.runtime.worker.step_service import EXTENSION
 from daskgraph.runtime.worker.worker_state import state_of
@@ -220,12 +220,13 @@ def test_one_device_steps_on_a_worker_process_go_through_its_channel(cluster, n)
     assert _gained(before, after, "GPU:0", "steps") == 3
 
 
-def test_large_feeds_reach_worker_processes_ahead_of_the_scheduled_graph(cluster):
-    """On the scheduler's path, a feed above ``daskgraph.direct-feed-bytes`` read on both
+def test_large_feeds_reach_worker_processes_ahead_of_the_scheduled_graph(cluster, monkeypatch):
+    """On the scheduler's path, a feed above ``dispatch.DIRECT_FEED_BYTES`` read on both
     GPU workers' processes is sent ahead to their step services: right results, no actor made
     on any worker, no scattered data, nothing left behind after a failed run."""
     big = np.arange(300_000, dtype=np.float32).reshape(600, 500) / 1e5  # 1.2 MB
-    settings = {"daskgraph.compiled-steps": False, "daskgraph.direct-feed-bytes": 1_000_000}
+    monkeypatch.setattr(dispatch, "DIRECT_FEED_BYTES", 1_000_000)
+    settings = {"daskgraph.compiled-steps": False}
     with dg.Graph().as_default(), dg.Session(cluster) as session, dask.config.set(settings):
         x = dg.placeholder(dg.float32, [None, 500])
         with dg.device("/gpu:0"):

@@ -15,7 +15,7 @@ After the first batch and after the last, once the cluster has settled:
   session's resident programs), task groups, the span extension's groups and graph metadata,
   the workers' tasks and data;
 * no Dask or daskgraph type has more objects in the client's process (with the scheduler);
-* every process's key memo is within ``daskgraph.key-memo-limit``;
+* every process's key memo is within ``footprint.KEY_MEMO_LIMIT``;
 * no process's resident memory (after ``malloc_trim``, which gives the allocator's reserve
   back) grew by more than :data:`RSS_BOUND`, a generous bound.
 """
@@ -35,7 +35,7 @@ import psutil
 import pytest
 
 import daskgraph as dg
-from daskgraph.cluster.footprint import trim_heap
+from daskgraph.cluster.footprint import KEY_MEMO_LIMIT, trim_heap
 
 RUNS = 800
 BATCH = 100
@@ -182,7 +182,7 @@ def _growth(first: dict[str, Any], last: dict[str, Any], runs: int) -> list[str]
     }
     if grown:
         problems.append(f"Dask/daskgraph objects grew over {runs} runs: {grown}")
-    limit = dask.config.get("daskgraph.key-memo-limit", 1024) + MEMO_SLACK
+    limit = KEY_MEMO_LIMIT + MEMO_SLACK
     if max(last["memo"].values()) > limit:
         problems.append(f"key memos over {limit} keys: {last['memo']}")
     growth = {p: last["rss"][p] - first["rss"][p] for p in first["rss"]}

@@ -30,7 +30,7 @@ from daskgraph.cluster.local import local_cluster
 
 N = 300
 STEPS = 60
-BIG = 800  # a 2.5 MB feed: above daskgraph.direct-feed-bytes, sent ahead
+BIG = 800  # a 2.5 MB feed: above dispatch.DIRECT_FEED_BYTES, sent ahead
 BIG_STEPS = 6
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"

@@ -16,6 +16,7 @@ from dask.sizeof import sizeof
 from test_lowering import CPU0, GPU0, GPU1, lowered, new_step
 
 import daskgraph as dg
+from daskgraph.runtime.planner import task_graph
 from daskgraph.runtime.planner.lowering import Plan, build_task_graph
 from daskgraph.runtime.program import select_outputs
 from daskgraph.runtime.worker.execution import RunFailure, execute_partition
@@ -154,7 +155,7 @@ def test_a_failure_passes_through_selections() -> None:
     ids=["small", "threshold-0", "unknown-size"],
 )
 def test_a_selection_is_made_where_what_stays_behind_is_large_or_unknown(
-    shape, threshold, selected
+    shape, threshold, selected, monkeypatch
 ) -> None:
     with dg.Graph().as_default() as g:
         with dg.device("/gpu:0"):
@@ -165,8 +166,8 @@ def test_a_selection_is_made_where_what_stays_behind_is_large_or_unknown(
             w = dg.negative(y, name="w")
     plan = lowered(g, [z, w], [x])
     value = np.arange(4, dtype=np.float32)
-    with dask.config.set({"daskgraph.selected-output-bytes": threshold}):
-        hlg, gathered = _graph(plan, [value])
+    monkeypatch.setattr(task_graph, "SELECTED_OUTPUT_BYTES", threshold)
+    hlg, gathered = _graph(plan, [value])
     gpu = plan.partitions[plan.fetches[0][0]]
     assert len(dict(hlg)) == len(plan.partitions) + 2 * selected
     assert (dict(hlg)[gathered[gpu.index]][0] is select_outputs) == selected

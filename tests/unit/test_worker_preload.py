@@ -13,9 +13,9 @@ import os
 import subprocess
 import sys
 
-import dask
 import pytest
 
+from daskgraph.cluster import local
 from daskgraph.cluster.local import process_environment
 from daskgraph.cluster.nanny_setup import DeviceNanny, pre_spawn_values
 from daskgraph.cluster.worker_preload import name_is_free
@@ -62,9 +62,9 @@ def test_worker_environment_uses_the_workers_threads_for_blas() -> None:
     assert {env[v] for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")} == {"3"}
 
 
-def test_no_threshold_leaves_the_allocator_to_dask() -> None:
-    with dask.config.set({"daskgraph.worker-malloc-mmap-threshold": None}):
-        env = process_environment(1)
+def test_no_threshold_leaves_the_allocator_to_dask(monkeypatch) -> None:
+    monkeypatch.setattr(local, "WORKER_MALLOC_MMAP_THRESHOLD", None)
+    env = process_environment(1)
     assert "MALLOC_MMAP_THRESHOLD_" not in env and "MALLOC_TRIM_THRESHOLD_" not in env
 
 

@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import dask
-import dask.config
 import distributed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from distributed import Client, Future
@@ -62,6 +61,13 @@ __all__ = [
 ]
 
 logger = logging.getLogger("daskgraph.runtime.client.dispatch")
+
+#: Feeds of at least this many bytes are sent ahead to the workers that read them, straight
+#: from the client to their step service (:class:`FeedStager`), not inside the run's graph:
+#: 1 MiB, where a message costs about what a round trip does, and below which a feed would
+#: also sit in Dask's logs of batched messages (:mod:`daskgraph.cluster.footprint`). Read at
+#: each run through this module, so a test may patch it.
+DIRECT_FEED_BYTES = 1 << 20
 
 
 @functools.cache
@@ -215,7 +221,7 @@ def submit_run(
 ) -> dict[int, tuple]:
     """Run ``compiled`` once; partition index -> its outputs (results, or all when tracing).
 
-    Feeds of at least ``daskgraph.direct-feed-bytes`` are sent ahead to the workers that read
+    Feeds of at least :data:`DIRECT_FEED_BYTES` are sent ahead to the workers that read
     them by ``stager`` (:meth:`FeedStager.stage`); without a stager, or where it cannot,
     they travel in the run's graph like smaller ones.
 
@@ -292,10 +298,10 @@ def _stage_large_feeds(
     feed_values: Sequence[Any],
     tick: float,
 ) -> dict[int, tuple[str, list[Any]]]:
-    """Send each feed of at least ``daskgraph.direct-feed-bytes`` ahead to every worker that
+    """Send each feed of at least :data:`DIRECT_FEED_BYTES` ahead to every worker that
     reads it; feed position -> (token, workers) of those sent. Smaller feeds, and any that
     could not be sent, travel inside the graph."""
-    threshold = int(dask.config.get("daskgraph.direct-feed-bytes"))
+    threshold = DIRECT_FEED_BYTES
     readers: dict[int, list[Any]] = {}
     for p in plan.partitions:
         for i in p.feed_indices:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import dask.config
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from daskgraph.runtime.program import Instruction, select_outputs
@@ -22,6 +21,13 @@ if TYPE_CHECKING:
     from daskgraph.runtime.planner.lowering import Plan
 
 __all__ = ["build_task_graph", "main_ops", "task_group"]
+
+#: A partition's outputs that no other worker (nor the client) reads stay on its worker, by a
+#: small task there selecting those read, when the unread ones add up to at least this many
+#: bytes or their size is not known; smaller ones travel along. 1 MiB: a task costs the
+#: scheduler a round trip, about as long as sending 1 MiB. Read at each call through this
+#: module, so a test may patch it.
+SELECTED_OUTPUT_BYTES = 1 << 20
 
 
 def build_task_graph(
@@ -53,7 +59,7 @@ def build_task_graph(
     small task on the producer's worker (:func:`~daskgraph.runtime.program.select_outputs`),
     and the client gathers the selection of a partition's fetched outputs (unless tracing:
     each whole result then ends with its statistics), wherever the outputs left behind are
-    large (``daskgraph.selected-output-bytes``) or of unknown size, as a task costs the
+    large (:data:`SELECTED_OUTPUT_BYTES`) or of unknown size, as a task costs the
     scheduler a round trip. Returns the graph and, for every partition, the key the client
     gathers for its results: its own or its fetched outputs' selection.
 
@@ -69,7 +75,7 @@ def build_task_graph(
         (task_group(p.device), f"{key_prefix}-{p.label}" if p.label else key_prefix, p.index)
         for p in plan.partitions
     ]
-    graph = _Layers(plan, keys, int(dask.config.get("daskgraph.selected-output-bytes")))
+    graph = _Layers(plan, keys, SELECTED_OUTPUT_BYTES)
     reads = _reads_elsewhere(plan)
     for p, key in zip(plan.partitions, keys, strict=True):
         feeds = [
