@@ -431,22 +431,37 @@ def _thread_probes():
     return record, noted
 
 
+def _bumped_towers():
+    """:func:`_products_summed_on_the_cpu`, each GPU also counting the steps in a variable
+    of its own: the GPUs' partitions change state."""
+    a, total = _products_summed_on_the_cpu()
+    bumps = []
+    for i in range(GPUS):
+        with dg.device(f"/gpu:{i}"):
+            counter = dg.Variable(np.float32(0.0), name=f"steps_{i}")
+            bumps.append(dg.assign_add(counter, 1.0))
+    return a, total, bumps
+
+
 def test_channel_steps_run_their_partitions_on_the_workers_executor(cluster):
-    """The partitions of a step that came through a channel run on the threads of the
-    worker's executor, those Dask counts (not the channel's), and show per device on the
-    ``/daskgraph`` page: their compiled steps and their time."""
+    """The partitions of a step that came through a channel and updates variables run on
+    the threads of the worker's executor, those Dask counts (not the channel's), and show
+    per device on the ``/daskgraph`` page: their compiled steps and their time."""
     value = np.random.default_rng(1).random((64, 64), dtype=np.float32)
     expected = value @ value + value @ (value * 2)
     gpus = {n: a for n, a in _addresses(cluster).items() if "GPU" in n}
     with dg.Graph().as_default(), dg.Session(cluster) as session:
-        a, total = _products_summed_on_the_cpu()
-        session.run(total, {a: value})
+        a, total, bumps = _bumped_towers()
+        session.run(dg.global_variables_initializer())
+        session.run([total, bumps], {a: value})
         before = step_counts(cluster)
         record, noted = _thread_probes()
         cluster.run(record, workers=list(gpus.values()))
         try:
-            for _ in range(10):
-                np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+            for i in range(10):
+                got, counts = session.run([total, bumps], {a: value})
+                np.testing.assert_allclose(got, expected, rtol=1e-5)
+                assert counts == [i + 2.0] * GPUS
         finally:
             threads = cluster.run(noted, workers=list(gpus.values()))
         link, sid = session.dashboard_link, session._id
@@ -458,11 +473,47 @@ def test_channel_steps_run_their_partitions_on_the_workers_executor(cluster):
     # closed, the session published its runs: each GPU's partitions, and their time
     snap = json.loads(_read(link + ".json"))
     devices = {d["name"][-5:]: d for d in snap["devices"]}
-    plan = next(p for p in snap["plans"] if p["session"] == sid)
+    plan = next(p for p in snap["plans"] if p["session"] == sid and p["runs"] == 11)
     assert plan["runs"] == 11
     for name in ("GPU:0", "GPU:1"):
         assert devices[name]["compiled_steps"] >= 11
         assert devices[name]["seconds"] > 0
+
+
+def test_small_stateless_channel_steps_are_answered_in_the_channels_thread(cluster):
+    """A channel's step whose partitions may run on the event loop (predictable, no state
+    changed, short) is answered in the channel's thread: the hand-off to the executor would
+    cost more than the step. The rule, not the clock: the limit is set out of reach."""
+    value = np.random.default_rng(2).random((64, 64), dtype=np.float32)
+    expected = value @ value + value @ (value * 2)
+    gpus = {n: a for n, a in _addresses(cluster).items() if "GPU" in n}
+
+    def limit(seconds, dask_worker=None):
+        from daskgraph.runtime.worker.step_service import EXTENSION
+
+        service = dask_worker.extensions[EXTENSION]
+        old, service.inline_limit = service.inline_limit, seconds
+        return old
+
+    old = cluster.run(limit, 60.0, workers=list(gpus.values()))
+    record, noted = _thread_probes()
+    try:
+        with dg.Graph().as_default(), dg.Session(cluster) as session:
+            a, total = _products_summed_on_the_cpu()
+            for _ in range(2):  # the first run times the partitions
+                session.run(total, {a: value})
+            cluster.run(record, workers=list(gpus.values()))
+            try:
+                for _ in range(5):
+                    np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+            finally:
+                threads = cluster.run(noted, workers=list(gpus.values()))
+    finally:
+        for address, seconds in old.items():
+            cluster.run(limit, seconds, workers=[address])
+    for address in gpus.values():
+        seen, executor, _ = threads[address]
+        assert seen and executor not in seen  # (the channel's thread)
 
 
 def _addresses(client: Client) -> dict[str, str]:

@@ -260,12 +260,20 @@ class ChannelServer:
         Where ``serve`` runs and its reply is written (the worker's executor, whose threads
         Dask counts); the connection's thread then only reads the messages. None: in the
         connection's thread.
+    quick
+        Whether a message is answered faster in the connection's thread than the hand-off
+        to the executor takes (a step of small partitions that change no state: the rule
+        by which the worker's event loop runs a partition itself); None: never.
     """
 
     def __init__(
-        self, serve: Callable[[dict[str, Any]], Any], name: str, executor: Executor | None = None
+        self,
+        serve: Callable[[dict[str, Any]], Any],
+        name: str,
+        executor: Executor | None = None,
+        quick: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
-        self.serve, self.name, self.executor = serve, name, executor
+        self.serve, self.name, self.executor, self.quick = serve, name, executor, quick
         self._lock = threading.Lock()
         self._listener: Listener | None = None
         self._directory = ""
@@ -335,7 +343,7 @@ class ChannelServer:
                 finally:
                     shared_arrays.release(replied)
                     replied.clear()
-                if self.executor is None:
+                if self.executor is None or (self.quick is not None and self.quick(message)):
                     if not self._answer(conn, writing, message, replied):
                         return
                     continue

@@ -26,7 +26,9 @@ shuffle does through its worker plugin; the session's
     the message and hands the whole step to the worker's executor, as one call, which also
     writes the reply (:meth:`StepService.serve_channel`, :meth:`StepService.step_now`,
     :mod:`~daskgraph.runtime.worker.step_channel`), so that its partitions run on the threads
-    Dask counts, as its tasks do. While Dask has paused the worker (its memory is near the
+    Dask counts, as its tasks do; a step the event loop could run itself (every partition
+    small and stateless, :meth:`StepService.quick`) is answered in the channel's thread, as
+    the hand-off would cost more than the step. While Dask has paused the worker (its memory is near the
     limit) no new step starts there: the reply says ``paused``, and the client takes the
     other path.
 ``daskgraph_step_stage``
@@ -131,7 +133,7 @@ class StepService(StepHost):
         #: (token, partition) -> whether its program changes state (never on the loop)
         self.changing: dict[tuple[str, int], bool] = {}
         self.channels = ChannelServer(
-            self.serve_channel, str(worker.name), worker.executors["default"]
+            self.serve_channel, str(worker.name), worker.executors["default"], self.quick
         )
         #: whether the worker listens only on plain transports (:func:`open_to_any`): read
         #: once, at the first message that needs it (a listening worker's listeners stay)
@@ -266,6 +268,29 @@ class StepService(StepHost):
             self.counts["paused"] += 1
             return {"status": "paused"}
         return self.step_now(message)
+
+    def quick(self, message: dict[str, Any]) -> bool:
+        """Whether a channel's step is answered in the channel's thread rather than handed
+        to the executor: every partition of it here may run on the event loop
+        (:meth:`inline`: predictable, changes no state, last run under the inline limit), so
+        the hand-off (a thread's wake-up; on a busy machine, more than the step) would cost
+        more than the step, which holds the thread no longer than the loop would be held.
+        A step that updates a variable, or whose partitions are long or not timed yet, runs
+        on the executor.
+
+        >>> from types import SimpleNamespace as Stub
+        >>> from daskgraph.runtime.worker.worker_state import WorkerState
+        >>> service = Stub(state=WorkerState(), inline=lambda token, part: True)
+        >>> StepService.quick(service, {"session": "s", "token": "t"})  # (not loaded)
+        False
+        """
+        if message.get("load") is not None:
+            return False
+        loaded = self.state.session(message["session"]).steps.get(message["token"])
+        if loaded is None:
+            return False
+        token = message["token"]
+        return all(self.inline(token, part) for part in loaded[0].parts)
 
     def step_now(self, message: dict[str, Any]) -> dict[str, Any]:
         """A step that came through a step channel, run in the calling thread (one of the
