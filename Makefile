@@ -23,7 +23,8 @@ $(STAMP): pyproject.toml constraints.txt
 # .venv lacks, each pinned in constraints.txt.
 UCX_SITE := .ucx-site
 UCX_STAMP := $(UCX_SITE)/.installed
-UCX_PACKAGES := UCX_LIST_HERE
+UCX_PACKAGES := distributed-ucxx-cu12 ucxx-cu12 libucxx-cu12 libucx-cu12 rmm-cu12 librmm-cu12 \
+	rapids-dask-dependency rapids-logger cuda-bindings cuda-pathfinder cuda-core nvidia-ml-py
 ON_LINUX_X86_64 := $(filter Linux-x86_64,$(shell uname -s)-$(shell uname -m))
 
 $(UCX_STAMP): $(STAMP) constraints.txt
