@@ -6,18 +6,33 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-fast test-under-load lint bench reliability check-newest gpu-check clean
-
-# On Linux x86_64 the test environment also gets the ucx-cu12 extra (Dask's UCX transport,
-# which runs over TCP and shared memory without a GPU), so the suite's UCX tests run there.
-comma := ,
-TEST_EXTRAS := $(if $(filter Linux-x86_64,$(shell uname -s)-$(shell uname -m)),test$(comma)ucx-cu12,test)
+.PHONY: demo ucx-site test test-fast test-under-load lint bench reliability check-newest gpu-check clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[$(TEST_EXTRAS)]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
+
+# Dask's UCX transport (the ucx-cu12 extra: distributed-ucxx, which runs over TCP and shared
+# memory without a GPU) for the suite's UCX tests, in a folder of its own beside .venv, never in
+# it: those packages would otherwise be imported by every Python process of the suite (an import
+# hook over dask at start-up, rmm and pynvml at `import distributed`). Only the tests that need
+# them put the folder on their subprocesses' PYTHONPATH (tests/integration/test_ucx_transport.py).
+# Linux x86_64 only (elsewhere those tests are skipped); the list is the extra's packages that
+# .venv lacks, each pinned in constraints.txt.
+UCX_SITE := .ucx-site
+UCX_STAMP := $(UCX_SITE)/.installed
+UCX_PACKAGES := distributed-ucxx-cu12 ucxx-cu12 libucxx-cu12 libucx-cu12 rmm-cu12 librmm-cu12 \
+	rapids-dask-dependency rapids-logger cuda-bindings cuda-pathfinder cuda-core nvidia-ml-py
+ON_LINUX_X86_64 := $(filter Linux-x86_64,$(shell uname -s)-$(shell uname -m))
+
+$(UCX_STAMP): $(STAMP) constraints.txt
+	rm -rf $(UCX_SITE)
+	$(PY) -m pip install --quiet --no-deps --target $(UCX_SITE) -c constraints.txt $(UCX_PACKAGES)
+	touch $(UCX_STAMP)
+
+ucx-site: $(if $(ON_LINUX_X86_64),$(UCX_STAMP),$(STAMP))  ## Dask's UCX transport for the UCX tests (.ucx-site)
 
 demo: $(STAMP)  ## A^n + B^n on the embedded cluster (virtual GPUs where there are none)
 	$(PY) examples/matpow.py
@@ -26,7 +41,7 @@ demo: $(STAMP)  ## A^n + B^n on the embedded cluster (virtual GPUs where there a
 test-fast: $(STAMP)  ## unit tests and doctests only
 	$(PY) -m pytest tests/unit daskgraph -q
 
-test: $(STAMP)  ## the whole suite: unit, integration and (skipped without a GPU) gpu tests
+test: $(STAMP) ucx-site  ## the whole suite: unit, integration and (skipped without a GPU) gpu tests
 	$(PY) -m pytest
 
 # The suite (by default its integration and fault-and-fuzz parts) while another process keeps
@@ -73,4 +88,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check daskgraph tests examples benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(UCX_SITE) .pytest_cache .ruff_cache *.egg-info
