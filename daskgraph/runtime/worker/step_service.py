@@ -28,9 +28,9 @@ shuffle does through its worker plugin; the session's
     :mod:`~daskgraph.runtime.worker.step_channel`), so that its partitions run on the threads
     Dask counts, as its tasks do; a step the event loop could run itself (every partition
     small and stateless, :meth:`StepService.quick`) is answered in the channel's thread, as
-    the hand-off would cost more than the step. While Dask has paused the worker (its memory is near the
-    limit) no new step starts there: the reply says ``paused``, and the client takes the
-    other path.
+    the hand-off would cost more than the step. While Dask has paused the worker (its memory
+    is near the limit) no new step starts there: the reply says ``paused``, and the client
+    takes the other path.
 ``daskgraph_step_stage``
     large feeds of a run on the scheduler's path, sent ahead of its graph (never scattered:
     scattered data lost with a worker is an error to Dask's scheduler) and kept in the
