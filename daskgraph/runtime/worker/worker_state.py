@@ -8,7 +8,7 @@ is restarted by its nanny, and its ``teardown`` on every worker when the session
 it on close (``Client.unregister_worker_plugin``). The state lives in the worker's extensions,
 ``worker.extensions["daskgraph"]``, as one :class:`WorkerState` holding a
 :class:`SessionState` per open session: the session's :class:`VariableStore` per device, the
-programs loaded for the fast path and for compiled steps, and their compiled forms.
+plans loaded for compiled steps, feeds sent ahead, and programs' compiled forms.
 
 Outside a Dask worker (a program run in-process, in tests and doctests) the same state is kept
 in a process-local :class:`WorkerState`.
@@ -270,9 +270,6 @@ class SessionState:
         #: the shared container of variables (device -> values and update lock), or None for
         #: the session's own
         self.container = container
-        #: fast-path programs by token
-        # (:class:`daskgraph.runtime.worker.execution.PartitionExecutor`)
-        self.programs: dict[str, Any] = {}
         #: compiled steps' plans by token: (WorkerStep, peers' addresses by worker name)
         #: (:mod:`daskgraph.runtime.worker.step_service`)
         self.steps: dict[str, Any] = {}
