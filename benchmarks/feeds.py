@@ -2,9 +2,10 @@
 
 Two 400 MB float32 feeds (10000 x 10000) to placeholders under ``/gpu:0`` on the embedded
 cluster with one virtual GPU; the fetch is ``reduce_sum(a + b)``, so the result is a scalar.
-daskgraph sends every feed of at least ``dispatch.DIRECT_FEED_BYTES`` (1 MiB) straight to its
-worker through the session's executor actor there (the run itself on the fast path, or sent
-ahead of a multi-device run's tasks); only the run's task graph (a few KB) goes to the
+daskgraph sends every feed straight to the worker that reads it: in the step's message (a
+one-device step through the worker's step channel, large arrays through shared memory), or,
+for a run on the scheduler's path, ahead of its tasks to the worker's step service when at
+least ``dispatch.DIRECT_FEED_BYTES`` (1 MiB); only a run's task graph (a few KB) goes to the
 scheduler.
 
 Bytes are counted by :class:`CommTraffic`, which wraps ``distributed.comm.tcp.TCP.write`` in
