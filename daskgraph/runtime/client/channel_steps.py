@@ -215,7 +215,7 @@ class ChannelTransport:
         except KeyError as exc:  # (one_round said every input would be here)
             raise InternalError(f"a compiled step's input {exc} did not arrive") from None
         for target in away:
-            self.book.loaded.setdefault(target.address, {})[compiled.token] = call.signature
+            self.book.mark(target.address, compiled.token, call.signature)
         for service in near.values():
             service.counts["steps"] += 1
         return _outcome(compiled, ordered, near, replies)
@@ -267,7 +267,7 @@ class ChannelTransport:
         compiled = call.compiled
         plan = compiled.worker_steps[target.name]
         indices = {i for part in plan.parts for i in part.feed_indices}
-        loaded = self.book.loaded.get(target.address, {}).get(compiled.token) == call.signature
+        loaded = self.book.has(target.address, compiled.token, call.signature)
         arrivals = [
             (part.index, ordered.sent(part, target.name))
             for name in near
@@ -318,7 +318,7 @@ class ChannelTransport:
                     target = unread[conn]  # type: ignore[index]
                     reply = recv_message(conn)  # type: ignore[arg-type]
                     if reply.get("status") == "missing" and target.message["load"] is None:
-                        self.loaded.get(target.address, {}).pop(compiled.token, None)
+                        self.book.drop(target.address, compiled.token)
                         target.message["load"] = target.load
                         segments += send_message(target.conn, target.message)  # (reply owed)
                         continue

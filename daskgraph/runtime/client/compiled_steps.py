@@ -135,7 +135,7 @@ class CommTransport:
             address, local = str(peers[str(name)]), services[str(name)]
             indices = {i for part in plan.parts for i in part.feed_indices}
             feeds = {i: private_feed(values[i]) if local else values[i] for i in indices}
-            loaded = self.book.loaded.get(address, {}).get(compiled.token) == call.signature
+            loaded = self.book.has(address, compiled.token, call.signature)
             # a worker of this process hands tensors to its neighbours by reference at once
             load = None if loaded else (plan, peers, frozenset() if local else near)
             message = {"session": self.session_id, "run": run, "token": compiled.token}
@@ -245,7 +245,7 @@ class CommTransport:
             self._abort(targets)
             return self._troubled(call, trouble)
         for target in targets:
-            self.book.loaded.setdefault(target.address, {})[call.compiled.token] = call.signature
+            self.book.mark(target.address, call.compiled.token, call.signature)
         return StepOutcome.of(replies)
 
     def _troubled(self, call: StepCall, trouble: list[tuple[_Target, Any]]) -> None:

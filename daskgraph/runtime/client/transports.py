@@ -106,6 +106,18 @@ class StepBook:
     loaded: dict[str, dict[str, tuple]] = field(default_factory=dict)
     without: set[str] = field(default_factory=set)
 
+    def has(self, address: str, token: str, signature: tuple) -> bool:
+        """Whether the worker at ``address`` holds plan ``token`` loaded with ``signature``."""
+        return self.loaded.get(address, {}).get(token) == signature
+
+    def mark(self, address: str, token: str, signature: tuple) -> None:
+        """The worker at ``address`` ran plan ``token`` loaded with ``signature``."""
+        self.loaded.setdefault(address, {})[token] = signature
+
+    def drop(self, address: str, token: str) -> None:
+        """The worker at ``address`` no longer holds plan ``token`` (it said it lost it)."""
+        self.loaded.get(address, {}).pop(token, None)
+
     def forget(self) -> None:
         """Send every plan again (the workers may have moved)."""
         self.loaded.clear()
