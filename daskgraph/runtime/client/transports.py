@@ -38,6 +38,7 @@ from daskgraph.runtime.client.inprocess import InProcessDevices
 from daskgraph.runtime.client.run_watch import workers_now
 from daskgraph.runtime.program import RunStep
 from daskgraph.runtime.worker.step_run import StepTiming
+from daskgraph.runtime.worker.step_service import StepService, local_service
 
 __all__ = [
     "InProcessTransport",
@@ -148,6 +149,13 @@ class StepCall:
         """The addresses of the step's workers by name."""
         started = self.started
         return {str(name): started[name] for name in self.compiled.worker_steps}
+
+    @functools.cached_property
+    def near(self) -> dict[str, StepService]:
+        """The services of the step's workers that live in this process, by name (looked up
+        once per step, whichever transport carries it)."""
+        peers = self.peers
+        return {n: s for n, a in peers.items() if (s := local_service(str(a))) is not None}
 
     @functools.cached_property
     def signature(self) -> tuple:
