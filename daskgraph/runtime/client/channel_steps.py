@@ -58,7 +58,7 @@ from daskgraph.runtime.worker.step_channel import (
 )
 from daskgraph.runtime.worker.step_order import OrderedStep
 from daskgraph.runtime.worker.step_run import reply_of
-from daskgraph.runtime.worker.step_service import StepService, local_service
+from daskgraph.runtime.worker.step_service import StepService
 
 __all__ = ["POOL", "ChannelPool", "ChannelTransport"]
 
@@ -190,7 +190,7 @@ class ChannelTransport:
         peers = call.peers
         if any(address in self.book.without for address in peers.values()):
             return None
-        near = {n: s for n, a in peers.items() if (s := local_service(str(a))) is not None}
+        near = call.near
         shape = self._round(compiled, frozenset(near))
         if shape is None or (len(near) == len(peers) and not _all_small(compiled, near)):
             return None  # (long partitions of this process run side by side on the other path)
@@ -215,7 +215,7 @@ class ChannelTransport:
         except KeyError as exc:  # (one_round said every input would be here)
             raise InternalError(f"a compiled step's input {exc} did not arrive") from None
         for target in away:
-            self.book.loaded.setdefault(target.address, {})[compiled.token] = call.signature
+            self.book.mark(target.address, compiled.token, call.signature)
         for service in near.values():
             service.counts["steps"] += 1
         return _outcome(compiled, ordered, near, replies)
@@ -265,9 +265,8 @@ class ChannelTransport:
         """The message to ``target``: its feeds, what the partitions here sent it, and its
         part of the plan where it has not got it."""
         compiled = call.compiled
-        plan = compiled.worker_steps[target.name]
-        indices = {i for part in plan.parts for i in part.feed_indices}
-        loaded = self.book.loaded.get(target.address, {}).get(compiled.token) == call.signature
+        indices = compiled.feed_indices[target.name]
+        loaded = self.book.has(target.address, compiled.token, call.signature)
         arrivals = [
             (part.index, ordered.sent(part, target.name))
             for name in near
@@ -318,7 +317,7 @@ class ChannelTransport:
                     target = unread[conn]  # type: ignore[index]
                     reply = recv_message(conn)  # type: ignore[arg-type]
                     if reply.get("status") == "missing" and target.message["load"] is None:
-                        self.loaded.get(target.address, {}).pop(compiled.token, None)
+                        self.book.drop(target.address, compiled.token)
                         target.message["load"] = target.load
                         segments += send_message(target.conn, target.message)  # (reply owed)
                         continue
@@ -373,8 +372,7 @@ def _all_small(compiled: CompiledRun, near: dict[str, StepService]) -> bool:
 
 def _feeds(compiled: CompiledRun, near: dict[str, StepService], values: Sequence[Any]) -> dict:
     """The feeds the partitions of this process read, each the run's own copy."""
-    steps = compiled.worker_steps
-    indices = {i for name in near for part in steps[name].parts for i in part.feed_indices}
+    indices = {i for name in near for i in compiled.feed_indices[name]}
     return {i: private_feed(values[i]) for i in indices}
 
 

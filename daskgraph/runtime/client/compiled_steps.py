@@ -127,15 +127,14 @@ class CommTransport:
     def _targets(self, call: StepCall, run: str) -> list[_Target]:
         """The message for each worker of the plan."""
         compiled, peers, values, trace = call.compiled, call.peers, call.values, call.trace
-        services = {name: local_service(str(address)) for name, address in peers.items()}
-        near_services = {name: service for name, service in services.items() if service}
+        near_services = call.near
         near = frozenset(near_services)
         targets = []
         for name, plan in compiled.worker_steps.items():
-            address, local = str(peers[str(name)]), services[str(name)]
-            indices = {i for part in plan.parts for i in part.feed_indices}
+            address, local = str(peers[str(name)]), near_services.get(str(name))
+            indices = compiled.feed_indices[name]
             feeds = {i: private_feed(values[i]) if local else values[i] for i in indices}
-            loaded = self.book.loaded.get(address, {}).get(compiled.token) == call.signature
+            loaded = self.book.has(address, compiled.token, call.signature)
             # a worker of this process hands tensors to its neighbours by reference at once
             load = None if loaded else (plan, peers, frozenset() if local else near)
             message = {"session": self.session_id, "run": run, "token": compiled.token}
@@ -245,7 +244,7 @@ class CommTransport:
             self._abort(targets)
             return self._troubled(call, trouble)
         for target in targets:
-            self.book.loaded.setdefault(target.address, {})[call.compiled.token] = call.signature
+            self.book.mark(target.address, call.compiled.token, call.signature)
         return StepOutcome.of(replies)
 
     def _troubled(self, call: StepCall, trouble: list[tuple[_Target, Any]]) -> None:

@@ -113,6 +113,14 @@ class CompiledRun:
         (:func:`~daskgraph.runtime.planner.step_split.worker_steps`)."""
         return worker_steps(self.plan)
 
+    @functools.cached_property
+    def feed_indices(self) -> dict[str, frozenset[int]]:
+        """The feeds each worker's partitions read, by worker name (once per plan)."""
+        return {
+            name: frozenset(i for part in step.parts for i in part.feed_indices)
+            for name, step in self.worker_steps.items()
+        }
+
     def program_futures(self, client: Client) -> list[Future]:
         """The programs' futures, sending (again) what is not on its worker."""
         programs = self._programs

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from daskgraph.cluster.liveness import ClusterWatch
 from daskgraph.runtime.client.dispatch import CompiledRun, FeedStager, submit_run
@@ -34,7 +34,7 @@ from daskgraph.runtime.client.transports import StepCall, StepOutcome, StepRepor
 from daskgraph.runtime.program import RunStep
 from daskgraph.runtime.worker.wire import by_index
 
-__all__ = ["Ran", "RunPath", "RunRequest", "SchedulerExecutor", "StepExecutor"]
+__all__ = ["Ran", "RunRequest", "SchedulerExecutor", "StepExecutor"]
 
 Outputs = dict[int, tuple]
 #: a run's outputs by partition, and the name of the way it went
@@ -54,17 +54,6 @@ class RunRequest:
     trace: bool
     tick: float
     compiled_steps: bool = True
-
-
-class RunPath(Protocol):
-    """A way to run a compiled plan: its outputs and the way's name, or ``None``."""
-
-    name: str
-
-    def run(self, request: RunRequest) -> Ran | None:
-        """The run's outputs by partition and the name of the way it went, or None when this
-        way cannot take it."""
-        ...
 
 
 class StepExecutor:

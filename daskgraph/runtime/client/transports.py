@@ -38,6 +38,7 @@ from daskgraph.runtime.client.inprocess import InProcessDevices
 from daskgraph.runtime.client.run_watch import workers_now
 from daskgraph.runtime.program import RunStep
 from daskgraph.runtime.worker.step_run import StepTiming
+from daskgraph.runtime.worker.step_service import StepService, local_service
 
 __all__ = [
     "InProcessTransport",
@@ -106,6 +107,18 @@ class StepBook:
     loaded: dict[str, dict[str, tuple]] = field(default_factory=dict)
     without: set[str] = field(default_factory=set)
 
+    def has(self, address: str, token: str, signature: tuple) -> bool:
+        """Whether the worker at ``address`` holds plan ``token`` loaded with ``signature``."""
+        return self.loaded.get(address, {}).get(token) == signature
+
+    def mark(self, address: str, token: str, signature: tuple) -> None:
+        """The worker at ``address`` ran plan ``token`` loaded with ``signature``."""
+        self.loaded.setdefault(address, {})[token] = signature
+
+    def drop(self, address: str, token: str) -> None:
+        """The worker at ``address`` no longer holds plan ``token`` (it said it lost it)."""
+        self.loaded.get(address, {}).pop(token, None)
+
     def forget(self) -> None:
         """Send every plan again (the workers may have moved)."""
         self.loaded.clear()
@@ -136,6 +149,13 @@ class StepCall:
         """The addresses of the step's workers by name."""
         started = self.started
         return {str(name): started[name] for name in self.compiled.worker_steps}
+
+    @functools.cached_property
+    def near(self) -> dict[str, StepService]:
+        """The services of the step's workers that live in this process, by name (looked up
+        once per step, whichever transport carries it)."""
+        peers = self.peers
+        return {n: s for n, a in peers.items() if (s := local_service(str(a))) is not None}
 
     @functools.cached_property
     def signature(self) -> tuple:
