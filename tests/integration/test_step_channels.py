@@ -85,6 +85,32 @@ def test_one_round_steps_go_through_the_channels(cluster):
         assert _gained(after, off, "GPU:0", "steps") == 5
 
 
+def test_a_worker_that_lost_the_plan_gets_it_again_through_its_channel(cluster):
+    """A GPU worker that dropped a loaded plan (as one restarted in place would have none)
+    answers ``missing``; the channel sends the plan again and the step goes on there."""
+    value = np.random.default_rng(5).random((64, 64), dtype=np.float32)
+    expected = value @ value + value @ (value * 2)
+    gpus = [a for n, a in _addresses(cluster).items() if "GPU" in n]
+
+    def drop_plans(session_id, dask_worker=None):
+        from daskgraph.runtime.worker.step_service import EXTENSION
+
+        service = dask_worker.extensions[EXTENSION]
+        tokens = list(service.state.session(session_id).steps)
+        service.forget(session=session_id, tokens=tokens)
+        return len(tokens)
+
+    with dg.Graph().as_default(), dg.Session(cluster) as session:
+        a, total = _products_summed_on_the_cpu()
+        np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        assert set(cluster.run(drop_plans, session._id, workers=gpus).values()) == {1}
+        before = step_counts(cluster)
+        np.testing.assert_allclose(session.run(total, {a: value}), expected, rtol=1e-5)
+        after = step_counts(cluster)
+    for gpu in ("GPU:0", "GPU:1"):
+        assert _gained(before, after, gpu, "channel steps") == 1
+
+
 def _towers_training(
     client: Client, towers: int, steps: int, options: RunOptions | None = None
 ) -> list[float]:
