@@ -83,6 +83,7 @@ def updated_variables(op_type: str, args: Any) -> tuple[str, ...] | None:
     ('w', 'w/Adam')
     >>> updated_variables("RandomStandardNormal", (3,)) is None
     True
+    >>> import daskgraph.data.queue_ops  # (marks the queue ops blocking)
     >>> updated_variables("QueueDequeueV2", ("queue",))
     ()
     """
