@@ -31,7 +31,7 @@ from daskgraph.errors import (
     ResourceExhaustedError,
 )
 from daskgraph.framework.op_registry import ArrayFunction
-from daskgraph.ops.state import VariableRef, _variable_kernel
+from daskgraph.ops.state import VariableRef
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep, StagedFeed
 from daskgraph.runtime.worker import variable_steps
 from daskgraph.runtime.worker.codegen import HotProgram
@@ -390,7 +390,7 @@ def _run(
                     store = session.store(program.device)
                 for i in ins.deref:
                     args[i] = store.read(args[i].name)
-                if ins.kernel is _variable_kernel and not args:  # (only names its variable)
+                if variable_steps.names_variable(ins):
                     result = ins.kernel(xp, store, **ins.attrs)
                 elif ins.stateful:
                     result = store.apply_once(

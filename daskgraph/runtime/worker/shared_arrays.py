@@ -56,6 +56,8 @@ __all__ = [
     "folder_identity",
     "is_shared",
     "loads",
+    "name_at",
+    "names_bytes",
     "open_segment",
     "release",
     "segment_prefix",
@@ -182,7 +184,7 @@ def dumps(value: Any) -> bytes | None:
     with _COUNTS_LOCK:
         _UNCLAIMED.extend((time.monotonic(), name) for name in names)
     head = struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes)
-    return _MAGIC + head + b"".join(_NAME.pack(n.encode()) for n in names) + body
+    return _MAGIC + head + names_bytes(names) + body
 
 
 def is_shared(value: Any) -> bool:
@@ -199,8 +201,7 @@ def loads(blob: bytes) -> Any:
     offset = 4 + 8 * count
     buffers = []
     for size in sizes:
-        name = _NAME.unpack_from(view, offset)[0].rstrip(b"\0").decode()
-        offset += _NAME.size
+        name, offset = name_at(view, offset)
         buffers.append(open_segment(name, size))
     return pickle.loads(view[offset:], buffers=buffers)
 
@@ -208,6 +209,23 @@ def loads(blob: bytes) -> Any:
 #: the start of what :func:`dumps` makes (a pickle of protocol 2 or more starts with 0x80)
 _MAGIC = b"DGSHM1"
 _NAME = struct.Struct("64s")
+
+
+def names_bytes(names: Iterable[str]) -> bytes:
+    """Segments' names as a message's head carries them (64 bytes each; see :func:`name_at`).
+
+    >>> name_at(names_bytes(["a", "bc"]), 64)
+    ('bc', 128)
+    """
+    return b"".join(_NAME.pack(name.encode()) for name in names)
+
+
+def name_at(head: Any, offset: int) -> tuple[str, int]:
+    """The segment name :func:`names_bytes` wrote at ``offset`` of ``head``, and the offset
+    after it."""
+    return _NAME.unpack_from(head, offset)[0].rstrip(b"\0").decode(), offset + _NAME.size
+
+
 #: seconds after which a segment :func:`dumps` made and nobody opened counts as lost (its
 #: message's receiver opens it on arrival: this is a message lost with its connection)
 UNCLAIMED_AFTER = 60.0

@@ -151,9 +151,7 @@ def encode(message: Any, shared: bool = True) -> Frames:
         return False
 
     body = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
-    head = struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes)
-    if names:
-        head += b"".join(_NAME.pack(name.encode()) for name in names)
+    head = struct.pack(f"<I{len(sizes)}Q", len(sizes), *sizes) + shared_arrays.names_bytes(names)
     frames.insert(0, head + body)
     frames.segments = names
     return frames
@@ -162,7 +160,6 @@ def encode(message: Any, shared: bool = True) -> Frames:
 #: a buffer's size in a head with this bit set: the buffer is in a shared segment, whose
 #: name follows the sizes
 _IN_SEGMENT = 1 << 63
-_NAME = struct.Struct("64s")
 
 
 def write(conn: Connection, frames: list[Any]) -> None:
@@ -216,8 +213,7 @@ def recv_message(conn: Connection) -> Any:
     offset, buffers, missing = 4 + 8 * count, [], None
     for size in sizes:
         if size & _IN_SEGMENT:
-            name = _NAME.unpack_from(head, offset)[0].rstrip(b"\0").decode()
-            offset += _NAME.size
+            name, offset = shared_arrays.name_at(head, offset)
             try:
                 buffers.append(shared_arrays.open_segment(name, size & ~_IN_SEGMENT))
             except (OSError, ValueError) as exc:  # (the other frames are read all the same)

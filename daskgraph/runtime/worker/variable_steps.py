@@ -51,7 +51,14 @@ from daskgraph.ops.array import _const_kernel
 from daskgraph.ops.state import VariableRef, _variable_kernel
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep
 
-__all__ = ["VariableProgram", "changes_state", "compile_program", "run", "updated_variables"]
+__all__ = [
+    "VariableProgram",
+    "changes_state",
+    "compile_program",
+    "names_variable",
+    "run",
+    "updated_variables",
+]
 
 #: kinds of step: two slots, one slot, any slots, a value made once (a variable's name, a
 #: constant), a read of variables, a stateful op
@@ -76,6 +83,7 @@ def updated_variables(op_type: str, args: Any) -> tuple[str, ...] | None:
     ('w', 'w/Adam')
     >>> updated_variables("RandomStandardNormal", (3,)) is None
     True
+    >>> import daskgraph.data.queue_ops  # (marks the queue ops blocking)
     >>> updated_variables("QueueDequeueV2", ("queue",))
     ()
     """
@@ -98,10 +106,14 @@ def changes_state(program: PartitionProgram) -> bool:
     >>> changes_state(program)
     False
     """
-    return any(
-        ins.stateful and not (ins.kernel is _variable_kernel and not ins.args)
-        for ins in program.instructions
-    )
+    return any(ins.stateful and not names_variable(ins) for ins in program.instructions)
+
+
+def names_variable(ins: Instruction) -> bool:
+    """Whether ``ins`` is a ``VariableV2`` that only names its variable (no inputs): stateful,
+    yet it changes nothing, so it runs without
+    :meth:`~daskgraph.runtime.worker.worker_state.VariableStore.apply_once`."""
+    return ins.kernel is _variable_kernel and not ins.args
 
 
 class VariableProgram:
@@ -125,7 +137,7 @@ def _step(ins: Instruction, index: int, xp: Any, bound: dict[int, Any]) -> _Step
     args, n = ins.args, len(ins.args)
     first, second = (args[0] if n else -1), (args[1] if n > 1 else -1)
     if ins.stateful:
-        if ins.kernel is _variable_kernel and not args:
+        if names_variable(ins):
             kind, fn = NAME, _variable_kernel(xp, None, **ins.attrs)
         else:
             kind, fn = STATEFUL, functools.partial(ins.kernel, xp, **ins.attrs)

@@ -59,10 +59,8 @@ def pack(value: Any, near: bool = False) -> Any:
     (True, (1048576,))
     """
     items = _items(value)
-    if any(type(item).__module__.startswith("cupy") for item in items):
-        _count(items)
+    if _count(items):  # (a CuPy array among them)
         return to_serialize(value)
-    _count(items)
     packed = pack_small(value, arrays=items)  # (one pickled bytes for small messages)
     if packed is not value:
         return packed
@@ -88,17 +86,21 @@ def _items(value: Any, depth: int = 2) -> tuple:
     return tuple(item for v in values for item in _items(v, depth - 1))
 
 
-def _count(items: Any) -> None:
-    """Add the bytes of ``items``' arrays to :data:`_PACKED` (scalars and others count 0)."""
+def _count(items: Any) -> bool:
+    """Add the bytes of ``items``' arrays to :data:`_PACKED` (scalars and others count 0);
+    whether any of them is a CuPy array."""
     host = cuda = 0
+    on_gpu = False
     for item in items:
         if type(item).__module__.startswith("cupy"):
+            on_gpu = True
             cuda += item.nbytes
         else:
             host += getattr(item, "nbytes", 0)
     with _PACKED_LOCK:
         _PACKED["host"] += host
         _PACKED["cuda"] += cuda
+    return on_gpu
 
 
 def packed_bytes(reset: bool = False) -> dict[str, int]:

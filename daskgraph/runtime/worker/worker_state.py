@@ -77,7 +77,7 @@ class VariableStore:
         self._applied: dict[int, set[str]] = {}  # run -> its stateful ops that were applied
         self._results: dict[str, tuple[int, Any]] = {}  # op -> (newest run, latest result)
         self._generators: dict[Any, Any] = {}  # random ops' generators, by op and seeds
-        self._op_locks: dict[str, threading.RLock] = {}  # of stateful ops without variables
+        self._op_locks = UpdateLocks()  # of stateful ops without variables, by op name
 
     def apply_once(
         self,
@@ -115,7 +115,10 @@ class VariableStore:
         >>> store.apply_once(8, "w/Assign", lambda: "8w", variables=("w",))
         '8w'
         """
-        locks = self._locks.of(variables) if variables is not None else (self._op_lock(op_name),)
+        if variables is None:
+            locks = (self._op_locks.variable(op_name),)
+        else:
+            locks = self._locks.of(variables)
         for lock in locks:
             lock.acquire()
         try:
@@ -133,14 +136,6 @@ class VariableStore:
         finally:
             for lock in reversed(locks):
                 lock.release()
-
-    def _op_lock(self, op_name: str) -> threading.RLock:
-        """The lock of stateful op ``op_name`` that updates no variable (made on first use)."""
-        lock = self._op_locks.get(op_name)
-        if lock is None:
-            with self._lock:
-                lock = self._op_locks.setdefault(op_name, threading.RLock())
-        return lock
 
     def _forget_before(self, oldest: int) -> None:
         """Forget what runs older than ``oldest`` applied (called under ``_booking``)."""
@@ -227,7 +222,8 @@ class VariableStore:
 
 class UpdateLocks:
     """The locks of one device's variables in a container, one per variable, made on first
-    use (sessions that share the variables share them).
+    use (sessions that share the variables share them); a store's stateful ops without
+    variables keep theirs in one too, by op name.
 
     >>> locks = UpdateLocks()
     >>> [lock is locks.variable(n) for lock, n in zip(locks.of(("b", "a")), "ab")]
