@@ -194,6 +194,16 @@ def blocking_types() -> frozenset[str]:
     return frozenset(_BLOCKING)
 
 
+def is_blocking(op_type: str) -> bool:
+    """Whether ``op_type`` was declared by :func:`mark_blocking` (no set is made: kernels ask
+    this per call).
+
+    >>> is_blocking("Add")
+    False
+    """
+    return op_type in _BLOCKING
+
+
 _UNPREDICTABLE: set[str] = set()
 
 

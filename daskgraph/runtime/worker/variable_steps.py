@@ -46,7 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 from daskgraph.errors import OpError
-from daskgraph.framework.op_registry import ArrayFunction, blocking_types
+from daskgraph.framework.op_registry import ArrayFunction, is_blocking
 from daskgraph.ops.array import _const_kernel
 from daskgraph.ops.state import VariableRef, _variable_kernel
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep
@@ -88,7 +88,7 @@ def updated_variables(op_type: str, args: Any) -> tuple[str, ...] | None:
     ()
     """
     names = tuple([a.name for a in args if type(a) is VariableRef])
-    if names or op_type not in blocking_types():
+    if names or not is_blocking(op_type):
         return names or None
     return ()
 
