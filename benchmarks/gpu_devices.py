@@ -34,6 +34,8 @@ import numpy as np
 import daskgraph.compat.v1 as tf
 from benchmarks.gpu_report import NO_GPU, SKIPPED
 from benchmarks.gpu_sessions import GPU0, GPU1, Findings, Target, matpow, matpow_rtol, session
+from daskgraph.cluster.protocols import ucx_installed
+from daskgraph.cluster.transports import address_scheme
 from daskgraph.runtime.worker.wire import packed_bytes
 
 #: A^n + B^n over two logical GPUs: the side on a GPU (on virtual GPUs), n, runs timed
@@ -49,11 +51,6 @@ BETA1, BETA2, EPSILON = 0.9, 0.999, 1e-8
 
 
 # -- A^n + B^n on two logical GPUs ---------------------------------------------------------------
-def ucx_installed() -> bool:
-    """Whether Dask can talk UCX here (the ``distributed-ucxx`` package)."""
-    return importlib.util.find_spec("distributed_ucxx") is not None
-
-
 def cluster_config(target: Target, gpus: int) -> dict[str, Any]:
     """The embedded cluster of the two-GPU row: worker processes (virtual GPUs too, so that
     tensors leave a process), on UCX where it is installed: NVLink / CUDA IPC on, and no TLS
@@ -145,7 +142,7 @@ def bytes_verdict(
     """The row's verdict on GPU:1's worker's packed bytes (``sent``: B^n's, every run)."""
     if not f.expect(counts is not None, f"no byte counts from GPU:1's worker {sender}"):
         return
-    transport = sender.split("://")[0]
+    transport = address_scheme(sender)
     through_host = crossing(counts, transport)
     packed = counts["host"] + counts["cuda"]
     f.data.update(transport=transport, packed=counts, through_host=through_host, sent=sent)

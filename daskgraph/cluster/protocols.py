@@ -129,10 +129,6 @@ class UCXSwitches:
         return cls(enable_tcp_over_ucx, enable_nvlink, enable_infiniband, enable_rdmacm,
                    enable_cuda_copy)  # fmt: skip
 
-    def is_set(self) -> bool:
-        """Whether any switch is set (not ``None``)."""
-        return any(v is not None for v in asdict(self).values())
-
     def dask_config(self, gpus: bool, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         """``distributed-ucxx``'s settings for a cluster whose workers have real GPUs
         (``gpus``) or not, given the process environment ``environ`` (``os.environ``).

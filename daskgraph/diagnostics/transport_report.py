@@ -74,13 +74,13 @@ def plan_transports(
     for a, b in device_pairs(plan):
         wa, wb = address.get(a, ""), address.get(b, "")
         in_a, in_b = wa in local, wb in local
-        far = wb if in_a else wa
+        here_a, here_b = on_this_host(wa), on_this_host(wb)
         transport = pair_transport(
             wa,
             wb,
             same_process=in_a and in_b,
-            same_host=on_this_host(wa) and on_this_host(wb),
-            local_channel=channels and in_a != in_b and on_this_host(far),
+            same_host=here_a and here_b,
+            local_channel=channels and in_a != in_b and (here_b if in_a else here_a),
         )
         rows.append({"source": a, "target": b, "transport": transport})
     return rows

@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import subprocess
-import sys
 import textwrap
 
 import distributed
+from script_report import script_report
 
 import daskgraph
 from daskgraph.cluster import gpus
@@ -79,16 +78,7 @@ def run_client(extra_env: dict[str, str] | None = None) -> dict:
         "DG_HIDE_DRIVER": "1" if gpus._driver_present() else "0",
         **(extra_env or {}),
     }
-    done = subprocess.run(
-        [sys.executable, "-c", CLIENT],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = script_report(["-c", CLIENT], env, timeout=180)
     assert report["devices"] == [[LOCAL + "CPU:0", "cpu"], [LOCAL + "GPU:0", "virtual-gpu"]]
     assert report["value"] == [[8.0, 11.0], [16.0, 23.0]]
     return report

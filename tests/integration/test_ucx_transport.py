@@ -15,7 +15,6 @@ Skipped only where that folder is missing or ``distributed_ucxx`` cannot be impo
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from script_report import script_report
 
 HERE = Path(__file__).resolve().parent
 SITE = Path(os.environ.get("DASKGRAPH_UCX_SITE", HERE.parent.parent / ".ucx-site"))
@@ -65,16 +65,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     why = _importable(env)
     if why:
         pytest.skip(SKIP.format(why=f"distributed_ucxx does not import with {SITE}: {why}"))
-    done = subprocess.run(
-        [sys.executable, str(HERE / "ucx_checks.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return script_report([str(HERE / "ucx_checks.py")], env, timeout=300)
 
 
 def _check(report: dict[str, Any], name: str) -> dict[str, Any]:
