@@ -124,7 +124,7 @@ class SessionConfig:
     global_jit
         Compile every op that can be (TensorFlow's ``global_jit_level`` ``ON_1``/``ON_2``):
         fused kernels also take transcendental functions, within a few units in the last
-        place of NumPy's results (:data:`daskgraph.ops.fusable.RELAXED_RTOL`).
+        place of NumPy's results (:data:`daskgraph.kernels.fusable.RELAXED_RTOL`).
     """
 
     log_device_placement: bool = False
@@ -142,7 +142,7 @@ class SessionConfig:
     def jit_compiles_graph(self) -> bool:
         """Whether sessions of this config compile every op they can, as under TensorFlow's
         ``global_jit_level`` (their fused kernels then take transcendental functions too;
-        see :mod:`daskgraph.ops.fused`)."""
+        see :mod:`daskgraph.kernels.fused`)."""
         return self.global_jit
 
     def validate(self) -> SessionConfig:

@@ -2,7 +2,7 @@
 
 Its one job is that name: ops made in a ``jit_scope`` are marked for compilation
 (:func:`daskgraph.framework.scopes.jit_scope`), and daskgraph compiles them into fused
-kernels that may take transcendental functions (:mod:`daskgraph.ops.fused`).
+kernels that may take transcendental functions (:mod:`daskgraph.kernels.fused`).
 
 >>> import daskgraph.compat.v1 as tf
 >>> with tf.Graph().as_default():

@@ -247,7 +247,7 @@ def jit_scope(compile_ops: Any = True, separate_compiled_gradients: bool = False
     """Mark the ops made in this block for compilation, as TensorFlow's
     ``tf.xla.experimental.jit_scope``: ``compile_ops`` is a bool or a function of an op's
     ``node_def``. daskgraph's compiled form of marked ops is its fused kernels, which then
-    take transcendental functions too (:mod:`daskgraph.ops.fused`); a marked op says so with
+    take transcendental functions too (:mod:`daskgraph.kernels.fused`); a marked op says so with
     ``op.get_attr("_XlaCompile")``. ``separate_compiled_gradients`` is accepted.
 
     >>> import daskgraph as dg

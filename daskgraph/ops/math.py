@@ -23,7 +23,7 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.graph import Shape, Tensor, get_default_graph
 from daskgraph.framework.op_registry import ArrayFunction, register
 from daskgraph.framework.tensor_shape import TensorShape
-from daskgraph.ops import blas_threads
+from daskgraph.kernels import blas_threads
 from daskgraph.ops.array import cast, convert_to_tensor
 
 __all__ = [

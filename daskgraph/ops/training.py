@@ -47,7 +47,7 @@ from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Tensor, get_default_graph
 from daskgraph.framework.op_registry import register
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.fused import SMALL_ELEMENTS, FusedKernel
+from daskgraph.kernels.fused import SMALL_ELEMENTS, FusedKernel
 from daskgraph.ops.state import Variable
 
 __all__ = ["apply_adam", "apply_gradient_descent", "apply_momentum"]
@@ -77,7 +77,7 @@ def _apply_momentum(xp, store, var, accum, lr, grad, momentum, *, use_nesterov):
     return _updated(xp, store, var, store.read(var.name) - step)
 
 
-#: Adam's update as fused loops (:mod:`daskgraph.ops.fused`), NumPy's operations in NumPy's
+#: Adam's update as fused loops (:mod:`daskgraph.kernels.fused`), NumPy's operations in NumPy's
 #: order: ``m`` from (grad, m, 1 - beta1); ``v`` from (grad, v, 1 - beta2); the variable from
 #: (the new m, lr_t, the new v, epsilon, var) (one pass over every array instead of one per
 #: NumPy call)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from daskgraph.ops.fused_cuda import call_on_cupy
+from daskgraph.kernels.fused_cuda import call_on_cupy
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "unit"))
 from fused_chains import assert_same_bits, chains  # (the CPU test's chains)

@@ -12,8 +12,8 @@ import re
 import numpy as np
 import pytest
 
-from daskgraph.ops.fusable import FUSABLE
-from daskgraph.ops.fused import FusedKernel
+from daskgraph.kernels.fusable import FUSABLE
+from daskgraph.kernels.fused import FusedKernel
 
 pytestmark = pytest.mark.gpu
 
@@ -49,7 +49,7 @@ def test_the_fused_sigmoid_keeps_cupys_small_values(dtype):
     (3.7e-44, a subnormal float32) within RELAXED_RTOL of CuPy's op by op."""
     import cupy as cp
 
-    from daskgraph.ops.fusable import RELAXED_RTOL
+    from daskgraph.kernels.fusable import RELAXED_RTOL
 
     x = cp.asarray(np.array([-800.0, -100.0, -20.0, 0.0, 20.0, 100.0], dtype))
     big = cp.full(x.shape, 1e30, dtype)

@@ -2,7 +2,7 @@
 the fused-kernel property tests draw (tests/unit/test_fused_chains.py on the CPU's compiled
 loops, tests/gpu/test_fused_chains_gpu.py on CuPy's kernels).
 
-A chain is a :class:`~daskgraph.ops.fused.FusedKernel` over three inputs built from motifs:
+A chain is a :class:`~daskgraph.kernels.fused.FusedKernel` over three inputs built from motifs:
 a product then a sum or difference with a third value (``x * y + z``, ``z - a * b``: what a
 compiler contracts into one fused multiply-add, rounding once where NumPy rounds twice), a
 quotient, or a square root, square or negation. The inputs mix ordinary values (where the
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from daskgraph.ops.fused import FusedKernel
+from daskgraph.kernels.fused import FusedKernel
 
 N_INPUTS = 3
 #: values every input holds besides the drawn ones

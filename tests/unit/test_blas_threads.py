@@ -1,4 +1,4 @@
-"""BLAS threads per matrix product (``daskgraph.ops.blas_threads``): small NumPy products run
+"""BLAS threads per matrix product (``daskgraph.kernels.blas_threads``): small NumPy products run
 with one BLAS thread and put the count back, large ones keep every thread and are never
 lowered by a small product of another thread, results are NumPy's bit for bit, and the
 process's BLAS stays settable by the user (``threadpoolctl``) afterwards."""
@@ -12,8 +12,8 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import daskgraph as dg
-from daskgraph.ops import blas_threads
-from daskgraph.ops.blas_threads import SMALL_PRODUCT, BlasThreads, product_size
+from daskgraph.kernels import blas_threads
+from daskgraph.kernels.blas_threads import SMALL_PRODUCT, BlasThreads, product_size
 
 
 class FakeBlas:

@@ -8,7 +8,7 @@ import numpy as np
 from fused_chains import assert_same_bits, chains
 from hypothesis import HealthCheck, given, settings
 
-from daskgraph.ops.fused import compile_now
+from daskgraph.kernels.fused import compile_now
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,

@@ -1,4 +1,4 @@
-"""Fused kernels on CuPy (daskgraph.ops.fused_cuda) without a GPU: the kernel's C++ body,
+"""Fused kernels on CuPy (daskgraph.kernels.fused_cuda) without a GPU: the kernel's C++ body,
 rent or buy, and the fall back to op by op, with a stand-in for CuPy that records the kernels
 asked for and runs them with NumPy. tests/gpu/test_fused_gpu.py runs them on a real GPU."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from daskgraph.ops.fused import FusedKernel
-from daskgraph.ops.fused_cuda import operation
+from daskgraph.kernels.fused import FusedKernel
+from daskgraph.kernels.fused_cuda import operation
 
 CHAIN = (("m", "multiply", (0, 1)), ("mx", "maximum", (2, 0)), ("r", "sqrt", (3,)))
 

@@ -12,8 +12,8 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.cluster.topology import Device
-from daskgraph.ops.fusable import FUSABLE, RELAXED, RELAXED_RTOL
-from daskgraph.ops.fused import FusedKernel, compile_now, settle
+from daskgraph.kernels.fusable import FUSABLE, RELAXED, RELAXED_RTOL
+from daskgraph.kernels.fused import FusedKernel, compile_now, settle
 from daskgraph.runtime.planner.fusion import FUSED
 from daskgraph.runtime.planner.lowering import lower
 from daskgraph.runtime.planner.placement import place
@@ -190,7 +190,7 @@ def test_a_traced_run_shows_a_fused_kernel_as_one_entry_listing_its_ops():
 def test_large_read_only_inputs_from_many_threads_take_the_parallel_loop():
     import threading
 
-    from daskgraph.ops.fused import PARALLEL_ELEMENTS
+    from daskgraph.kernels.fused import PARALLEL_ELEMENTS
 
     kernel = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
     x = np.random.default_rng(2).random(PARALLEL_ELEMENTS, dtype=np.float32)
@@ -287,7 +287,7 @@ def test_the_fused_adam_update_gives_the_bits_of_numpy_s(dtype):
 
 
 def test_a_short_chain_over_a_small_array_runs_op_by_op_and_a_large_one_takes_the_loop():
-    from daskgraph.ops.fused import SMALL_ELEMENTS
+    from daskgraph.kernels.fused import SMALL_ELEMENTS
 
     kernel = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
     small = np.arange(100, dtype=np.float32)

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 import daskgraph as dg
 from daskgraph.cluster.topology import Device
 from daskgraph.framework.op_registry import ArrayFunction
-from daskgraph.ops.fusable import KERNELS, RELAXED_RTOL
-from daskgraph.ops.fused import SMALL_ELEMENTS, compile_now, settle
+from daskgraph.kernels.fusable import KERNELS, RELAXED_RTOL
+from daskgraph.kernels.fused import SMALL_ELEMENTS, compile_now, settle
 from daskgraph.runtime.planner.fusion import FUSED, MAX_KERNEL_SIZE, fuse
 from daskgraph.runtime.planner.lowering import lower
 from daskgraph.runtime.planner.placement import place

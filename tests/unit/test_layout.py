@@ -46,6 +46,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = tuple(
         ("foundation", "errors config deadline"),
         ("framework", "framework"),
         ("cluster", "cluster"),
+        ("kernels", "kernels"),
         ("ops", "ops"),
         ("libraries", "layers metrics data summary"),
         ("program", "runtime runtime.program"),

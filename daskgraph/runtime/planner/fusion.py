@@ -1,21 +1,21 @@
 """Fusion: chains of elementwise ops of a partition become one instruction.
 
 After lowering has written a partition's instructions, this pass finds the groups of
-elementwise ops that can run as one kernel (:class:`~daskgraph.ops.fused.FusedKernel`) and
+elementwise ops that can run as one kernel (:class:`~daskgraph.kernels.fused.FusedKernel`) and
 rewrites each group as one instruction at the place of its last op. An op joins the group of
 the op that reads its result when
 
 * its kernel is one of NumPy's exactly rounded array functions, or a kernel of daskgraph's
-  registered as fusable (ReLU and its gradient; :data:`~daskgraph.ops.fusable.FUSABLE`), with
+  registered as fusable (ReLU and its gradient; :data:`~daskgraph.kernels.fusable.FUSABLE`), with
   no attributes, it holds no state and reads
   no variable reference, and its result is a float32, float64 or bool tensor;
 * its result is read by that op alone (several times is fine), and is neither an output of
   the partition (fetched, or read by another partition) nor fed;
 * the group stays within :data:`MAX_KERNEL_SIZE` steps and inputs (a longer chain becomes
   several kernels, each compiled in about a second, where one would take minutes);
-* under the JIT switches, a transcendental function (:data:`~daskgraph.ops.fusable.RELAXED`)
+* under the JIT switches, a transcendental function (:data:`~daskgraph.kernels.fusable.RELAXED`)
   joins only where the ops between it and the group's result keep its error bounded
-  (:data:`~daskgraph.ops.fusable.BOUNDED`: products, quotients, selections, ``tanh``; not
+  (:data:`~daskgraph.kernels.fusable.BOUNDED`: products, quotients, selections, ``tanh``; not
   sums, differences or comparisons, which cancel or flip); else it runs as NumPy's op.
 
 Groups are trees of ops ending in one result; a group of one op stays as it is. The pass is
@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from daskgraph.framework.op_registry import ArrayFunction
-from daskgraph.ops.fusable import (
+from daskgraph.kernels.fusable import (
     BOUNDED,
     CARRIED_ULPS,
     DTYPES,
@@ -45,7 +45,7 @@ from daskgraph.ops.fusable import (
     RELAXED,
     RELAXED_ULPS,
 )
-from daskgraph.ops.fused import FusedKernel
+from daskgraph.kernels.fused import FusedKernel
 
 __all__ = ["FUSED", "MAX_KERNEL_SIZE", "format_fusion_log", "fuse"]
 
@@ -78,7 +78,7 @@ def fuse(
     relaxed
         Per instruction, whether its op is under TensorFlow's JIT switches (the session's
         ``global_jit_level``, or a ``jit_scope``): then transcendental functions fuse too
-        (:data:`~daskgraph.ops.fusable.RELAXED`). Default: none is.
+        (:data:`~daskgraph.kernels.fusable.RELAXED`). Default: none is.
     """
     n = len(instructions)
     loose = relaxed if relaxed is not None else [False] * n
@@ -145,7 +145,7 @@ class _Group:
     ) -> list[int]:
         """The group's members: every fusable producer read by a member alone, while the
         kernel stays within :data:`MAX_KERNEL_SIZE`; a relaxed one only where the members
-        between it and the root carry its error boundedly (:data:`~daskgraph.ops.fusable.
+        between it and the root carry its error boundedly (:data:`~daskgraph.kernels.fusable.
         BOUNDED`), else it is left unfused (its result then NumPy's)."""
         root = self.members[0]
         group_of[root] = root
@@ -202,8 +202,8 @@ def _growth(name: str | None, args: tuple[int, ...], slot: int) -> int:
 
 
 def fused_name(kernel: Any, relaxed: bool = True) -> str | None:
-    """The name of ``kernel`` in :data:`~daskgraph.ops.fusable.FUSABLE` (or, ``relaxed``, in
-    :data:`~daskgraph.ops.fusable.RELAXED`), or None."""
+    """The name of ``kernel`` in :data:`~daskgraph.kernels.fusable.FUSABLE` (or, ``relaxed``, in
+    :data:`~daskgraph.kernels.fusable.RELAXED`), or None."""
     if isinstance(kernel, ArrayFunction):
         name: str | None = kernel.name
     else:

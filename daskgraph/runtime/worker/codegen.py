@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from daskgraph.ops.compile_thread import CompileThread
+from daskgraph.kernels.compile_thread import CompileThread
 
 __all__ = ["COMPILE_SECONDS_PER_OP", "MAX_OPS", "HotProgram", "build", "generate"]
 

@@ -1,6 +1,6 @@
 """Fused kernels on CuPy: a chain of elementwise ops as one ``cupy.ElementwiseKernel``.
 
-Its one job is the GPU side of :class:`~daskgraph.ops.fused.FusedKernel`: on a GPU worker a
+Its one job is the GPU side of :class:`~daskgraph.kernels.fused.FusedKernel`: on a GPU worker a
 fused chain is one CUDA kernel (one launch, one pass over memory) instead of a launch per op.
 The kernel's body is the chain in C++, each step cast to the dtype NumPy's (and CuPy's) ufunc
 gives it, as the CPU loop does (:func:`operation`), and NVRTC compiles it with
@@ -12,7 +12,7 @@ for bit (the transcendental functions of the JIT switches within ``RELAXED_RTOL`
 Rent or buy, as on the CPU: a chain's first call for given input dtypes runs op by op; its
 second builds the kernel (CuPy compiles it at its first launch, and caches it on disk for the
 next processes). A chain CuPy cannot build or run runs op by op from then on, and says why at
-DEBUG (logger ``daskgraph.ops.fused``).
+DEBUG (logger ``daskgraph.kernels.fused``).
 
 >>> steps = (("m", "multiply", (0, 1)), ("a", "add", (2, 0)))
 >>> print(operation(steps, 2, [np.dtype("float32")] * 2))
@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.ops.fusable import expression_of, step_dtypes
+from daskgraph.kernels.fusable import expression_of, step_dtypes
 
 __all__ = ["NVRTC_OPTIONS", "call_on_cupy", "operation"]
 
-logger = logging.getLogger("daskgraph.ops.fused")
+logger = logging.getLogger("daskgraph.kernels.fused")
 
 #: NVRTC's options for every fused kernel, NumPy's rounding: ``--fmad=false`` (no fused
 #: multiply-add: ``x * y + z`` rounds after the product, as NumPy's two ufuncs do); the

@@ -8,7 +8,7 @@ where its arguments come from). On NumPy, the chain is compiled by Numba into on
 single loop over the elements, no intermediate arrays) for the dtypes it meets and for
 which of its inputs are scalars, once per process. Inputs of one shape (C-contiguous) and
 scalars take the loop; other broadcasts run op by op. On CuPy the chain is one
-``ElementwiseKernel`` (:mod:`daskgraph.ops.fused_cuda`), any broadcast included. So
+``ElementwiseKernel`` (:mod:`daskgraph.kernels.fused_cuda`), any broadcast included. So
 does a short chain over a small array (:func:`worth_a_loop`), where NumPy's calls cost less
 than checking and flattening the loop's inputs.
 
@@ -64,8 +64,8 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.ops.compile_thread import CompileThread
-from daskgraph.ops.fusable import DTYPES, KERNELS, expression_of, step_dtypes
+from daskgraph.kernels.compile_thread import CompileThread
+from daskgraph.kernels.fusable import DTYPES, KERNELS, expression_of, step_dtypes
 
 __all__ = [
     "PARALLEL_ELEMENTS",
@@ -76,7 +76,7 @@ __all__ = [
     "worth_a_loop",
 ]
 
-logger = logging.getLogger("daskgraph.ops.fused")
+logger = logging.getLogger("daskgraph.kernels.fused")
 
 
 class FusedKernel:
@@ -131,7 +131,7 @@ class FusedKernel:
                 if out is not None:
                     return out
         elif getattr(xp, "__name__", "") == "cupy":
-            from daskgraph.ops.fused_cuda import call_on_cupy  # (GPU workers only)
+            from daskgraph.kernels.fused_cuda import call_on_cupy  # (GPU workers only)
 
             out = call_on_cupy(self, xp, inputs)
             if out is not None:
@@ -311,7 +311,7 @@ _PARALLEL = threading.Lock()
 class _Compiled:
     """The process's compiled chains, by (source, input dtypes): rent or buy (see the
     module). Compilation runs on one background thread, which process exit does not wait
-    for (:class:`~daskgraph.ops.compile_thread.CompileThread`)."""
+    for (:class:`~daskgraph.kernels.compile_thread.CompileThread`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -2,7 +2,7 @@
 dtype each step computes in.
 
 Its one job is those tables and rules, shared by the CPU's compiled loops
-(:mod:`daskgraph.ops.fused`) and CuPy's kernels (:mod:`daskgraph.ops.fused_cuda`):
+(:mod:`daskgraph.kernels.fused`) and CuPy's kernels (:mod:`daskgraph.kernels.fused_cuda`):
 :data:`FUSABLE` (NumPy's exactly rounded functions and selections, fused by default),
 :data:`RELAXED` (transcendental functions, fused under TensorFlow's JIT switches), and
 daskgraph's own elementwise kernels registered with :func:`fusable_kernel`.

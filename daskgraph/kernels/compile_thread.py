@@ -1,7 +1,7 @@
 """A background compiler that process exit never waits for.
 
 Its one job is the thread on which daskgraph compiles what a run would otherwise wait for
-(fused chains with Numba, :mod:`daskgraph.ops.fused`; hot programs as Python,
+(fused chains with Numba, :mod:`daskgraph.kernels.fused`; hot programs as Python,
 :mod:`daskgraph.runtime.worker.codegen`). A ``concurrent.futures.ThreadPoolExecutor``
 would do, but the interpreter joins its threads at exit: a program that ends while Numba
 compiles a long chain waits for it (111 s for a 10,000-op chain, measured), and a compiler
