@@ -32,9 +32,9 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient, register_gradient
 from daskgraph.framework.graph import Operation, Tensor, get_default_graph
 from daskgraph.framework.op_registry import ArrayFunction, register
+from daskgraph.kernels.fusable import fusable_kernel
 from daskgraph.ops import backprop
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.kernels.fusable import fusable_kernel
 from daskgraph.ops.gradients import unbroadcast
 from daskgraph.ops.logic import greater, where
 from daskgraph.ops.math import _as_pair, _binary, _unary, broadcast_shape, divide, maximum, negative

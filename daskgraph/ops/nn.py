@@ -27,9 +27,9 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import register_gradient
 from daskgraph.framework.graph import Operation, Shape, Tensor, name_scope, new_tensor
 from daskgraph.framework.op_registry import register
+from daskgraph.kernels.fusable import fusable_kernel
 from daskgraph.ops import shape_ops
 from daskgraph.ops.array import cast, convert_to_tensor
-from daskgraph.kernels.fusable import fusable_kernel
 from daskgraph.ops.logic import greater_equal
 from daskgraph.ops.math import _as_pair, divide, exp, multiply, reduce_sum
 from daskgraph.ops.random import random_uniform

@@ -46,8 +46,8 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Tensor, get_default_graph
 from daskgraph.framework.op_registry import register
-from daskgraph.ops.array import convert_to_tensor
 from daskgraph.kernels.fused import SMALL_ELEMENTS, FusedKernel
+from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.state import Variable
 
 __all__ = ["apply_adam", "apply_gradient_descent", "apply_momentum"]
