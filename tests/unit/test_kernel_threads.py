@@ -168,5 +168,5 @@ def test_a_session_runs_kernels_with_its_cpu_workers_threads():
         dask.config.set({"daskgraph.local.processes": False, "daskgraph.local.cpu-threads": 3}),
         dg.Session() as sess,
     ):
-        threads = dg.py_func(lambda: np.int64(kernel_threads()), [], dg.int64)
+        threads = dg.py_func(kernel_threads, [], dg.int64)
         assert sess.run(threads) == 3
