@@ -37,7 +37,7 @@ from benchmarks.common import (
     Way,
     per_call,
     ratio,
-    run_interleaved,
+    run_back_to_back,
     settle,
     target_record,
     tf_session,
@@ -204,7 +204,7 @@ def run(client, cpu_worker: str, peers: Peers, args) -> dict[str, Any]:
                 after=lambda repeat: settle(client, collect=False),
             ),
         ]
-        run_interleaved(ways, args.repeats, None)
+        run_back_to_back(ways, args.repeats, None)
         plans = list(getattr(sess, "_plans", {}).values())  # introspection, for the report only
         partitions = len(plans[0].plan.partitions) if plans else None
 

@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from typing import Any
@@ -108,7 +107,9 @@ def case_result(rounds: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
     """The case's record from the processes' timings (one ``{"cold": ..., "warm": ...}`` a
     round)."""
     ways = [
-        _way(f"{cache}_{phase}", f"{cache} cache: {LABELS[phase]}", [r[cache][phase] for r in rounds])
+        _way(
+            f"{cache}_{phase}", f"{cache} cache: {LABELS[phase]}", [r[cache][phase] for r in rounds]
+        )
         for cache in ("cold", "warm")
         for phase in PHASES
     ]

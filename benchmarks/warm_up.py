@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import TF_MISSING, ratio, run_json, target_record
+from benchmarks.common import TF_MISSING, fmt_time, ratio, run_json, target_record
 
 PROCESSES = ("daskgraph_cold", "daskgraph_warm", "tensorflow")
 LABELS = {
@@ -142,9 +142,7 @@ def summarize(steps: list[list[float]], reference: float | None = None) -> dict[
     windows = []
     for limit in WINDOWS:
         inside = [d for start, d in steps if start + d <= limit]
-        windows.append(
-            {"seconds": limit, "steps": len(inside), "median_s": _median(inside)}
-        )
+        windows.append({"seconds": limit, "steps": len(inside), "median_s": _median(inside)})
     seconds = _per_second(steps)
     return {
         "steps": len(steps),
@@ -316,6 +314,50 @@ def _targets(processes: dict[str, dict], tf_missing: str) -> list[dict[str, Any]
             )
         )
     return targets
+
+
+# -- the report's table ----------------------------------------------------------------------------
+def table(case: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the case's table for the console and the page: one row per process.
+
+    >>> steps = [[i * 0.01, 0.01] for i in range(300)]
+    >>> out = {"setup": {"import_s": 1.0, "build_s": 0.5, "session_s": 0.1}, "steps": steps}
+    >>> case = case_result([{k: out for k in PROCESSES}], 40, 100, 3.0)
+    >>> header, rows = table(case)
+    >>> dict(zip(header, rows[0]))["first 1 s: median (steps)"]
+    '10.00 ms (100)'
+    """
+    header = [
+        "process",
+        "import",
+        "build",
+        "Session()",
+        "first ten runs",
+        *(f"first {w:g} s: median (steps)" for w in WINDOWS),
+        f"from {STEADY_FROM:g} s on",
+        "<= 0.33x TF from",
+    ]
+    rows = []
+    for key in PROCESSES:
+        p = case["processes"][key]
+        if p["status"] != "ok":
+            rows.append([p["label"], p["status"], *[""] * (len(header) - 2)])
+            continue
+        windows = [f"{fmt_time(w['median_s'])} ({w['steps']:.0f})" for w in p["windows"]]
+        fast = p["fast_from_s"]
+        rows.append(
+            [
+                p["label"],
+                fmt_time(p["import_s"]),
+                fmt_time(p["build_s"]),
+                fmt_time(p["session_s"]),
+                fmt_time(p["first_ten_s"]),
+                *windows,
+                fmt_time(p["steady_s"]),
+                "" if key == "tensorflow" else "never" if fast is None else f"{fast:g} s",
+            ]
+        )
+    return header, rows
 
 
 if __name__ == "__main__":
