@@ -27,7 +27,7 @@ import tempfile
 import time
 from typing import Any
 
-from benchmarks.common import run_json, target_record
+from benchmarks.common import quiet, run_json, target_record
 
 GPUS = 4
 GOAL_S = 3.0
@@ -89,11 +89,12 @@ def _round() -> dict[str, dict[str, float]]:
         "DASK_DASKGRAPH__CACHE_DIR": cache,
         "NUMBA_CACHE_DIR": os.path.join(cache, "numba"),
     }
+    out = {}
     try:
-        return {
-            key: run_json("benchmarks.session_ready", env=env, timeout=TIMEOUT)
-            for key in ("cold", "warm")
-        }
+        for key in ("cold", "warm"):
+            quiet()  # the previous process's workers gone
+            out[key] = run_json("benchmarks.session_ready", env=env, timeout=TIMEOUT)
+        return out
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
