@@ -160,14 +160,20 @@ def _call(way: Way, repeat: int, fn: Callable[[], Any] | None, settle) -> tuple[
     return seconds, value
 
 
-def per_call(fn: Callable[[], Any], calls: int) -> Callable[[], Timed]:
-    """A way that makes ``calls`` back-to-back calls and reports the median per call (and the
-    last result): a user's loop, nothing between the calls."""
+def per_call(fn: Callable[[], Any], calls: int, seconds: float = 0.0) -> Callable[[], Timed]:
+    """A way that makes ``calls`` back-to-back calls (and goes on until ``seconds`` have passed
+    since the first) and reports the median per call (and the last result): a user's loop,
+    nothing between the calls.
+
+    >>> per_call(lambda: 7, 3)().value
+    7
+    """
 
     def run() -> Timed:
         times = []
         result = None
-        for _ in range(calls):
+        first = time.perf_counter()
+        while len(times) < calls or time.perf_counter() - first < seconds:
             start = time.perf_counter()
             result = fn()
             times.append(time.perf_counter() - start)
