@@ -106,7 +106,12 @@ def run(args) -> dict[str, Any]:
 
 def case_result(rounds: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
     """The case's record from the processes' timings (one ``{"cold": ..., "warm": ...}`` a
-    round)."""
+    round).
+
+    >>> t = {"import": 0.2, "session": 2.5, "first_run": 0.1, "ready": 2.6}
+    >>> [(x["key"], x["met"]) for x in case_result([{"cold": t, "warm": t}])["targets"]]
+    [('session_ready.cold', True), ('session_ready.warm', True)]
+    """
     ways = [
         _way(
             f"{cache}_{phase}", f"{cache} cache: {LABELS[phase]}", [r[cache][phase] for r in rounds]

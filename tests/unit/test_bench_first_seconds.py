@@ -4,12 +4,20 @@ times, never timings of this machine."""
 
 from __future__ import annotations
 
+import doctest
 import io
 import string
 
 import pytest
 
 from benchmarks import common, merge, report, run, session_ready, warm_up
+
+
+@pytest.mark.parametrize("module", [warm_up, session_ready, common])
+def test_doctests(module) -> None:
+    """The benchmarks are not collected by pytest: their doctests run here."""
+    failed, attempted = doctest.testmod(module)
+    assert (failed, attempted > 0) == (0, True)
 
 
 def _process(step_s: float, seconds: float = 3.0, slow_until: float = 0.0) -> dict:
