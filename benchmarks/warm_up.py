@@ -299,7 +299,7 @@ def _targets(processes: dict[str, dict], tf_missing: str) -> list[dict[str, Any]
         ),
         target_record(
             "warm_up.cold_fast_within",
-            "cold cache: every second's median step <= 0.33x TensorFlow's from",
+            "cold cache: every second's median step ≤ 0.33x TensorFlow's from second",
             cold_fast if cold_fast is not None or tf_missing else loop,
             "<=",
             COLD_GOAL_S,
@@ -343,7 +343,7 @@ def table(case: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         *(f"first {w:g} s: median (steps)" for w in WINDOWS),
         f"from {STEADY_FROM:g} s on",
         f"slowest second from {STEADY_FROM:g} s",
-        "<= 0.33x TF from",
+        "≤ 0.33x TF from second",
     ]
     rows = []
     for key in PROCESSES:
