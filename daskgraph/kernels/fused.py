@@ -92,12 +92,13 @@ class FusedKernel:
         How many inputs the kernel takes.
     """
 
-    __slots__ = ("_loops", "_text", "least", "n_inputs", "steps")
+    __slots__ = ("_again", "_loops", "_text", "least", "n_inputs", "steps")
 
     def __init__(self, steps: tuple[tuple[str, str, tuple[int, ...]], ...], n_inputs: int):
         self.steps, self.n_inputs = steps, n_inputs
         self._text: str | None = None  # (written when first asked for: see source)
         self._loops: dict[tuple, _Loop] = {}  # this kernel's compiled loops, by input kinds
+        self._again: _Again | None = None  # its last call by a loop, for calls like it
         #: the fewest elements from which the loop beats the ops one by one (:func:`worth_a_loop`)
         self.least = 0 if worth_a_loop(len(steps), n_inputs, 0) else SMALL_ELEMENTS
 
@@ -125,6 +126,11 @@ class FusedKernel:
 
     def __call__(self, xp: Any, *inputs: Any) -> Any:
         if xp is np:
+            again = self._again
+            if again is not None:
+                out = again(inputs)
+                if out is not None:
+                    return out
             shape = _loop_shape(inputs)
             if shape is not None and (not self.least or math.prod(shape) >= self.least):
                 out = self.looped(shape, inputs)
@@ -155,6 +161,8 @@ class FusedKernel:
             loop(out.reshape(-1), *flat)
         except TypeError:  # (inputs of a kind it was not compiled for)
             return None
+        if not loop.parallel:
+            self._again = _Again(loop, shape, kinds[1:])
         return out
 
     def one_by_one(self, xp: Any, inputs: tuple) -> Any:
@@ -173,6 +181,52 @@ class FusedKernel:
 
     def __repr__(self) -> str:
         return f"FusedKernel({'+'.join(self.op_names)})"
+
+
+class _Again:
+    """A kernel's last call by its compiled loop, kept so that calls with inputs of the same
+    kinds and shape (a program's next run) skip classifying them: each input is checked
+    against what that call saw (an array of its exact type, shape, dtype, C order and
+    writability, or a scalar of its dtype), and any difference takes the full path. The
+    loop was chosen for those kinds, so the result is the full path's; only serial loops
+    are kept (a parallel one's inputs are too big for the checks to matter)."""
+
+    __slots__ = ("expected", "loop", "shape")
+
+    def __init__(self, loop: _Loop, shape: tuple[int, ...], kinds: tuple) -> None:
+        self.loop, self.shape = loop, shape
+        # per input: (dtype, None) for a scalar, else (dtype, whether writeable)
+        self.expected = tuple((d, None if s else not ro) for d, s, ro in kinds)
+
+    def __call__(self, inputs: tuple) -> np.ndarray | None:
+        """The result by the loop, or None where ``inputs`` differ from the kept call's."""
+        if len(inputs) != len(self.expected):
+            return None
+        shape, flat = self.shape, []
+        for x, (dtype, writeable) in zip(inputs, self.expected, strict=False):
+            if type(x) is np.ndarray:
+                if writeable is None:  # a 0-d array, read by value
+                    if x.ndim:
+                        return None
+                    x = x[()]
+                elif x.shape != shape:
+                    return None
+                else:
+                    flags = x.flags
+                    if not flags.c_contiguous or flags.writeable is not writeable:
+                        return None
+                    x = x.reshape(-1)
+            elif writeable is not None or not isinstance(x, np.generic):
+                return None
+            if x.dtype is not dtype:
+                return None
+            flat.append(x)
+        out = np.empty(shape, self.loop.out_dtype)
+        try:
+            self.loop(out.reshape(-1), *flat)
+        except TypeError:  # (never expected: the kinds are the loop's own)
+            return None
+        return out
 
 
 #: NumPy calls that one call of a compiled loop costs (about 2.5 us), plus half a call per
