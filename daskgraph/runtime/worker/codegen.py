@@ -10,13 +10,20 @@ variables (reused as tensors die, as a register allocator would), its kernels bo
 
 .. code-block:: python
 
-    def _program(slots, fns):
-        (f0, f1) = fns
-        v0 = slots[0]
-        v1 = f0(v0, 2.0)
-        v0 = None
-        ...
-        slots[7] = v1
+    def _make(fns):
+        (f0, f1, f2) = fns
+        c0 = f2.value
+        def _program(slots):
+            v0 = slots[0]
+            v1 = f0(v0, c0)
+            v0 = None
+            ...
+            slots[7] = v1
+        return _program
+
+The kernels are bound once, as the closure's cells, and so are the values of the program's
+constants (:class:`Constant`: a NumPy partition's ``Const`` ops, whose kernel returns the
+same array every run), which the function reads where the loop would call their kernel.
 
 CPython compiles that in about 35 us an op, so it is done once the loop has spent that long
 on the program (:class:`HotProgram`), for programs of up to :data:`MAX_OPS` instructions, on a
@@ -30,14 +37,16 @@ failed (programs compiled here have no stateful ops, so running them again chang
 >>> steps = [(np.add, 2, 0, 0, (0, 0), 1, (0,), 0), (np.negative, 1, 1, -1, (1,), 2, (1,), 1)]
 >>> source, fns = generate(steps, incoming=[0], outputs=[2])
 >>> print(source)
-def _program(slots, fns):
+def _make(fns):
     (f0, f1,) = fns
-    v0 = slots[0]
-    v1 = f0(v0, v0)
-    v0 = None
-    v0 = f1(v1)
-    v1 = None
-    slots[2] = v0
+    def _program(slots):
+        v0 = slots[0]
+        v1 = f0(v0, v0)
+        v0 = None
+        v0 = f1(v1)
+        v1 = None
+        slots[2] = v0
+    return _program
 >>> slots = [np.float32(3.0), None, None]
 >>> build(steps, incoming=[0], outputs=[2])(slots)
 >>> slots[2]
@@ -53,7 +62,7 @@ from typing import Any
 
 from daskgraph.kernels.compile_thread import CompileThread
 
-__all__ = ["COMPILE_SECONDS_PER_OP", "MAX_OPS", "HotProgram", "build", "generate"]
+__all__ = ["COMPILE_SECONDS_PER_OP", "MAX_OPS", "Constant", "HotProgram", "build", "generate"]
 
 #: programs with more instructions than this stay with the loop
 MAX_OPS = 50_000
@@ -64,12 +73,33 @@ COMPILE_SECONDS_PER_OP = 35e-6
 _compiler = CompileThread("daskgraph-codegen")
 
 
+class Constant:
+    """A step's function that returns one value, the same every run (a NumPy partition's
+    ``Const`` op): the loop calls it, a generated program reads its value from a cell.
+
+    >>> Constant(2.5)()
+    2.5
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Constant({self.value!r})"
+
+
 def generate(
     steps: Sequence[tuple], incoming: Sequence[int], outputs: Sequence[int]
 ) -> tuple[str, tuple[Any, ...]]:
-    """The source of a function ``_program(slots, fns)`` running ``steps`` (compiled steps
-    of :mod:`daskgraph.runtime.worker.execution`: function, arity, first slot, second slot, argument
-    slots, output slot, slots to free, index), and the functions ``fns`` it is given.
+    """The source of a function ``_make(fns)`` that returns a function ``_program(slots)``
+    running ``steps`` (compiled steps of :mod:`daskgraph.runtime.worker.execution`: function,
+    arity, first slot, second slot, argument slots, output slot, slots to free, index), and
+    the functions ``fns`` it is given (:class:`Constant` ones read as values).
 
     It reads the ``incoming`` slots (feeds and other partitions' outputs) and writes the
     ``outputs`` slots back into ``slots``.
@@ -80,6 +110,8 @@ def generate(
         if id(step[0]) not in kernels:
             kernels[id(step[0])] = len(fns)
             fns.append(step[0])
+    constants = {k: f"c{i}" for i, k in enumerate(k for k, f in enumerate(fns) if
+                                                   type(f) is Constant)}  # fmt: skip
     names: dict[int, str] = {}  # slot -> the local variable holding it
     pool: list[str] = []  # variables of tensors that died, for the next ones
     made = 0
@@ -94,18 +126,29 @@ def generate(
         return name
 
     lines = [
-        "def _program(slots, fns):",
+        "def _make(fns):",
         f"    ({', '.join(f'f{i}' for i in range(len(fns)))},) = fns",
+        *[f"    {name} = f{k}.value" for k, name in constants.items()],
+        "    def _program(slots):",
     ]
-    lines += [f"    {take(slot)} = slots[{slot}]" for slot in incoming]
+    lines += [f"        {take(slot)} = slots[{slot}]" for slot in incoming]
     for fn, _, _, _, args, out, free, _ in steps:
-        call = f"f{kernels[id(fn)]}({', '.join(names[s] for s in args)})"
-        lines.append(f"    {take(out)} = {call}" if out >= 0 else f"    {call}")
+        constant = constants.get(kernels[id(fn)])
+        if constant is not None:  # read where used; never freed (the cell keeps it)
+            if out >= 0:
+                names[out] = constant
+        else:
+            call = f"f{kernels[id(fn)]}({', '.join(names[s] for s in args)})"
+            lines.append(f"        {take(out)} = {call}" if out >= 0 else f"        {call}")
         for slot in free:
             name = names.pop(slot)
-            lines.append(f"    {name} = None")
-            pool.append(name)
-    lines += [f"    slots[{slot}] = {names[slot]}" for slot in outputs]
+            if name[0] == "v":
+                lines.append(f"        {name} = None")
+                pool.append(name)
+    lines += [f"        slots[{slot}] = {names[slot]}" for slot in outputs]
+    if lines[-1] == "    def _program(slots):":
+        lines.append("        pass")
+    lines.append("    return _program")
     return "\n".join(lines), tuple(fns)
 
 
@@ -116,12 +159,7 @@ def build(
     source, fns = generate(steps, incoming, outputs)
     namespace: dict[str, Any] = {}
     exec(compile(source, "<daskgraph program>", "exec"), namespace)
-    program = namespace["_program"]
-
-    def run(slots: list) -> None:
-        program(slots, fns)
-
-    return run
+    return namespace["_make"](fns)
 
 
 class HotProgram:
