@@ -98,7 +98,7 @@ class FusedKernel:
         self.steps, self.n_inputs = steps, n_inputs
         self._text: str | None = None  # (written when first asked for: see source)
         self._loops: dict[tuple, _Loop] = {}  # this kernel's compiled loops, by input kinds
-        self._again: _Again | None = None  # its last call by a loop, for calls like it
+        self._again: Any = None  # its last call by a loop, for calls like it (_again)
         #: the fewest elements from which the loop beats the ops one by one (:func:`worth_a_loop`)
         self.least = 0 if worth_a_loop(len(steps), n_inputs, 0) else SMALL_ELEMENTS
 
@@ -162,7 +162,7 @@ class FusedKernel:
         except TypeError:  # (inputs of a kind it was not compiled for)
             return None
         if not loop.parallel:
-            self._again = _Again(loop, shape, kinds[1:])
+            self._again = _again(loop, shape, kinds[1:])
         return out
 
     def one_by_one(self, xp: Any, inputs: tuple) -> Any:
@@ -183,50 +183,87 @@ class FusedKernel:
         return f"FusedKernel({'+'.join(self.op_names)})"
 
 
-class _Again:
-    """A kernel's last call by its compiled loop, kept so that calls with inputs of the same
-    kinds and shape (a program's next run) skip classifying them: each input is checked
-    against what that call saw (an array of its exact type, shape, dtype, C order and
-    writability, or a scalar of its dtype), and any difference takes the full path. The
-    loop was chosen for those kinds, so the result is the full path's; only serial loops
-    are kept (a parallel one's inputs are too big for the checks to matter)."""
+def _again(loop: _Loop, shape: tuple[int, ...], kinds: tuple) -> Any:
+    """A function of a kernel's inputs that runs ``loop`` on them when they are like those of
+    the call that took it (``shape``, and ``kinds``: each input's dtype, whether it was a
+    scalar, whether a read-only array), else returns None, for the full path to take them.
 
-    __slots__ = ("expected", "loop", "shape")
+    A program's next run calls its kernels with inputs like the last run's: the function
+    checks each input against that call (an array of exact type ``ndarray``, of the shape,
+    dtype, C order and writability seen; a 0-d array or NumPy scalar of the dtype seen) and
+    calls the loop, skipping the classification, lookup and rent-or-buy of the full path.
+    The loop was chosen for those kinds, so the result is the full path's. The checks are
+    written out as straight-line Python, once per pattern of arrays and scalars.
 
-    def __init__(self, loop: _Loop, shape: tuple[int, ...], kinds: tuple) -> None:
-        self.loop, self.shape = loop, shape
-        # per input: (dtype, None) for a scalar, else (dtype, whether writeable)
-        self.expected = tuple((d, None if s else not ro) for d, s, ro in kinds)
+    >>> k = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
+    >>> x = np.arange(4, dtype=np.float32)
+    >>> kinds = (x.dtype, False, False), (x.dtype, True, False)
+    >>> again = _again(build(k, kinds), (4,), kinds)
+    >>> again((x, np.float32(2.0)))
+    array([0., 3., 6., 9.], dtype=float32)
+    >>> again((x, np.float64(2.0))) is None, again((x[:2], np.float32(2.0))) is None
+    (True, True)
+    """
+    pattern = tuple(scalar for _, scalar, _ in kinds)
+    make = _AGAIN_MAKERS.get(pattern)
+    if make is None:
+        namespace: dict[str, Any] = {"ndarray": np.ndarray, "generic": np.generic}
+        exec(compile(_again_source(pattern), "<fused again>", "exec"), namespace)
+        make = _AGAIN_MAKERS[pattern] = namespace["_make"]
+    expected = [d for d, _, _ in kinds] + [not ro for _, s, ro in kinds if not s]
+    return make(loop, shape, np.empty, loop.out_dtype, *expected)
 
-    def __call__(self, inputs: tuple) -> np.ndarray | None:
-        """The result by the loop, or None where ``inputs`` differ from the kept call's."""
-        if len(inputs) != len(self.expected):
-            return None
-        shape, flat = self.shape, []
-        for x, (dtype, writeable) in zip(inputs, self.expected, strict=False):
-            if type(x) is np.ndarray:
-                if writeable is None:  # a 0-d array, read by value
-                    if x.ndim:
-                        return None
-                    x = x[()]
-                elif x.shape != shape:
-                    return None
-                else:
-                    flags = x.flags
-                    if not flags.c_contiguous or flags.writeable is not writeable:
-                        return None
-                    x = x.reshape(-1)
-            elif writeable is not None or not isinstance(x, np.generic):
-                return None
-            if x.dtype is not dtype:
-                return None
-            flat.append(x)
-        out = np.empty(shape, self.loop.out_dtype)
-        try:
-            self.loop(out.reshape(-1), *flat)
-        except TypeError:  # (never expected: the kinds are the loop's own)
-            return None
-        return out
+
+#: the straight-line checks written so far, by pattern (which inputs are scalars)
+_AGAIN_MAKERS: dict[tuple[bool, ...], Any] = {}
+
+
+def _again_source(scalars: tuple[bool, ...]) -> str:
+    """The source of ``_make(loop, shape, empty, out_dtype, d0.., w..)``, which returns the
+    checks of :func:`_again` for inputs that are scalars where ``scalars`` says."""
+    n = len(scalars)
+    names = [f"x{i}" for i in range(n)]
+    writes = [f"w{i}" for i in range(n) if not scalars[i]]
+    lines = [
+        f"def _make(loop, shape, empty, out_dtype, {', '.join(f'd{i}' for i in range(n))}"
+        f"{''.join(', ' + w for w in writes)}):",
+        "    def again(inputs):",
+        f"        if len(inputs) != {n}:",
+        "            return None",
+        f"        {', '.join(names)}, = inputs",
+    ]
+    for i, (x, scalar) in enumerate(zip(names, scalars, strict=True)):
+        if scalar:  # a 0-d array or a NumPy scalar, read by value
+            lines += [
+                f"        if type({x}) is ndarray:",
+                f"            if {x}.ndim:",
+                "                return None",
+                f"            {x} = {x}[()]",
+                f"        elif not isinstance({x}, generic):",
+                "            return None",
+                f"        if {x}.dtype is not d{i}:",
+                "            return None",
+            ]
+        else:
+            lines += [
+                f"        if type({x}) is not ndarray or {x}.shape != shape "
+                f"or {x}.dtype is not d{i}:",
+                "            return None",
+                f"        flags = {x}.flags",
+                f"        if not flags.c_contiguous or flags.writeable is not w{i}:",
+                "            return None",
+                f"        {x} = {x}.reshape(-1)",
+            ]
+    lines += [
+        "        out = empty(shape, out_dtype)",
+        "        try:",
+        f"            loop(out.reshape(-1), {', '.join(names)})",
+        "        except TypeError:  # (never expected: the kinds are the loop's own)",
+        "            return None",
+        "        return out",
+        "    return again",
+    ]
+    return "\n".join(lines)
 
 
 #: NumPy calls that one call of a compiled loop costs (about 2.5 us), plus half a call per
