@@ -57,6 +57,7 @@ np.float32(9.0)
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -92,13 +93,14 @@ class FusedKernel:
         How many inputs the kernel takes.
     """
 
-    __slots__ = ("_again", "_loops", "_text", "least", "n_inputs", "steps")
+    __slots__ = ("_again", "_bound", "_loops", "_text", "least", "n_inputs", "steps")
 
     def __init__(self, steps: tuple[tuple[str, str, tuple[int, ...]], ...], n_inputs: int):
         self.steps, self.n_inputs = steps, n_inputs
         self._text: str | None = None  # (written when first asked for: see source)
         self._loops: dict[tuple, _Loop] = {}  # this kernel's compiled loops, by input kinds
         self._again: Any = None  # its last call by a loop, for calls like it (_again)
+        self._bound: tuple | None = None  # (array module, each step's function and arguments)
         #: the fewest elements from which the loop beats the ops one by one (:func:`worth_a_loop`)
         self.least = 0 if worth_a_loop(len(steps), n_inputs, 0) else SMALL_ELEMENTS
 
@@ -166,14 +168,21 @@ class FusedKernel:
         return out
 
     def one_by_one(self, xp: Any, inputs: tuple) -> Any:
-        """The chain's result, op by op (what the unfused ops compute)."""
+        """The chain's result, op by op (what the unfused ops compute). Each step's function
+        of ``xp`` is looked up once, not every call (a program runs its chains op by op
+        until their loops are compiled: the first runs of a process)."""
+        bound = self._bound
+        if bound is None or bound[0] is not xp:
+            bound = self._bound = (xp, tuple((_function(xp, n), a) for _, n, a in self.steps))
         values = list(inputs)
-        for _, name, args in self.steps:
-            kernel = KERNELS.get(name)
-            if kernel is None:
-                values.append(getattr(xp, name)(*[values[a] for a in args]))
+        append = values.append
+        for fn, args in bound[1]:
+            if len(args) == 2:
+                append(fn(values[args[0]], values[args[1]]))
+            elif len(args) == 1:
+                append(fn(values[args[0]]))
             else:
-                values.append(kernel(xp, *[values[a] for a in args]))
+                append(fn(*[values[a] for a in args]))
         return values[-1]
 
     def __reduce__(self) -> tuple:
@@ -264,6 +273,13 @@ def _again_source(scalars: tuple[bool, ...]) -> str:
         "    return again",
     ]
     return "\n".join(lines)
+
+
+def _function(xp: Any, name: str) -> Any:
+    """The function of ``xp`` that a step named ``name`` calls (daskgraph's own kernel where
+    :data:`~daskgraph.kernels.fusable.KERNELS` has one, bound to ``xp``)."""
+    kernel = KERNELS.get(name)
+    return getattr(xp, name) if kernel is None else functools.partial(kernel, xp)
 
 
 #: NumPy calls that one call of a compiled loop costs (about 2.5 us), plus half a call per

@@ -1,6 +1,7 @@
-"""A fused kernel's next call with inputs like its last one's goes straight to the loop that
-call took, and any input that differs (dtype, shape, order, writability, scalar or array)
-takes the full path: NumPy's result, bit for bit and dtype for dtype, either way."""
+"""A fused kernel called again: with inputs like its last call's it goes straight to the loop
+that call took, and any input that differs (dtype, shape, order, writability, scalar or
+array) takes the full path: NumPy's result, bit for bit and dtype for dtype, either way. Op
+by op, it looks its functions up once per array module."""
 
 from __future__ import annotations
 
@@ -86,3 +87,30 @@ def test_inputs_unlike_the_last_call_s_take_the_full_path(case, kinds_counted):
     assert isinstance(found, np.ndarray) == isinstance(expected, np.ndarray)
     assert len(kinds_counted) > before or fused._loop_shape(inputs) is None
     assert _same(kernel(np, x, scale), kernel.one_by_one(np, (x, scale)))  # and back again
+
+
+class _CountingModule:
+    """An array module that counts the functions looked up on it (NumPy's, underneath)."""
+
+    __name__ = "counting"
+
+    def __init__(self) -> None:
+        self.looked_up: list[str] = []
+
+    def __getattr__(self, name: str):
+        self.looked_up.append(name)
+        return getattr(np, name)
+
+
+def test_op_by_op_a_kernel_looks_its_functions_up_once_per_array_module():
+    kernel = _kernel()
+    x = np.linspace(-2, 2, 64, dtype=np.float32).reshape(8, 8)
+    scale = np.float32(0.75)
+    expected = kernel.one_by_one(np, (x, scale))
+    counting = _CountingModule()
+    for _ in range(3):
+        assert _same(kernel(counting, x, scale), expected)
+    assert len(counting.looked_up) == len(STEPS)  # once each, on the first call
+    other = _CountingModule()
+    assert _same(kernel(other, x, scale), expected)  # another module: its own functions
+    assert len(other.looked_up) == len(STEPS)
