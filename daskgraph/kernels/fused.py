@@ -218,7 +218,9 @@ def _again(loop: _Loop, shape: tuple[int, ...], kinds: tuple) -> Any:
     if make is None:
         namespace: dict[str, Any] = {"ndarray": np.ndarray, "generic": np.generic}
         exec(compile(_again_source(pattern), "<fused again>", "exec"), namespace)
-        make = _AGAIN_MAKERS[pattern] = namespace["_make"]
+        make = namespace["_make"]
+        if len(_AGAIN_MAKERS) < _SOURCES_KEPT:
+            _AGAIN_MAKERS[pattern] = make
     expected = [d for d, _, _ in kinds] + [not ro for _, s, ro in kinds if not s]
     return make(loop, shape, np.empty, loop.out_dtype, *expected)
 
