@@ -22,7 +22,9 @@ with Dask's (a parallel loop runs one at a time in the process).
 first call runs the ops one by one; its second starts the compilation on a background thread
 and keeps running them one by one until the loop is there, so a program run twice never
 waits for a compiler. A chain that Numba cannot compile (or a process without Numba) keeps
-running op by op.
+running op by op. A kernel called with inputs like its last call's (a program's next run)
+goes straight to the loop that call took, its inputs checked by straight-line code
+(:func:`_again`).
 
 **Bit for bit.** Only ops whose NumPy results are exactly rounded IEEE operations are fused
 (:data:`FUSABLE`: ``+ - * /``, negation, ``abs``, squares, square roots, comparisons and
