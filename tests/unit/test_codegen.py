@@ -120,6 +120,6 @@ def test_a_generated_program_reads_its_constants_instead_of_calling_their_kernel
     for number in range(3):
         (result,) = execute_partition(program, RunStep("const", 10_000 + number), (fed,), False)
         np.testing.assert_array_equal(result, fed * 2)
-    assert len(calls) == before  # read from the generated function's cell, not called
+    assert len(calls) == before  # read by the generated function, not called
     source, _ = codegen.generate(_hot(program, "const").steps, [0], [2])
     assert "(v0, c0)" in source and "f0()" not in source
