@@ -197,7 +197,8 @@ class FusedKernel:
 def _again(loop: _Loop, shape: tuple[int, ...], kinds: tuple) -> Any:
     """A function of a kernel's inputs that runs ``loop`` on them when they are like those of
     the call that took it (``shape``, and ``kinds``: each input's dtype, whether it was a
-    scalar, whether a read-only array), else returns None, for the full path to take them.
+    scalar, whether a read-only array), else returns None, for the full path to take them;
+    None for a kernel of more than :data:`_AGAIN_INPUTS` inputs.
 
     A program's next run calls its kernels with inputs like the last run's: the function
     checks each input against that call (an array of exact type ``ndarray``, of the shape,
@@ -215,6 +216,8 @@ def _again(loop: _Loop, shape: tuple[int, ...], kinds: tuple) -> Any:
     >>> again((x, np.float64(2.0))) is None, again((x[:2], np.float32(2.0))) is None
     (True, True)
     """
+    if len(kinds) > _AGAIN_INPUTS:
+        return None
     pattern = tuple(scalar for _, scalar, _ in kinds)
     make = _AGAIN_MAKERS.get(pattern)
     if make is None:
@@ -227,6 +230,9 @@ def _again(loop: _Loop, shape: tuple[int, ...], kinds: tuple) -> Any:
     return make(loop, shape, np.empty, loop.out_dtype, *expected)
 
 
+#: kernels of more inputs take the full path every call (their checks would take 26 ms to
+#: compile for 255 inputs, and gain little beside checking that many inputs)
+_AGAIN_INPUTS = 32
 #: the straight-line checks written so far, by pattern (which inputs are scalars)
 _AGAIN_MAKERS: dict[tuple[bool, ...], Any] = {}
 

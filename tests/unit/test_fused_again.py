@@ -114,3 +114,19 @@ def test_op_by_op_a_kernel_looks_its_functions_up_once_per_array_module():
     other = _CountingModule()
     assert _same(kernel(other, x, scale), expected)  # another module: its own functions
     assert len(other.looked_up) == len(STEPS)
+
+
+def test_a_kernel_of_many_inputs_takes_the_full_path_and_gives_numpys_result(kinds_counted):
+    n = fused._AGAIN_INPUTS + 1
+    kernel = FusedKernel(
+        (("s0", "add", (0, 1)), *[(f"s{i}", "add", (n + i - 1, i + 1)) for i in range(1, n - 1)]),
+        n,
+    )
+    inputs = [np.full(16, i, np.float32) for i in range(n)]
+    assert compile_now(kernel, *inputs) is not None
+    expected = kernel.one_by_one(np, tuple(inputs))
+    for _ in range(3):
+        before = len(kinds_counted)
+        assert _same(kernel(np, *inputs), expected)
+        assert len(kinds_counted) > before  # classified every call
+    assert kernel._again is None
