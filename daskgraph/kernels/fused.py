@@ -24,7 +24,7 @@ and keeps running them one by one until the loop is there, so a program run twic
 waits for a compiler. A chain that Numba cannot compile (or a process without Numba) keeps
 running op by op. A kernel called with inputs like its last call's (a program's next run)
 goes straight to the loop that call took, its inputs checked by straight-line code
-(:func:`_again`).
+(:func:`~daskgraph.kernels.fused_again.again_for`).
 
 **Bit for bit.** Only ops whose NumPy results are exactly rounded IEEE operations are fused
 (:data:`FUSABLE`: ``+ - * /``, negation, ``abs``, squares, square roots, comparisons and
@@ -69,6 +69,7 @@ import numpy as np
 
 from daskgraph.kernels.compile_thread import CompileThread
 from daskgraph.kernels.fusable import DTYPES, KERNELS, expression_of, step_dtypes
+from daskgraph.kernels.fused_again import again_for
 
 __all__ = [
     "PARALLEL_ELEMENTS",
@@ -101,7 +102,7 @@ class FusedKernel:
         self.steps, self.n_inputs = steps, n_inputs
         self._text: str | None = None  # (written when first asked for: see source)
         self._loops: dict[tuple, _Loop] = {}  # this kernel's compiled loops, by input kinds
-        self._again: Any = None  # its last call by a loop, for calls like it (_again)
+        self._again: Any = None  # its last call by a loop, for calls like it (again_for)
         self._bound: tuple | None = None  # (array module, each step's function and arguments)
         #: the fewest elements from which the loop beats the ops one by one (:func:`worth_a_loop`)
         self.least = 0 if worth_a_loop(len(steps), n_inputs, 0) else SMALL_ELEMENTS
@@ -166,7 +167,7 @@ class FusedKernel:
         except TypeError:  # (inputs of a kind it was not compiled for)
             return None
         if not loop.parallel:
-            self._again = _again(loop, shape, kinds[1:])
+            self._again = again_for(loop, shape, kinds[1:])
         return out
 
     def one_by_one(self, xp: Any, inputs: tuple) -> Any:
@@ -192,97 +193,6 @@ class FusedKernel:
 
     def __repr__(self) -> str:
         return f"FusedKernel({'+'.join(self.op_names)})"
-
-
-def _again(loop: _Loop, shape: tuple[int, ...], kinds: tuple) -> Any:
-    """A function of a kernel's inputs that runs ``loop`` on them when they are like those of
-    the call that took it (``shape``, and ``kinds``: each input's dtype, whether it was a
-    scalar, whether a read-only array), else returns None, for the full path to take them;
-    None for a kernel of more than :data:`_AGAIN_INPUTS` inputs.
-
-    A program's next run calls its kernels with inputs like the last run's: the function
-    checks each input against that call (an array of exact type ``ndarray``, of the shape,
-    dtype, C order and writability seen; a 0-d array or NumPy scalar of the dtype seen) and
-    calls the loop, skipping the classification, lookup and rent-or-buy of the full path.
-    The loop was chosen for those kinds, so the result is the full path's. The checks are
-    written out as straight-line Python, once per pattern of arrays and scalars.
-
-    >>> k = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
-    >>> x = np.arange(4, dtype=np.float32)
-    >>> kinds = (x.dtype, False, False), (x.dtype, True, False)
-    >>> again = _again(build(k, kinds), (4,), kinds)
-    >>> again((x, np.float32(2.0)))
-    array([0., 3., 6., 9.], dtype=float32)
-    >>> again((x, np.float64(2.0))) is None, again((x[:2], np.float32(2.0))) is None
-    (True, True)
-    """
-    if len(kinds) > _AGAIN_INPUTS:
-        return None
-    pattern = tuple(scalar for _, scalar, _ in kinds)
-    make = _AGAIN_MAKERS.get(pattern)
-    if make is None:
-        namespace: dict[str, Any] = {"ndarray": np.ndarray, "generic": np.generic}
-        exec(compile(_again_source(pattern), "<fused again>", "exec"), namespace)
-        make = namespace["_make"]
-        if len(_AGAIN_MAKERS) < _SOURCES_KEPT:
-            _AGAIN_MAKERS[pattern] = make
-    expected = [d for d, _, _ in kinds] + [not ro for _, s, ro in kinds if not s]
-    return make(loop, shape, np.empty, loop.out_dtype, *expected)
-
-
-#: kernels of more inputs take the full path every call (their checks would take 26 ms to
-#: compile for 255 inputs, and gain little beside checking that many inputs)
-_AGAIN_INPUTS = 32
-#: the straight-line checks written so far, by pattern (which inputs are scalars)
-_AGAIN_MAKERS: dict[tuple[bool, ...], Any] = {}
-
-
-def _again_source(scalars: tuple[bool, ...]) -> str:
-    """The source of ``_make(loop, shape, empty, out_dtype, d0.., w..)``, which returns the
-    checks of :func:`_again` for inputs that are scalars where ``scalars`` says."""
-    n = len(scalars)
-    names = [f"x{i}" for i in range(n)]
-    writes = [f"w{i}" for i in range(n) if not scalars[i]]
-    lines = [
-        f"def _make(loop, shape, empty, out_dtype, {', '.join(f'd{i}' for i in range(n))}"
-        f"{''.join(', ' + w for w in writes)}):",
-        "    def again(inputs):",
-        f"        if len(inputs) != {n}:",
-        "            return None",
-        f"        {', '.join(names)}, = inputs",
-    ]
-    for i, (x, scalar) in enumerate(zip(names, scalars, strict=True)):
-        if scalar:  # a 0-d array or a NumPy scalar, read by value
-            lines += [
-                f"        if type({x}) is ndarray:",
-                f"            if {x}.ndim:",
-                "                return None",
-                f"            {x} = {x}[()]",
-                f"        elif not isinstance({x}, generic):",
-                "            return None",
-                f"        if {x}.dtype is not d{i}:",
-                "            return None",
-            ]
-        else:
-            lines += [
-                f"        if type({x}) is not ndarray or {x}.shape != shape "
-                f"or {x}.dtype is not d{i}:",
-                "            return None",
-                f"        flags = {x}.flags",
-                f"        if not flags.c_contiguous or flags.writeable is not w{i}:",
-                "            return None",
-                f"        {x} = {x}.reshape(-1)",
-            ]
-    lines += [
-        "        out = empty(shape, out_dtype)",
-        "        try:",
-        f"            loop(out.reshape(-1), {', '.join(names)})",
-        "        except TypeError:  # (never expected: the kinds are the loop's own)",
-        "            return None",
-        "        return out",
-        "    return again",
-    ]
-    return "\n".join(lines)
 
 
 def _function(xp: Any, name: str) -> Any:

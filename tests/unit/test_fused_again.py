@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from daskgraph.kernels import fused
+from daskgraph.kernels import fused, fused_again
 from daskgraph.kernels.fused import FusedKernel, compile_now
 
 #: a chain long enough to take the loop on a small array (worth_a_loop)
@@ -117,7 +117,7 @@ def test_op_by_op_a_kernel_looks_its_functions_up_once_per_array_module():
 
 
 def test_a_kernel_of_many_inputs_takes_the_full_path_and_gives_numpys_result(kinds_counted):
-    n = fused._AGAIN_INPUTS + 1
+    n = fused_again.MAX_INPUTS + 1
     kernel = FusedKernel(
         (("s0", "add", (0, 1)), *[(f"s{i}", "add", (n + i - 1, i + 1)) for i in range(1, n - 1)]),
         n,
