@@ -28,7 +28,9 @@ piece, so the bits are the whole loop's, and no second, ``prange`` variant to co
 first call runs the ops one by one; its second starts the compilation on a background thread
 and keeps running them one by one until the loop is there, so a program run twice never
 waits for a compiler. A chain that Numba cannot compile (or a process without Numba) keeps
-running op by op.
+running op by op. A kernel called with inputs like its last call's (a program's next run)
+goes straight to the loop that call took, its inputs checked by straight-line code
+(:func:`~daskgraph.kernels.fused_again.again_for`).
 
 **Bit for bit.** Only ops whose NumPy results are exactly rounded IEEE operations are fused
 (:data:`FUSABLE`: ``+ - * /``, negation, ``abs``, squares, square roots, comparisons and
@@ -63,6 +65,7 @@ np.float32(9.0)
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -72,6 +75,7 @@ import numpy as np
 
 from daskgraph.kernels.compile_thread import CompileThread
 from daskgraph.kernels.fusable import DTYPES, KERNELS, expression_of, step_dtypes
+from daskgraph.kernels.fused_again import again_for
 from daskgraph.kernels.kernel_threads import kernel_threads
 from daskgraph.kernels.split_loops import run_split
 
@@ -100,12 +104,14 @@ class FusedKernel:
         How many inputs the kernel takes.
     """
 
-    __slots__ = ("_loops", "_text", "least", "n_inputs", "steps")
+    __slots__ = ("_again", "_bound", "_loops", "_text", "least", "n_inputs", "steps")
 
     def __init__(self, steps: tuple[tuple[str, str, tuple[int, ...]], ...], n_inputs: int):
         self.steps, self.n_inputs = steps, n_inputs
         self._text: str | None = None  # (written when first asked for: see source)
         self._loops: dict[tuple, _Loop] = {}  # this kernel's compiled loops, by input kinds
+        self._again: Any = None  # its last call by a loop, for calls like it (again_for)
+        self._bound: tuple | None = None  # (array module, each step's function and arguments)
         #: the fewest elements from which the loop beats the ops one by one (:func:`worth_a_loop`)
         self.least = 0 if worth_a_loop(len(steps), n_inputs, 0) else SMALL_ELEMENTS
 
@@ -133,6 +139,11 @@ class FusedKernel:
 
     def __call__(self, xp: Any, *inputs: Any) -> Any:
         if xp is np:
+            again = self._again
+            if again is not None:
+                out = again(inputs)
+                if out is not None:
+                    return out
             shape = _loop_shape(inputs)
             if shape is not None and (not self.least or math.prod(shape) >= self.least):
                 out = self.looped(shape, inputs)
@@ -163,17 +174,25 @@ class FusedKernel:
             loop(out.reshape(-1), *flat)
         except TypeError:  # (inputs of a kind it was not compiled for)
             return None
+        self._again = again_for(loop, shape, kinds)
         return out
 
     def one_by_one(self, xp: Any, inputs: tuple) -> Any:
-        """The chain's result, op by op (what the unfused ops compute)."""
+        """The chain's result, op by op (what the unfused ops compute). Each step's function
+        of ``xp`` is looked up once, not every call (a program runs its chains op by op
+        until their loops are compiled: the first runs of a process)."""
+        bound = self._bound
+        if bound is None or bound[0] is not xp:
+            bound = self._bound = (xp, tuple((_function(xp, n), a) for _, n, a in self.steps))
         values = list(inputs)
-        for _, name, args in self.steps:
-            kernel = KERNELS.get(name)
-            if kernel is None:
-                values.append(getattr(xp, name)(*[values[a] for a in args]))
+        append = values.append
+        for fn, args in bound[1]:
+            if len(args) == 2:
+                append(fn(values[args[0]], values[args[1]]))
+            elif len(args) == 1:
+                append(fn(values[args[0]]))
             else:
-                values.append(kernel(xp, *[values[a] for a in args]))
+                append(fn(*[values[a] for a in args]))
         return values[-1]
 
     def __reduce__(self) -> tuple:
@@ -181,6 +200,13 @@ class FusedKernel:
 
     def __repr__(self) -> str:
         return f"FusedKernel({'+'.join(self.op_names)})"
+
+
+def _function(xp: Any, name: str) -> Any:
+    """The function of ``xp`` that a step named ``name`` calls (daskgraph's own kernel where
+    :data:`~daskgraph.kernels.fusable.KERNELS` has one, bound to ``xp``)."""
+    kernel = KERNELS.get(name)
+    return getattr(xp, name) if kernel is None else functools.partial(kernel, xp)
 
 
 #: NumPy calls that one call of a compiled loop costs (about 2.5 us), plus half a call per

@@ -35,7 +35,7 @@ from daskgraph.kernels.kernel_threads import threads_for
 from daskgraph.ops.state import VariableRef
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep, StagedFeed
 from daskgraph.runtime.worker import variable_steps
-from daskgraph.runtime.worker.codegen import HotProgram
+from daskgraph.runtime.worker.codegen import Constant, HotProgram
 from daskgraph.runtime.worker.worker_state import (
     SessionState,
     VariableStore,
@@ -452,7 +452,9 @@ def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
     An :class:`~daskgraph.framework.op_registry.ArrayFunction` kernel becomes the module's function
     itself (``numpy.add``), looked up once per kernel and program; others a ``partial`` with
     ``xp`` and their attributes bound, so that the loop makes one call per op and builds no
-    argument list for one or two inputs.
+    argument list for one or two inputs. A NumPy partition's constant becomes its value
+    (:class:`~daskgraph.runtime.worker.codegen.Constant`: its kernel returns the same array
+    every run), which a generated program reads instead of calling the kernel.
     """
     bound: dict[int, Any] = {}  # id(kernel) -> the module's function (attribute-free kernels)
     steps: list[_Step] = []
@@ -461,7 +463,9 @@ def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
         if ins.stateful or ins.deref:
             return None
         kernel, args = ins.kernel, ins.args
-        if ins.attrs:
+        if ins.op_type == "Const" and not args and xp is np:
+            fn = Constant(kernel(xp, **ins.attrs))
+        elif ins.attrs:
             fn = functools.partial(kernel, xp, **ins.attrs)
         else:
             fn = bound.get(id(kernel))
