@@ -8,10 +8,12 @@ the NumPy calls of :mod:`daskgraph.kernels.training` (all arrays and scalars of 
 variable's dtype), compiled without fast math (no contraction into fused multiply-adds), so
 its bits are the NumPy calls' bits.
 
-This module imports Numba: only :mod:`daskgraph.kernels.slot_updates`' compiler thread
-imports it, the first time a loop is needed. The loops are module-level functions compiled
-with Numba's on-disk cache (``cache=True``): a second process loads them instead of
-compiling them.
+Each update is one function of an element's values (inlined) and two loops over the
+elements that call it: ``<kind>`` on the calling thread, ``<kind>_parallel`` split over Numba's
+threads (``prange``; for large arrays). This module imports Numba: only
+:mod:`daskgraph.kernels.slot_updates`' compiler thread imports it, the first time a loop is
+needed. The loops are module-level functions compiled with Numba's on-disk cache
+(``cache=True``): a second process loads them instead of compiling them.
 
 >>> import numpy as np
 >>> var, accum = np.ones(3, np.float32), np.zeros(3, np.float32)
@@ -28,115 +30,210 @@ import numpy as np
 
 __all__ = [
     "adagrad",
+    "adagrad_parallel",
     "adam",
     "adam_nesterov",
+    "adam_nesterov_parallel",
+    "adam_parallel",
     "centered_rms_prop",
+    "centered_rms_prop_parallel",
     "gradient_descent",
+    "gradient_descent_parallel",
     "momentum",
     "momentum_nesterov",
+    "momentum_nesterov_parallel",
+    "momentum_parallel",
     "rms_prop",
+    "rms_prop_parallel",
 ]
 
-_jit = numba.njit(nogil=True, cache=True, fastmath=False, error_model="numpy")
+_FLAGS = {"nogil": True, "cache": True, "fastmath": False, "error_model": "numpy"}
+_element = numba.njit(inline="always", **_FLAGS)
+_serial = numba.njit(**_FLAGS)
+_parallel = numba.njit(parallel=True, **_FLAGS)
+prange = numba.prange
 
 
-@_jit
+# -- one element's update: (the variable's new value, the slots' new values) ----------------------
+@_element
+def _gradient_descent(w, g, alpha):  # pragma: no cover (compiled)
+    return w - alpha * g
+
+
+@_element
+def _momentum(w, a, g, lr, mom):  # pragma: no cover (compiled)
+    a = a * mom + g
+    return w - lr * a, a
+
+
+@_element
+def _momentum_nesterov(w, a, g, lr, mom):  # pragma: no cover (compiled)
+    a = a * mom + g
+    return w - (g * lr + a * mom * lr), a
+
+
+@_element
+def _adam(w, m, v, g, lr_t, c1, c2, eps):  # pragma: no cover (compiled)
+    m = m + (g - m) * c1
+    v = v + (g * g - v) * c2
+    return w - m * lr_t / (np.sqrt(v) + eps), m, v
+
+
+@_element
+def _adam_nesterov(w, m, v, g, lr_t, beta1, c1, c2, eps):  # pragma: no cover (compiled)
+    m = m + (g - m) * c1
+    v = v + (g * g - v) * c2
+    return w - (m * beta1 + c1 * g) * lr_t / (np.sqrt(v) + eps), m, v
+
+
+@_element
+def _adagrad(w, a, g, lr):  # pragma: no cover (compiled)
+    a = a + g * g
+    return w - g * lr / np.sqrt(a), a
+
+
+@_element
+def _rms_prop(w, ms, mom, g, lr, c_rho, momentum, eps):  # pragma: no cover (compiled)
+    ms = ms + (g * g - ms) * c_rho
+    mom = mom * momentum + (g * lr) / np.sqrt(ms + eps)
+    return w - mom, ms, mom
+
+
+@_element
+def _centered_rms_prop(w, mg, ms, mom, g, lr, c_rho, momentum, eps):  # pragma: no cover
+    ms = ms + (g * g - ms) * c_rho
+    mg = mg + (g - mg) * c_rho
+    mom = mom * momentum + (g * lr) / np.sqrt((ms - mg * mg) + eps)
+    return w - mom, mg, ms, mom
+
+
+# -- the loops: inputs (the variable, its slots, the gradient), scalars, outputs ----------------
+@_serial
 def gradient_descent(var, grad, alpha, var_out):  # pragma: no cover (compiled)
     """``var - alpha * delta``."""
     for i in range(var.size):
-        var_out[i] = var[i] - alpha * grad[i]
+        var_out[i] = _gradient_descent(var[i], grad[i], alpha)
 
 
-@_jit
+@_parallel
+def gradient_descent_parallel(var, grad, alpha, var_out):  # pragma: no cover (compiled)
+    for i in prange(var.size):
+        var_out[i] = _gradient_descent(var[i], grad[i], alpha)
+
+
+@_serial
 def momentum(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover (compiled)
     """``accum * momentum + grad``; ``var - lr * accum``."""
     for i in range(var.size):
-        a = accum[i] * mom + grad[i]
-        accum_out[i] = a
-        var_out[i] = var[i] - lr * a
+        var_out[i], accum_out[i] = _momentum(var[i], accum[i], grad[i], lr, mom)
 
 
-@_jit
+@_parallel
+def momentum_parallel(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover
+    for i in prange(var.size):
+        var_out[i], accum_out[i] = _momentum(var[i], accum[i], grad[i], lr, mom)
+
+
+@_serial
 def momentum_nesterov(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover
     """``accum * momentum + grad``; ``var - (grad * lr + accum * momentum * lr)``."""
     for i in range(var.size):
-        g = grad[i]
-        a = accum[i] * mom + g
-        accum_out[i] = a
-        var_out[i] = var[i] - (g * lr + a * mom * lr)
+        var_out[i], accum_out[i] = _momentum_nesterov(var[i], accum[i], grad[i], lr, mom)
 
 
-@_jit
+@_parallel
+def momentum_nesterov_parallel(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover
+    for i in prange(var.size):
+        var_out[i], accum_out[i] = _momentum_nesterov(var[i], accum[i], grad[i], lr, mom)
+
+
+@_serial
 def adam(var, m, v, grad, lr_t, c1, c2, eps, var_out, m_out, v_out):  # pragma: no cover
     """``m + (grad - m) * c1``; ``v + (grad * grad - v) * c2``;
     ``var - m * lr_t / (sqrt(v) + epsilon)`` (``c1 = 1 - beta1``, ``c2 = 1 - beta2``)."""
     for i in range(var.size):
-        g = grad[i]
-        mi = m[i]
-        vi = v[i]
-        mi = mi + (g - mi) * c1
-        vi = vi + (g * g - vi) * c2
-        m_out[i] = mi
-        v_out[i] = vi
-        var_out[i] = var[i] - mi * lr_t / (np.sqrt(vi) + eps)
+        var_out[i], m_out[i], v_out[i] = _adam(var[i], m[i], v[i], grad[i], lr_t, c1, c2, eps)
 
 
-@_jit
+@_parallel
+def adam_parallel(var, m, v, grad, lr_t, c1, c2, eps, var_out, m_out, v_out):  # pragma: no cover
+    for i in prange(var.size):
+        var_out[i], m_out[i], v_out[i] = _adam(var[i], m[i], v[i], grad[i], lr_t, c1, c2, eps)
+
+
+@_serial
 def adam_nesterov(
-    var, m, v, grad, lr_t, beta1, c1, c2, eps, var_out, m_out, v_out
+    var, m, v, grad, lr_t, b1, c1, c2, eps, var_out, m_out, v_out
 ):  # pragma: no cover
     """As :func:`adam`, the step ``(m * beta1 + c1 * grad) * lr_t / (sqrt(v) + epsilon)``."""
     for i in range(var.size):
-        g = grad[i]
-        mi = m[i]
-        vi = v[i]
-        mi = mi + (g - mi) * c1
-        vi = vi + (g * g - vi) * c2
-        m_out[i] = mi
-        v_out[i] = vi
-        var_out[i] = var[i] - (mi * beta1 + c1 * g) * lr_t / (np.sqrt(vi) + eps)
+        var_out[i], m_out[i], v_out[i] = _adam_nesterov(
+            var[i], m[i], v[i], grad[i], lr_t, b1, c1, c2, eps
+        )
 
 
-@_jit
+@_parallel
+def adam_nesterov_parallel(
+    var, m, v, grad, lr_t, b1, c1, c2, eps, var_out, m_out, v_out
+):  # pragma: no cover (compiled)
+    for i in prange(var.size):
+        var_out[i], m_out[i], v_out[i] = _adam_nesterov(
+            var[i], m[i], v[i], grad[i], lr_t, b1, c1, c2, eps
+        )
+
+
+@_serial
 def adagrad(var, accum, grad, lr, var_out, accum_out):  # pragma: no cover (compiled)
     """``accum + grad * grad``; ``var - grad * lr / sqrt(accum)``."""
     for i in range(var.size):
-        g = grad[i]
-        a = accum[i] + g * g
-        accum_out[i] = a
-        var_out[i] = var[i] - g * lr / np.sqrt(a)
+        var_out[i], accum_out[i] = _adagrad(var[i], accum[i], grad[i], lr)
 
 
-@_jit
+@_parallel
+def adagrad_parallel(var, accum, grad, lr, var_out, accum_out):  # pragma: no cover (compiled)
+    for i in prange(var.size):
+        var_out[i], accum_out[i] = _adagrad(var[i], accum[i], grad[i], lr)
+
+
+@_serial
 def rms_prop(
     var, ms, mom, grad, lr, c_rho, momentum, eps, var_out, ms_out, mom_out
 ):  # pragma: no cover
     """``ms + (grad * grad - ms) * (1 - rho)``;
     ``mom * momentum + (grad * lr) / sqrt(ms + epsilon)``; ``var - mom``."""
     for i in range(var.size):
-        g = grad[i]
-        s = ms[i]
-        s = s + (g * g - s) * c_rho
-        n = mom[i] * momentum + (g * lr) / np.sqrt(s + eps)
-        ms_out[i] = s
-        mom_out[i] = n
-        var_out[i] = var[i] - n
+        var_out[i], ms_out[i], mom_out[i] = _rms_prop(
+            var[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
+        )
 
 
-@_jit
+@_parallel
+def rms_prop_parallel(
+    var, ms, mom, grad, lr, c_rho, momentum, eps, var_out, ms_out, mom_out
+):  # pragma: no cover (compiled)
+    for i in prange(var.size):
+        var_out[i], ms_out[i], mom_out[i] = _rms_prop(
+            var[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
+        )
+
+
+@_serial
 def centered_rms_prop(
     var, mg, ms, mom, grad, lr, c_rho, momentum, eps, var_out, mg_out, ms_out, mom_out
 ):  # pragma: no cover (compiled)
     """As :func:`rms_prop`, with ``mg + (grad - mg) * (1 - rho)`` and the denominator
     ``sqrt((ms - mg * mg) + epsilon)``."""
     for i in range(var.size):
-        g = grad[i]
-        s = ms[i]
-        a = mg[i]
-        s = s + (g * g - s) * c_rho
-        a = a + (g - a) * c_rho
-        n = mom[i] * momentum + (g * lr) / np.sqrt((s - a * a) + eps)
-        ms_out[i] = s
-        mg_out[i] = a
-        mom_out[i] = n
-        var_out[i] = var[i] - n
+        var_out[i], mg_out[i], ms_out[i], mom_out[i] = _centered_rms_prop(
+            var[i], mg[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
+        )
+
+
+@_parallel
+def centered_rms_prop_parallel(
+    var, mg, ms, mom, grad, lr, c_rho, momentum, eps, var_out, mg_out, ms_out, mom_out
+):  # pragma: no cover (compiled)
+    for i in prange(var.size):
+        var_out[i], mg_out[i], ms_out[i], mom_out[i] = _centered_rms_prop(
+            var[i], mg[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
+        )

@@ -20,6 +20,10 @@ update then writes new arrays (the old ones stay as they were). A buffer from sh
 or from an unpickled frame does not own its memory: never written either. While a buffer is
 claimed, a read of the variable from another thread waits for the update to end.
 
+**One pass, on the worker's threads.** Large arrays
+(:data:`~daskgraph.kernels.fused.PARALLEL_ELEMENTS` or more) take the loop split over Numba's
+threads, one such loop at a time in the process, as fused chains' parallel loops do.
+
 **Rent, then buy.** The loops compile on a background thread
 (:class:`~daskgraph.kernels.compile_thread.CompileThread`) the first time an update of their
 kind is met, and are loaded from Numba's on-disk cache in a later process: a run never waits
@@ -50,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from daskgraph.kernels.compile_thread import CompileThread
-from daskgraph.kernels.fused import SMALL_ELEMENTS
+from daskgraph.kernels.fused import _PARALLEL, PARALLEL_ELEMENTS, SMALL_ELEMENTS
 
 __all__ = ["KINDS", "compile_now", "settle", "update"]
 
@@ -173,8 +177,9 @@ KINDS: dict[str, tuple[Callable[..., None], int]] = {
 
 
 class _Loops:
-    """The compiled loops, by (kind, dtype, which inputs are read-only): rent or buy (see the
-    module). Compiled on one background thread, which process exit does not wait for."""
+    """The compiled loops, by (kind, dtype, which inputs are read-only, parallel): rent or
+    buy (see the module). Compiled on one background thread, which process exit does not
+    wait for."""
 
     def __init__(self) -> None:
         self._loops: dict[tuple, Any] = {}  # key -> the loop, None (not compiled) or "pending"
@@ -211,14 +216,15 @@ class _Loops:
         self._thread.submit(lambda: None).result(timeout)
 
 
-def _compiled(kind: str, dtype: np.dtype, readonly: tuple[bool, ...]) -> Any:
+def _compiled(kind: str, dtype: np.dtype, readonly: tuple[bool, ...], parallel: bool) -> Any:
     """The loop of ``kind`` compiled for ``dtype``: inputs (the old arrays, the gradient)
-    read-only where ``readonly`` says, the scalars, then the writeable outputs."""
+    read-only where ``readonly`` says, the scalars, then the writeable outputs; ``parallel``:
+    split over Numba's threads."""
     import numba  # (imported on the compiling thread, the first time)
 
     from daskgraph.kernels import slot_loops
 
-    loop = getattr(slot_loops, kind)
+    loop = getattr(slot_loops, f"{kind}_parallel" if parallel else kind)
     scalar = numba.from_dtype(dtype)
     arrays = [numba.types.Array(scalar, 1, "C", readonly=ro) for ro in readonly]
     n_out = KINDS[kind][1]
@@ -237,11 +243,12 @@ def settle(timeout: float = 120.0) -> None:
     _LOOPS.settle(timeout)
 
 
-def compile_now(kind: str, dtype: Any, readonly: tuple[bool, ...]) -> Any:
+def compile_now(kind: str, dtype: Any, readonly: tuple[bool, ...], parallel: bool = False) -> Any:
     """The compiled loop of ``kind`` for ``dtype`` and inputs read-only where ``readonly``
-    says (the variable, its slots, then the gradient), compiled in this thread if it is not
-    yet; None without Numba."""
-    return _LOOPS.build((kind, np.dtype(dtype), tuple(readonly)))
+    says (the variable, its slots, then the gradient), split over Numba's threads where
+    ``parallel`` (arrays of :data:`~daskgraph.kernels.fused.PARALLEL_ELEMENTS` or more),
+    compiled in this thread if it is not yet; None without Numba."""
+    return _LOOPS.build((kind, np.dtype(dtype), tuple(readonly), parallel))
 
 
 def update(
@@ -273,12 +280,17 @@ def update(
             return None
         olds, outs = arrays
         readonly = tuple(not a.flags.writeable for a in (*olds, grad))
-        loop = _LOOPS.lookup((kind, dtype, readonly))
+        parallel = grad.size >= PARALLEL_ELEMENTS
+        loop = _LOOPS.lookup((kind, dtype, readonly, parallel))
         if loop is None:
             if grad.size < SMALL_ELEMENTS:
                 return None  # (before anything was written)
-            loop = KINDS[kind][0]
-        loop(*olds, grad.reshape(-1), *scalars, *outs)
+            KINDS[kind][0](*olds, grad.reshape(-1), *scalars, *outs)
+        elif parallel:
+            with _PARALLEL:  # (Numba's thread pool: one parallel loop at a time, as fused's)
+                loop(*olds, grad.reshape(-1), *scalars, *outs)
+        else:
+            loop(*olds, grad.reshape(-1), *scalars, *outs)
     finally:
         for name in claimed:
             store.release(name)

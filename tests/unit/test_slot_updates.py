@@ -240,3 +240,22 @@ def test_training_in_place_gives_the_unfused_bits_and_fetched_values_stay(optimi
         else:  # no one held it: in place
             assert in_place is True
     np.testing.assert_array_equal(fused[-1][1], np.linspace(-1.0, 1.0, N).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", list(CASES))
+def test_the_parallel_loop_gives_the_bits_of_the_loop_on_one_thread(kind, dtype):
+    n_arrays = slot_updates.KINDS[kind][1]
+    flags = (False,) * (n_arrays + 1)
+    serial = slot_updates.compile_now(kind, dtype, flags)
+    parallel = slot_updates.compile_now(kind, dtype, flags, parallel=True)
+    rng = np.random.default_rng(5)
+    inputs = [np.abs(rng.standard_normal(5001)).astype(dtype) for _ in range(n_arrays)]
+    grad = _grad(dtype, 1)[:5001].copy()
+    n_scalars = serial.py_func.__code__.co_argcount - 2 * n_arrays - 1
+    scalars = [dtype(x) for x in (1e-3, 0.1, 0.9, 0.5, 1e-8)[:n_scalars]]
+    outs = [[np.empty_like(grad) for _ in range(n_arrays)] for _ in range(2)]
+    serial(*inputs, grad, *scalars, *outs[0])
+    parallel(*inputs, grad, *scalars, *outs[1])
+    for a, b in zip(*outs, strict=True):
+        np.testing.assert_array_equal(_bits(a), _bits(b))
