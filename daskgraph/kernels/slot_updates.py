@@ -27,8 +27,9 @@ threads, one such loop at a time in the process, as fused chains' parallel loops
 **Rent, then buy.** The loops compile on a background thread
 (:class:`~daskgraph.kernels.compile_thread.CompileThread`) the first time an update of their
 kind is met, and are loaded from Numba's on-disk cache in a later process: a run never waits
-for them. Until the loop is there, large arrays are updated in place by NumPy's ufuncs
-(``out=``, one temporary or two), small ones op by op.
+for them. Until the loop is there, the arrays are updated in place by NumPy's ufuncs
+(``out=``, one temporary or two). Small arrays (under
+:data:`~daskgraph.kernels.fused.SMALL_ELEMENTS` elements) are updated op by op.
 
 **Bit for bit.** The loops and the ufuncs compute the unfused NumPy ops of
 :mod:`daskgraph.kernels.training`, in their order and their dtype (float32 or float64; other
@@ -261,11 +262,14 @@ def update(
     None where the update does not apply (NumPy's ops one by one then run instead): a
     gradient or value not a C-contiguous float32 or float64 array of the variable's shape
     and dtype, a scalar that is not a NumPy scalar of that dtype, a variable named twice,
-    or a small array whose loop is not compiled yet.
+    or an array under :data:`~daskgraph.kernels.fused.SMALL_ELEMENTS` elements (there NumPy's
+    calls cost less than the claims and the loop's call; measured 23 us against 44 us for
+    Adam over 64 float32 elements).
     """
     dtype = getattr(grad, "dtype", None)
     if (
         type(grad) is not np.ndarray
+        or grad.size < SMALL_ELEMENTS  # (NumPy's calls cost less than the claims and the call)
         or dtype not in DTYPES
         or not grad.flags.c_contiguous
         or len(set(names)) != len(names)
@@ -283,8 +287,6 @@ def update(
         parallel = grad.size >= PARALLEL_ELEMENTS
         loop = _LOOPS.lookup((kind, dtype, readonly, parallel))
         if loop is None:
-            if grad.size < SMALL_ELEMENTS:
-                return None  # (before anything was written)
             KINDS[kind][0](*olds, grad.reshape(-1), *scalars, *outs)
         elif parallel:
             with _PARALLEL:  # (Numba's thread pool: one parallel loop at a time, as fused's)
