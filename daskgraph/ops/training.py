@@ -6,6 +6,9 @@ variables (TensorFlow's ``use_locking``), so that concurrent steps (asynchronous
 interleave whole updates and lose none, while updates of other variables go on meanwhile.
 The op outputs the variable's new value. The formulas are TensorFlow's
 (``tensorflow/core/kernels/training_ops.cc``); as there, the ops have float kernels only.
+The kernels are :mod:`daskgraph.kernels.training`'s (a worker loads them without this
+module); Adam, Momentum, RMSProp, Adagrad and gradient descent update the variable and its
+slots in place where nothing else holds them (:mod:`daskgraph.kernels.slot_updates`).
 
 >>> import daskgraph as dg
 >>> with dg.Graph().as_default():

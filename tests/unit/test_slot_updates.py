@@ -169,11 +169,17 @@ def test_a_read_from_another_thread_waits_for_the_update_in_place():
     buffer = store.claim("var")
     assert buffer is not None
     buffer[:2] = 1.0  # half written
-    seen = []
-    reader = threading.Thread(target=lambda: seen.append(store.read("var").tolist()))
+    seen, reading = [], threading.Event()
+
+    def read():
+        reading.set()
+        seen.append(store.read("var").tolist())
+
+    reader = threading.Thread(target=read)
     reader.start()
+    assert reading.wait(30)
     reader.join(0.2)
-    assert reader.is_alive()  # waiting: no torn value
+    assert reader.is_alive() and not seen  # waiting: no torn value
     buffer[2:] = 1.0
     del buffer
     store.release("var")
