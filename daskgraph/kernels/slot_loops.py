@@ -117,6 +117,7 @@ def gradient_descent(var, grad, alpha, var_out):  # pragma: no cover (compiled)
 
 @_parallel
 def gradient_descent_parallel(var, grad, alpha, var_out):  # pragma: no cover (compiled)
+    """As :func:`gradient_descent`, its elements split over Numba's threads."""
     for i in prange(var.size):
         var_out[i] = _gradient_descent(var[i], grad[i], alpha)
 
@@ -130,6 +131,7 @@ def momentum(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover
 
 @_parallel
 def momentum_parallel(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover
+    """As :func:`momentum`, its elements split over Numba's threads."""
     for i in prange(var.size):
         var_out[i], accum_out[i] = _momentum(var[i], accum[i], grad[i], lr, mom)
 
@@ -143,6 +145,7 @@ def momentum_nesterov(var, accum, grad, lr, mom, var_out, accum_out):  # pragma:
 
 @_parallel
 def momentum_nesterov_parallel(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover
+    """As :func:`momentum_nesterov`, its elements split over Numba's threads."""
     for i in prange(var.size):
         var_out[i], accum_out[i] = _momentum_nesterov(var[i], accum[i], grad[i], lr, mom)
 
@@ -157,6 +160,7 @@ def adam(var, m, v, grad, lr_t, c1, c2, eps, var_out, m_out, v_out):  # pragma: 
 
 @_parallel
 def adam_parallel(var, m, v, grad, lr_t, c1, c2, eps, var_out, m_out, v_out):  # pragma: no cover
+    """As :func:`adam`, its elements split over Numba's threads."""
     for i in prange(var.size):
         var_out[i], m_out[i], v_out[i] = _adam(var[i], m[i], v[i], grad[i], lr_t, c1, c2, eps)
 
@@ -176,6 +180,7 @@ def adam_nesterov(
 def adam_nesterov_parallel(
     var, m, v, grad, lr_t, b1, c1, c2, eps, var_out, m_out, v_out
 ):  # pragma: no cover (compiled)
+    """As :func:`adam_nesterov`, its elements split over Numba's threads."""
     for i in prange(var.size):
         var_out[i], m_out[i], v_out[i] = _adam_nesterov(
             var[i], m[i], v[i], grad[i], lr_t, b1, c1, c2, eps
@@ -191,6 +196,7 @@ def adagrad(var, accum, grad, lr, var_out, accum_out):  # pragma: no cover (comp
 
 @_parallel
 def adagrad_parallel(var, accum, grad, lr, var_out, accum_out):  # pragma: no cover (compiled)
+    """As :func:`adagrad`, its elements split over Numba's threads."""
     for i in prange(var.size):
         var_out[i], accum_out[i] = _adagrad(var[i], accum[i], grad[i], lr)
 
@@ -211,6 +217,7 @@ def rms_prop(
 def rms_prop_parallel(
     var, ms, mom, grad, lr, c_rho, momentum, eps, var_out, ms_out, mom_out
 ):  # pragma: no cover (compiled)
+    """As :func:`rms_prop`, its elements split over Numba's threads."""
     for i in prange(var.size):
         var_out[i], ms_out[i], mom_out[i] = _rms_prop(
             var[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
@@ -233,6 +240,7 @@ def centered_rms_prop(
 def centered_rms_prop_parallel(
     var, mg, ms, mom, grad, lr, c_rho, momentum, eps, var_out, mg_out, ms_out, mom_out
 ):  # pragma: no cover (compiled)
+    """As :func:`centered_rms_prop`, its elements split over Numba's threads."""
     for i in prange(var.size):
         var_out[i], mg_out[i], ms_out[i], mom_out[i] = _centered_rms_prop(
             var[i], mg[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
