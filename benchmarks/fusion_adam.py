@@ -31,7 +31,7 @@ from benchmarks.common import (
     Way,
     per_call,
     ratio,
-    run_interleaved,
+    run_back_to_back,
     target_record,
     way_record,
 )
@@ -171,7 +171,7 @@ def _targets(by: dict[str, Any]) -> list[dict[str, Any]]:
 def run(client: Any, cpu_worker: str, peers: Peers, args: Any) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         ways = _ways(peers, stack)
-        run_interleaved(ways, args.repeats, None)
+        run_back_to_back(ways, args.repeats, None)
     by = {w.key: way_record(w) for w in ways}
     return {
         "title": "fusion: Adam, Momentum, RMSProp, Adagrad",

@@ -6,8 +6,10 @@ modules here import no graph builder, gradient or session: a worker process load
 kernels of the ops it is sent, and never the planner's world. Fused chains
 (:mod:`~daskgraph.kernels.fused`, :mod:`~daskgraph.kernels.fused_cuda`, what fuses:
 :mod:`~daskgraph.kernels.fusable`), their compiler thread
-(:mod:`~daskgraph.kernels.compile_thread`) and BLAS's threads per product
-(:mod:`~daskgraph.kernels.blas_threads`) live here too, as do the optimizers' updates
+(:mod:`~daskgraph.kernels.compile_thread`), BLAS's threads per product
+(:mod:`~daskgraph.kernels.blas_threads`), the threads a kernel may use
+(:mod:`~daskgraph.kernels.kernel_threads`, set by the worker runtime) and loops split over them
+(:mod:`~daskgraph.kernels.split_loops`) live here too, as do the optimizers' updates
 (:mod:`~daskgraph.kernels.training`), in place in one pass where the store alone holds the
 buffers (:mod:`~daskgraph.kernels.slot_updates`, :mod:`~daskgraph.kernels.slot_loops`).
 """

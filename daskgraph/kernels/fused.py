@@ -16,7 +16,13 @@ than checking and flattening the loop's inputs.
 benchmark (2-core VM): Numba's compiled loop 11.1 ms, numexpr 2.14's 104.7 ms (both NumPy's
 bits). numexpr's virtual machine runs the program block by block, one op at a time; Numba
 compiles the whole chain into one loop, with no thread pool of its own to share the cores
-with Dask's (a parallel loop runs one at a time in the process).
+with Dask's.
+
+**Threads of the worker.** A loop over :data:`PARALLEL_ELEMENTS` elements or more runs in
+contiguous pieces on as many threads as the worker running it has
+(:func:`~daskgraph.kernels.kernel_threads.kernel_threads`), by
+:func:`~daskgraph.kernels.split_loops.run_split`: the same compiled loop (``nogil``) on each
+piece, so the bits are the whole loop's, and no second, ``prange`` variant to compile.
 
 **Rent or buy**, as :mod:`daskgraph.runtime.worker.codegen` does for programs: a kernel's
 first call runs the ops one by one; its second starts the compilation on a background thread
@@ -66,6 +72,8 @@ import numpy as np
 
 from daskgraph.kernels.compile_thread import CompileThread
 from daskgraph.kernels.fusable import DTYPES, KERNELS, expression_of, step_dtypes
+from daskgraph.kernels.kernel_threads import kernel_threads
+from daskgraph.kernels.split_loops import run_split
 
 __all__ = [
     "PARALLEL_ELEMENTS",
@@ -142,7 +150,7 @@ class FusedKernel:
         """The chain's result of shape ``shape`` by its compiled loop, or None where there
         is none (yet) for such inputs: NumPy arrays of that shape (C-contiguous) and
         scalars, whatever their size."""
-        kinds = (_big(inputs), *map(_kind, inputs))
+        kinds = tuple(map(_kind, inputs))
         loop = self._loops.get(kinds)
         if loop is None:
             loop = _CACHE.lookup(self, kinds)
@@ -223,7 +231,7 @@ def _source(steps: tuple, n_inputs: int) -> str:
     """The compiled loop's body: one line per step inside a loop over the elements (fields
     ``{d<k>}`` for each step's dtype, ``{x<i>}`` for how input ``i`` is read)."""
     names = [f"{{x{i}}}" for i in range(n_inputs)]
-    lines = ["    for i in {range}(out.size):"]
+    lines = ["    for i in range(out.size):"]
     for k, (_, name, args) in enumerate(steps):
         expression = expression_of(name).format(*[names[a] for a in args])
         lines.append(f"        t{k} = {{d{k}}}({expression})")
@@ -232,13 +240,9 @@ def _source(steps: tuple, n_inputs: int) -> str:
     return "\n".join(lines)
 
 
-#: elements from which a compiled loop runs on every core (smaller ones on the calling thread)
+#: elements from which a compiled loop runs on the worker's threads (smaller ones on the
+#: calling thread alone)
 PARALLEL_ELEMENTS = 1 << 20
-
-
-def _big(inputs: tuple) -> bool:
-    """Whether a compiled loop over ``inputs`` splits its elements over the cores."""
-    return max(x.size for x in inputs) >= PARALLEL_ELEMENTS
 
 
 def _kind(x: Any) -> tuple[np.dtype, bool, bool]:
@@ -250,13 +254,11 @@ def _kind(x: Any) -> tuple[np.dtype, bool, bool]:
     return (x.dtype, False, not x.flags.writeable)
 
 
-def build(
-    kernel: FusedKernel, kinds: tuple[tuple[np.dtype, bool, bool], ...], parallel: bool = False
-) -> Any:
+def build(kernel: FusedKernel, kinds: tuple[tuple[np.dtype, bool, bool], ...]) -> Any:
     """Compile ``kernel`` with Numba into one loop for inputs of ``kinds`` (:func:`_kind`:
     scalars read as such, the others as 1-d arrays of the result's size); None where a dtype
-    is not fused. The loop is called ``loop(out, *inputs)``; a ``parallel`` one splits the
-    elements over the process's cores (for arrays of :data:`PARALLEL_ELEMENTS` or more)."""
+    is not fused. The loop is called ``loop(out, *inputs)``; on arrays of
+    :data:`PARALLEL_ELEMENTS` or more, piece by piece on the worker's threads."""
     inputs = [dtype for dtype, _, _ in kinds]
     scalars = [scalar for _, scalar, _ in kinds]
     dtypes = step_dtypes(kernel.steps, list(inputs))
@@ -269,7 +271,6 @@ def build(
     fields.update({f"x{i}": f"x{i}" if scalar else f"x{i}[i]" for i, scalar in
                    enumerate(scalars)})  # fmt: skip
     args = ", ".join(["out", *[f"x{i}" for i in range(kernel.n_inputs)]])
-    fields["range"] = "numba.prange" if parallel else "range"
     text = f"def fused({args}):\n" + kernel.source.format(**fields)
     namespace: dict[str, Any] = {"np": np, "numba": numba}
     exec(compile(text, f"<fused {'+'.join(kernel.op_names)}>", "exec"), namespace)
@@ -282,30 +283,29 @@ def build(
     signature = numba.void(array(dtypes[-1]), *types)  # compiled now, not on the first call
     # no fast math: LLVM would contract x * y + z into one fused multiply-add (NumPy rounds
     # twice); tests/unit/test_fused_chains.py checks the bits
-    jit = numba.njit(signature, nogil=True, error_model="numpy", parallel=parallel, fastmath=False)
+    # nogil: the pieces of a large array run on several threads at once (see _Loop)
+    jit = numba.njit(signature, nogil=True, error_model="numpy", fastmath=False)
     loop = jit(namespace["fused"])
-    return _Loop(loop, dtypes[-1], parallel)
+    return _Loop(loop, dtypes[-1])
 
 
 class _Loop:
-    """A compiled chain and the dtype of its result. Parallel loops run one at a time in
-    the process: each already takes every core, and Numba's default thread pool
-    (``workqueue``) must not be entered from two threads at once."""
+    """A compiled chain and the dtype of its result. Over :data:`PARALLEL_ELEMENTS` elements
+    or more it runs in pieces on the threads the calling worker has
+    (:func:`~daskgraph.kernels.split_loops.run_split`), else on the calling thread."""
 
-    __slots__ = ("loop", "out_dtype", "parallel")
+    __slots__ = ("loop", "out_dtype")
 
-    def __init__(self, loop: Any, out_dtype: np.dtype, parallel: bool = False) -> None:
-        self.loop, self.out_dtype, self.parallel = loop, out_dtype, parallel
+    def __init__(self, loop: Any, out_dtype: np.dtype) -> None:
+        self.loop, self.out_dtype = loop, out_dtype
 
     def __call__(self, out: np.ndarray, *inputs: Any) -> None:
-        if self.parallel:
-            with _PARALLEL:
-                self.loop(out, *inputs)
-        else:
-            self.loop(out, *inputs)
-
-
-_PARALLEL = threading.Lock()
+        if out.size >= PARALLEL_ELEMENTS:
+            threads = kernel_threads()
+            if threads > 1:
+                run_split(self.loop, out, inputs, threads)
+                return
+        self.loop(out, *inputs)
 
 
 class _Compiled:
@@ -320,8 +320,8 @@ class _Compiled:
         self._thread = CompileThread("daskgraph-fusion")
 
     def lookup(self, kernel: FusedKernel, kinds: tuple) -> Any:
-        """The loop for inputs of ``kinds`` (whether they are big, then each one's
-        :func:`_kind`), or None (not compiled yet, or not fusable)."""
+        """The loop for inputs of ``kinds`` (each one's :func:`_kind`), or None (not
+        compiled yet, or not fusable)."""
         key = (kernel.source, *kinds)
         found = self._loops.get(key, "")
         if found != "":
@@ -338,7 +338,7 @@ class _Compiled:
 
     def _build(self, key: tuple, kernel: FusedKernel) -> Any:
         try:
-            loop = build(kernel, key[2:], parallel=key[1])
+            loop = build(kernel, key[1:])
         except Exception as exc:  # (no Numba, or a chain it cannot type): op by op
             logger.debug("fused chain %r not compiled: %s", kernel, exc)
             loop = None
@@ -348,7 +348,7 @@ class _Compiled:
     def now(self, kernel: FusedKernel, inputs: tuple) -> Any:
         """Compile ``kernel`` for ``inputs`` (their dtypes and which are scalars) in this
         thread (tests, benchmarks' warm-up)."""
-        key = (kernel.source, _big(inputs), *map(_kind, inputs))
+        key = (kernel.source, *map(_kind, inputs))
         found = self._loops.get(key, "pending")
         if isinstance(found, str):
             found = self._build(key, kernel)
