@@ -8,9 +8,9 @@ the NumPy calls of :mod:`daskgraph.kernels.training` (all arrays and scalars of 
 variable's dtype), compiled without fast math (no contraction into fused multiply-adds), so
 its bits are the NumPy calls' bits.
 
-Each update is one function of an element's values (inlined) and two loops over the
-elements that call it: ``<kind>`` on the calling thread, ``<kind>_parallel`` split over Numba's
-threads (``prange``; for large arrays). This module imports Numba: only
+Each update is one function of an element's values (inlined into its loop); a large array's
+loop runs in pieces on the worker's threads (:mod:`daskgraph.kernels.split_loops`: the loops
+hold no GIL), each piece the same bits as the whole loop there. This module imports Numba: only
 :mod:`daskgraph.kernels.slot_updates`' compiler thread imports it, the first time a loop is
 needed. The loops are module-level functions compiled with Numba's on-disk cache
 (``cache=True``): a second process loads them instead of compiling them.
@@ -30,28 +30,18 @@ import numpy as np
 
 __all__ = [
     "adagrad",
-    "adagrad_parallel",
     "adam",
     "adam_nesterov",
-    "adam_nesterov_parallel",
-    "adam_parallel",
     "centered_rms_prop",
-    "centered_rms_prop_parallel",
     "gradient_descent",
-    "gradient_descent_parallel",
     "momentum",
     "momentum_nesterov",
-    "momentum_nesterov_parallel",
-    "momentum_parallel",
     "rms_prop",
-    "rms_prop_parallel",
 ]
 
 _FLAGS = {"nogil": True, "cache": True, "fastmath": False, "error_model": "numpy"}
 _element = numba.njit(inline="always", **_FLAGS)
 _serial = numba.njit(**_FLAGS)
-_parallel = numba.njit(parallel=True, **_FLAGS)
-prange = numba.prange
 
 
 # -- one element's update: (the variable's new value, the slots' new values) ----------------------
@@ -115,24 +105,10 @@ def gradient_descent(var, grad, alpha, var_out):  # pragma: no cover (compiled)
         var_out[i] = _gradient_descent(var[i], grad[i], alpha)
 
 
-@_parallel
-def gradient_descent_parallel(var, grad, alpha, var_out):  # pragma: no cover (compiled)
-    """As :func:`gradient_descent`, its elements split over Numba's threads."""
-    for i in prange(var.size):
-        var_out[i] = _gradient_descent(var[i], grad[i], alpha)
-
-
 @_serial
 def momentum(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover (compiled)
     """``accum * momentum + grad``; ``var - lr * accum``."""
     for i in range(var.size):
-        var_out[i], accum_out[i] = _momentum(var[i], accum[i], grad[i], lr, mom)
-
-
-@_parallel
-def momentum_parallel(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover
-    """As :func:`momentum`, its elements split over Numba's threads."""
-    for i in prange(var.size):
         var_out[i], accum_out[i] = _momentum(var[i], accum[i], grad[i], lr, mom)
 
 
@@ -143,25 +119,11 @@ def momentum_nesterov(var, accum, grad, lr, mom, var_out, accum_out):  # pragma:
         var_out[i], accum_out[i] = _momentum_nesterov(var[i], accum[i], grad[i], lr, mom)
 
 
-@_parallel
-def momentum_nesterov_parallel(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover
-    """As :func:`momentum_nesterov`, its elements split over Numba's threads."""
-    for i in prange(var.size):
-        var_out[i], accum_out[i] = _momentum_nesterov(var[i], accum[i], grad[i], lr, mom)
-
-
 @_serial
 def adam(var, m, v, grad, lr_t, c1, c2, eps, var_out, m_out, v_out):  # pragma: no cover
     """``m + (grad - m) * c1``; ``v + (grad * grad - v) * c2``;
     ``var - m * lr_t / (sqrt(v) + epsilon)`` (``c1 = 1 - beta1``, ``c2 = 1 - beta2``)."""
     for i in range(var.size):
-        var_out[i], m_out[i], v_out[i] = _adam(var[i], m[i], v[i], grad[i], lr_t, c1, c2, eps)
-
-
-@_parallel
-def adam_parallel(var, m, v, grad, lr_t, c1, c2, eps, var_out, m_out, v_out):  # pragma: no cover
-    """As :func:`adam`, its elements split over Numba's threads."""
-    for i in prange(var.size):
         var_out[i], m_out[i], v_out[i] = _adam(var[i], m[i], v[i], grad[i], lr_t, c1, c2, eps)
 
 
@@ -176,28 +138,10 @@ def adam_nesterov(
         )
 
 
-@_parallel
-def adam_nesterov_parallel(
-    var, m, v, grad, lr_t, b1, c1, c2, eps, var_out, m_out, v_out
-):  # pragma: no cover (compiled)
-    """As :func:`adam_nesterov`, its elements split over Numba's threads."""
-    for i in prange(var.size):
-        var_out[i], m_out[i], v_out[i] = _adam_nesterov(
-            var[i], m[i], v[i], grad[i], lr_t, b1, c1, c2, eps
-        )
-
-
 @_serial
 def adagrad(var, accum, grad, lr, var_out, accum_out):  # pragma: no cover (compiled)
     """``accum + grad * grad``; ``var - grad * lr / sqrt(accum)``."""
     for i in range(var.size):
-        var_out[i], accum_out[i] = _adagrad(var[i], accum[i], grad[i], lr)
-
-
-@_parallel
-def adagrad_parallel(var, accum, grad, lr, var_out, accum_out):  # pragma: no cover (compiled)
-    """As :func:`adagrad`, its elements split over Numba's threads."""
-    for i in prange(var.size):
         var_out[i], accum_out[i] = _adagrad(var[i], accum[i], grad[i], lr)
 
 
@@ -213,17 +157,6 @@ def rms_prop(
         )
 
 
-@_parallel
-def rms_prop_parallel(
-    var, ms, mom, grad, lr, c_rho, momentum, eps, var_out, ms_out, mom_out
-):  # pragma: no cover (compiled)
-    """As :func:`rms_prop`, its elements split over Numba's threads."""
-    for i in prange(var.size):
-        var_out[i], ms_out[i], mom_out[i] = _rms_prop(
-            var[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
-        )
-
-
 @_serial
 def centered_rms_prop(
     var, mg, ms, mom, grad, lr, c_rho, momentum, eps, var_out, mg_out, ms_out, mom_out
@@ -231,17 +164,6 @@ def centered_rms_prop(
     """As :func:`rms_prop`, with ``mg + (grad - mg) * (1 - rho)`` and the denominator
     ``sqrt((ms - mg * mg) + epsilon)``."""
     for i in range(var.size):
-        var_out[i], mg_out[i], ms_out[i], mom_out[i] = _centered_rms_prop(
-            var[i], mg[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
-        )
-
-
-@_parallel
-def centered_rms_prop_parallel(
-    var, mg, ms, mom, grad, lr, c_rho, momentum, eps, var_out, mg_out, ms_out, mom_out
-):  # pragma: no cover (compiled)
-    """As :func:`centered_rms_prop`, its elements split over Numba's threads."""
-    for i in prange(var.size):
         var_out[i], mg_out[i], ms_out[i], mom_out[i] = _centered_rms_prop(
             var[i], mg[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
         )

@@ -21,8 +21,10 @@ or from an unpickled frame does not own its memory: never written either. While 
 claimed, a read of the variable from another thread waits for the update to end.
 
 **One pass, on the worker's threads.** Large arrays
-(:data:`~daskgraph.kernels.fused.PARALLEL_ELEMENTS` or more) take the loop split over Numba's
-threads, one such loop at a time in the process, as fused chains' parallel loops do.
+(:data:`~daskgraph.kernels.fused.PARALLEL_ELEMENTS` or more) are updated in pieces on as many
+threads as the worker has (:func:`~daskgraph.kernels.split_loops.run_split`, as fused chains
+are): each element's update reads and writes that element alone, so a piece gives the bits
+the whole loop gives there.
 
 **Rent, then buy.** The loops compile on a background thread
 (:class:`~daskgraph.kernels.compile_thread.CompileThread`) the first time an update of their
@@ -55,7 +57,9 @@ from typing import Any
 import numpy as np
 
 from daskgraph.kernels.compile_thread import CompileThread
-from daskgraph.kernels.fused import _PARALLEL, PARALLEL_ELEMENTS, SMALL_ELEMENTS
+from daskgraph.kernels.fused import PARALLEL_ELEMENTS, SMALL_ELEMENTS
+from daskgraph.kernels.kernel_threads import kernel_threads
+from daskgraph.kernels.split_loops import run_split
 
 __all__ = ["KINDS", "compile_now", "settle", "update"]
 
@@ -178,9 +182,8 @@ KINDS: dict[str, tuple[Callable[..., None], int]] = {
 
 
 class _Loops:
-    """The compiled loops, by (kind, dtype, which inputs are read-only, parallel): rent or
-    buy (see the module). Compiled on one background thread, which process exit does not
-    wait for."""
+    """The compiled loops, by (kind, dtype, which inputs are read-only): rent or buy (see
+    the module). Compiled on one background thread, which process exit does not wait for."""
 
     def __init__(self) -> None:
         self._loops: dict[tuple, Any] = {}  # key -> the loop, None (not compiled) or "pending"
@@ -217,15 +220,14 @@ class _Loops:
         self._thread.submit(lambda: None).result(timeout)
 
 
-def _compiled(kind: str, dtype: np.dtype, readonly: tuple[bool, ...], parallel: bool) -> Any:
+def _compiled(kind: str, dtype: np.dtype, readonly: tuple[bool, ...]) -> Any:
     """The loop of ``kind`` compiled for ``dtype``: inputs (the old arrays, the gradient)
-    read-only where ``readonly`` says, the scalars, then the writeable outputs; ``parallel``:
-    split over Numba's threads."""
+    read-only where ``readonly`` says, the scalars, then the writeable outputs."""
     import numba  # (imported on the compiling thread, the first time)
 
     from daskgraph.kernels import slot_loops
 
-    loop = getattr(slot_loops, f"{kind}_parallel" if parallel else kind)
+    loop = getattr(slot_loops, kind)
     scalar = numba.from_dtype(dtype)
     arrays = [numba.types.Array(scalar, 1, "C", readonly=ro) for ro in readonly]
     n_out = KINDS[kind][1]
@@ -244,12 +246,11 @@ def settle(timeout: float = 120.0) -> None:
     _LOOPS.settle(timeout)
 
 
-def compile_now(kind: str, dtype: Any, readonly: tuple[bool, ...], parallel: bool = False) -> Any:
+def compile_now(kind: str, dtype: Any, readonly: tuple[bool, ...]) -> Any:
     """The compiled loop of ``kind`` for ``dtype`` and inputs read-only where ``readonly``
-    says (the variable, its slots, then the gradient), split over Numba's threads where
-    ``parallel`` (arrays of :data:`~daskgraph.kernels.fused.PARALLEL_ELEMENTS` or more),
-    compiled in this thread if it is not yet; None without Numba."""
-    return _LOOPS.build((kind, np.dtype(dtype), tuple(readonly), parallel))
+    says (the variable, its slots, then the gradient), compiled in this thread if it is not
+    yet; None without Numba."""
+    return _LOOPS.build((kind, np.dtype(dtype), tuple(readonly)))
 
 
 def update(
@@ -284,15 +285,8 @@ def update(
             return None
         olds, outs = arrays
         readonly = tuple(not a.flags.writeable for a in (*olds, grad))
-        parallel = grad.size >= PARALLEL_ELEMENTS
-        loop = _LOOPS.lookup((kind, dtype, readonly, parallel))
-        if loop is None:
-            KINDS[kind][0](*olds, grad.reshape(-1), *scalars, *outs)
-        elif parallel:
-            with _PARALLEL:  # (Numba's thread pool: one parallel loop at a time, as fused's)
-                loop(*olds, grad.reshape(-1), *scalars, *outs)
-        else:
-            loop(*olds, grad.reshape(-1), *scalars, *outs)
+        loop = _LOOPS.lookup((kind, dtype, readonly)) or KINDS[kind][0]
+        _run(loop, (*olds, grad.reshape(-1), *scalars), outs)
     finally:
         for name in claimed:
             store.release(name)
@@ -300,6 +294,22 @@ def update(
         if out is not old:
             store.assign(name, out.reshape(grad.shape))
     return store.read(names[0])
+
+
+def _run(loop: Callable[..., None], inputs: tuple, outs: list[np.ndarray]) -> None:
+    """``loop(*inputs, *outs)``, in pieces on the worker's threads for a large array
+    (:func:`~daskgraph.kernels.split_loops.run_split`, which slices its ``out`` and array
+    inputs: the first output goes there, the loop's arguments are put back in order)."""
+    threads = kernel_threads()
+    if threads < 2 or outs[0].size < PARALLEL_ELEMENTS:
+        loop(*inputs, *outs)
+        return
+    n = len(inputs)
+
+    def piece(first: np.ndarray, *rest: Any) -> None:
+        loop(*rest[:n], first, *rest[n:])
+
+    run_split(piece, outs[0], (*inputs, *outs[1:]), threads)
 
 
 def _arrays(store: Any, names: tuple[str, ...], grad: np.ndarray, claimed: list[str]) -> Any:

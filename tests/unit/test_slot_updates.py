@@ -13,7 +13,8 @@ import pytest
 
 import daskgraph.compat.v1 as tf
 from daskgraph.kernels import slot_updates, training
-from daskgraph.kernels.fused import SMALL_ELEMENTS
+from daskgraph.kernels.fused import PARALLEL_ELEMENTS, SMALL_ELEMENTS
+from daskgraph.kernels.kernel_threads import threads_for
 from daskgraph.ops.state import VariableRef
 from daskgraph.runtime.worker.worker_state import VariableStore
 
@@ -21,8 +22,8 @@ N = SMALL_ELEMENTS  # large enough for NumPy's in-place ufuncs before the loop i
 STEPS = 4
 
 
-def _grad(dtype, step):
-    g = np.random.default_rng(step).standard_normal(N).astype(dtype)
+def _grad(dtype, step, n=N):
+    g = np.random.default_rng(step).standard_normal(n).astype(dtype)
     g[:4] = [0.0, -0.0, 1e-30, -1e-5]
     return g
 
@@ -78,11 +79,11 @@ CASES = {
 }  # fmt: skip
 
 
-def _store(names, dtype):
+def _store(names, dtype, n=N):
     store = VariableStore()
     rng = np.random.default_rng(7)
     for name in names:  # slots start positive (accumulators of squares); mg at zero
-        value = np.abs(rng.standard_normal(N)).astype(dtype) + dtype(0.1)
+        value = np.abs(rng.standard_normal(n)).astype(dtype) + dtype(0.1)
         store.assign(name, value * dtype(name != "mg"))
     return store
 
@@ -91,11 +92,11 @@ def _bits(x):
     return np.asarray(x).view(np.uint64 if x.dtype.itemsize == 8 else np.uint32)
 
 
-def _step(kind, store, dtype, t, fusion):
+def _step(kind, store, dtype, t, fusion, n=N):
     slots, call = CASES[kind]
-    refs = [VariableRef(n) for n in ("var", *slots)]
+    refs = [VariableRef(name) for name in ("var", *slots)]
     with dask.config.set({"daskgraph.fusion": fusion}):
-        call(store, refs, _grad(dtype, t), t, np.dtype(dtype).type)
+        call(store, refs, _grad(dtype, t, n), t, np.dtype(dtype).type)
 
 
 def _address(store, name):
@@ -258,18 +259,22 @@ def test_training_in_place_gives_the_unfused_bits_and_fetched_values_stay(optimi
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", list(CASES))
-def test_the_parallel_loop_gives_the_bits_of_the_loop_on_one_thread(kind, dtype):
-    n_arrays = slot_updates.KINDS[kind][1]
-    flags = (False,) * (n_arrays + 1)
-    serial = slot_updates.compile_now(kind, dtype, flags)
-    parallel = slot_updates.compile_now(kind, dtype, flags, parallel=True)
-    rng = np.random.default_rng(5)
-    inputs = [np.abs(rng.standard_normal(5001)).astype(dtype) for _ in range(n_arrays)]
-    grad = _grad(dtype, 1)[:5001].copy()
-    n_scalars = serial.py_func.__code__.co_argcount - 2 * n_arrays - 1
-    scalars = [dtype(x) for x in (1e-3, 0.1, 0.9, 0.5, 1e-8)[:n_scalars]]
-    outs = [[np.empty_like(grad) for _ in range(n_arrays)] for _ in range(2)]
-    serial(*inputs, grad, *scalars, *outs[0])
-    parallel(*inputs, grad, *scalars, *outs[1])
-    for a, b in zip(*outs, strict=True):
-        np.testing.assert_array_equal(_bits(a), _bits(b))
+def test_a_large_update_runs_in_pieces_on_the_worker_s_threads_with_the_same_bits(
+    kind, dtype, monkeypatch
+):
+    split = []
+    run_split = slot_updates.run_split
+    monkeypatch.setattr(
+        slot_updates, "run_split", lambda *a, **k: split.append(a[3]) or run_split(*a, **k)
+    )
+    names = ("var", *CASES[kind][0])
+    n = PARALLEL_ELEMENTS + 4097
+    fused, unfused = _store(names, dtype, n), _store(names, dtype, n)
+    slot_updates.compile_now(kind, dtype, (False,) * (len(names) + 1))
+    for t in (1, 2):
+        with threads_for(2):
+            _step(kind, fused, dtype, t, True, n)
+        _step(kind, unfused, dtype, t, False, n)
+    assert split == [2, 2]  # on two threads
+    for name in names:
+        np.testing.assert_array_equal(_bits(fused.read(name)), _bits(unfused.read(name)))
