@@ -1,8 +1,10 @@
 """The slot optimizers' compiled loops: one pass updating a variable and its slots.
 
-Each loop reads, element by element, the gradient, the variable's and its slots' old values,
-and writes their new values to its output arrays, which may be the old arrays themselves
-(the element is read before it is written): so one loop updates in place, or into new arrays.
+Each loop reads, element by element, the gradient and the variable's and its slots' old
+values, and writes their new values over the old ones, in place. Each array is passed once:
+LLVM's vector loop, which checks at run time that no two arrays overlap, then runs (an
+array passed as both input and output overlaps itself, and got the scalar loop: 2.5 times
+slower for Adagrad over 10M float32).
 Every loop computes TensorFlow's formulas (``training_ops.cc``) in the order and the dtype of
 the NumPy calls of :mod:`daskgraph.kernels.training` (all arrays and scalars of the
 variable's dtype), compiled without fast math (no contraction into fused multiply-adds), so
@@ -18,7 +20,7 @@ needed. The loops are module-level functions compiled with Numba's on-disk cache
 >>> import numpy as np
 >>> var, accum = np.ones(3, np.float32), np.zeros(3, np.float32)
 >>> grad = np.full(3, 2.0, np.float32)
->>> adagrad(var, accum, grad, np.float32(0.5), var, accum)  # in place
+>>> adagrad(var, accum, grad, np.float32(0.5))
 >>> var.tolist(), accum.tolist()
 ([0.5, 0.5, 0.5], [4.0, 4.0, 4.0])
 """
@@ -97,73 +99,63 @@ def _centered_rms_prop(w, mg, ms, mom, g, lr, c_rho, momentum, eps):  # pragma: 
     return w - mom, mg, ms, mom
 
 
-# -- the loops: inputs (the variable, its slots, the gradient), scalars, outputs ----------------
+# -- the loops: the variable and its slots (updated in place), the gradient, the scalars -------
 @_serial
-def gradient_descent(var, grad, alpha, var_out):  # pragma: no cover (compiled)
-    """``var - alpha * delta``."""
+def gradient_descent(var, grad, alpha):  # pragma: no cover (compiled)
+    """``var -= alpha * delta``."""
     for i in range(var.size):
-        var_out[i] = _gradient_descent(var[i], grad[i], alpha)
+        var[i] = _gradient_descent(var[i], grad[i], alpha)
 
 
 @_serial
-def momentum(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover (compiled)
-    """``accum * momentum + grad``; ``var - lr * accum``."""
+def momentum(var, accum, grad, lr, mom):  # pragma: no cover (compiled)
+    """``accum = accum * momentum + grad``; ``var -= lr * accum``."""
     for i in range(var.size):
-        var_out[i], accum_out[i] = _momentum(var[i], accum[i], grad[i], lr, mom)
+        var[i], accum[i] = _momentum(var[i], accum[i], grad[i], lr, mom)
 
 
 @_serial
-def momentum_nesterov(var, accum, grad, lr, mom, var_out, accum_out):  # pragma: no cover
-    """``accum * momentum + grad``; ``var - (grad * lr + accum * momentum * lr)``."""
+def momentum_nesterov(var, accum, grad, lr, mom):  # pragma: no cover (compiled)
+    """``accum = accum * momentum + grad``; ``var -= grad * lr + accum * momentum * lr``."""
     for i in range(var.size):
-        var_out[i], accum_out[i] = _momentum_nesterov(var[i], accum[i], grad[i], lr, mom)
+        var[i], accum[i] = _momentum_nesterov(var[i], accum[i], grad[i], lr, mom)
 
 
 @_serial
-def adam(var, m, v, grad, lr_t, c1, c2, eps, var_out, m_out, v_out):  # pragma: no cover
-    """``m + (grad - m) * c1``; ``v + (grad * grad - v) * c2``;
-    ``var - m * lr_t / (sqrt(v) + epsilon)`` (``c1 = 1 - beta1``, ``c2 = 1 - beta2``)."""
+def adam(var, m, v, grad, lr_t, c1, c2, eps):  # pragma: no cover (compiled)
+    """``m += (grad - m) * c1``; ``v += (grad * grad - v) * c2``;
+    ``var -= m * lr_t / (sqrt(v) + epsilon)`` (``c1 = 1 - beta1``, ``c2 = 1 - beta2``)."""
     for i in range(var.size):
-        var_out[i], m_out[i], v_out[i] = _adam(var[i], m[i], v[i], grad[i], lr_t, c1, c2, eps)
+        var[i], m[i], v[i] = _adam(var[i], m[i], v[i], grad[i], lr_t, c1, c2, eps)
 
 
 @_serial
-def adam_nesterov(
-    var, m, v, grad, lr_t, b1, c1, c2, eps, var_out, m_out, v_out
-):  # pragma: no cover
+def adam_nesterov(var, m, v, grad, lr_t, b1, c1, c2, eps):  # pragma: no cover (compiled)
     """As :func:`adam`, the step ``(m * beta1 + c1 * grad) * lr_t / (sqrt(v) + epsilon)``."""
     for i in range(var.size):
-        var_out[i], m_out[i], v_out[i] = _adam_nesterov(
-            var[i], m[i], v[i], grad[i], lr_t, b1, c1, c2, eps
-        )
+        var[i], m[i], v[i] = _adam_nesterov(var[i], m[i], v[i], grad[i], lr_t, b1, c1, c2, eps)
 
 
 @_serial
-def adagrad(var, accum, grad, lr, var_out, accum_out):  # pragma: no cover (compiled)
-    """``accum + grad * grad``; ``var - grad * lr / sqrt(accum)``."""
+def adagrad(var, accum, grad, lr):  # pragma: no cover (compiled)
+    """``accum += grad * grad``; ``var -= grad * lr / sqrt(accum)``."""
     for i in range(var.size):
-        var_out[i], accum_out[i] = _adagrad(var[i], accum[i], grad[i], lr)
+        var[i], accum[i] = _adagrad(var[i], accum[i], grad[i], lr)
 
 
 @_serial
-def rms_prop(
-    var, ms, mom, grad, lr, c_rho, momentum, eps, var_out, ms_out, mom_out
-):  # pragma: no cover
-    """``ms + (grad * grad - ms) * (1 - rho)``;
-    ``mom * momentum + (grad * lr) / sqrt(ms + epsilon)``; ``var - mom``."""
+def rms_prop(var, ms, mom, grad, lr, c_rho, momentum, eps):  # pragma: no cover (compiled)
+    """``ms += (grad * grad - ms) * (1 - rho)``;
+    ``mom = mom * momentum + (grad * lr) / sqrt(ms + epsilon)``; ``var -= mom``."""
     for i in range(var.size):
-        var_out[i], ms_out[i], mom_out[i] = _rms_prop(
-            var[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
-        )
+        var[i], ms[i], mom[i] = _rms_prop(var[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps)
 
 
 @_serial
-def centered_rms_prop(
-    var, mg, ms, mom, grad, lr, c_rho, momentum, eps, var_out, mg_out, ms_out, mom_out
-):  # pragma: no cover (compiled)
-    """As :func:`rms_prop`, with ``mg + (grad - mg) * (1 - rho)`` and the denominator
+def centered_rms_prop(var, mg, ms, mom, grad, lr, c_rho, momentum, eps):  # pragma: no cover
+    """As :func:`rms_prop`, with ``mg += (grad - mg) * (1 - rho)`` and the denominator
     ``sqrt((ms - mg * mg) + epsilon)``."""
     for i in range(var.size):
-        var_out[i], mg_out[i], ms_out[i], mom_out[i] = _centered_rms_prop(
+        var[i], mg[i], ms[i], mom[i] = _centered_rms_prop(
             var[i], mg[i], ms[i], mom[i], grad[i], lr, c_rho, momentum, eps
         )

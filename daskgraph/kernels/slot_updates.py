@@ -69,7 +69,7 @@ logger = logging.getLogger("daskgraph.kernels.slot_updates")
 DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 
-# -- NumPy's ufuncs, in place: the loops' signatures, the unfused ops' order and dtypes ---------
+# -- NumPy's ufuncs into outputs (the inputs themselves: in place), the unfused ops' order ----
 def _gradient_descent(var, grad, alpha, var_out):
     t = np.multiply(alpha, grad)
     np.subtract(var, t, out=var_out)
@@ -167,8 +167,9 @@ def _centered_rms_prop(
     np.subtract(var, mom_out, out=var_out)
 
 
-#: the updates by name: (NumPy's in-place version, how many arrays it updates); the compiled
-#: loop of the same name is :mod:`daskgraph.kernels.slot_loops`'
+#: the updates by name: (NumPy's version, called ``(*inputs, *outputs)``, how many arrays it
+#: updates); the compiled loop of the same name is :mod:`daskgraph.kernels.slot_loops`', called
+#: ``(*arrays, grad, *scalars)`` and updating the arrays in place
 KINDS: dict[str, tuple[Callable[..., None], int]] = {
     "gradient_descent": (_gradient_descent, 1),
     "momentum": (_momentum, 2),
@@ -179,6 +180,17 @@ KINDS: dict[str, tuple[Callable[..., None], int]] = {
     "rms_prop": (_rms_prop, 3),
     "centered_rms_prop": (_centered_rms_prop, 4),
 }
+
+
+def _with_ufuncs(kind: str) -> Callable[..., None]:
+    """NumPy's version of ``kind``, called as its loop is: ``(*arrays, grad, *scalars)``,
+    writing the arrays in place."""
+    update, n = KINDS[kind]
+
+    def in_place(*args: Any) -> None:
+        update(*args, *args[:n])
+
+    return in_place
 
 
 class _Loops:
@@ -220,20 +232,20 @@ class _Loops:
         self._thread.submit(lambda: None).result(timeout)
 
 
-def _compiled(kind: str, dtype: np.dtype, readonly: tuple[bool, ...]) -> Any:
-    """The loop of ``kind`` compiled for ``dtype``: inputs (the old arrays, the gradient)
-    read-only where ``readonly`` says, the scalars, then the writeable outputs."""
+def _compiled(kind: str, dtype: np.dtype, grad_readonly: bool) -> Any:
+    """The loop of ``kind`` compiled for ``dtype``: the arrays it updates (writeable), the
+    gradient (read-only where ``grad_readonly``), then the scalars."""
     import numba  # (imported on the compiling thread, the first time)
 
     from daskgraph.kernels import slot_loops
 
     loop = getattr(slot_loops, kind)
     scalar = numba.from_dtype(dtype)
-    arrays = [numba.types.Array(scalar, 1, "C", readonly=ro) for ro in readonly]
-    n_out = KINDS[kind][1]
-    n_scalars = loop.py_func.__code__.co_argcount - len(readonly) - n_out
-    outputs = [numba.types.Array(scalar, 1, "C")] * n_out
-    loop.compile((*arrays, *[scalar] * n_scalars, *outputs))
+    n = KINDS[kind][1]
+    arrays = [numba.types.Array(scalar, 1, "C")] * n
+    grad = numba.types.Array(scalar, 1, "C", readonly=grad_readonly)
+    n_scalars = loop.py_func.__code__.co_argcount - n - 1
+    loop.compile((*arrays, grad, *[scalar] * n_scalars))
     return loop
 
 
@@ -246,11 +258,10 @@ def settle(timeout: float = 120.0) -> None:
     _LOOPS.settle(timeout)
 
 
-def compile_now(kind: str, dtype: Any, readonly: tuple[bool, ...]) -> Any:
-    """The compiled loop of ``kind`` for ``dtype`` and inputs read-only where ``readonly``
-    says (the variable, its slots, then the gradient), compiled in this thread if it is not
-    yet; None without Numba."""
-    return _LOOPS.build((kind, np.dtype(dtype), tuple(readonly)))
+def compile_now(kind: str, dtype: Any, grad_readonly: bool = False) -> Any:
+    """The compiled loop of ``kind`` for ``dtype`` (and a read-only gradient where
+    ``grad_readonly``), compiled in this thread if it is not yet; None without Numba."""
+    return _LOOPS.build((kind, np.dtype(dtype), grad_readonly))
 
 
 def update(
@@ -258,7 +269,7 @@ def update(
 ) -> np.ndarray | None:
     """Update the variables ``names`` (the variable, then its slots) of ``store`` by the
     update ``kind`` of :data:`KINDS`, in place where their buffers are the store's alone
-    (see the module), into new arrays where not; the variable's new value.
+    (see the module), in new arrays where not; the variable's new value.
 
     None where the update does not apply (NumPy's ops one by one then run instead): a
     gradient or value not a C-contiguous float32 or float64 array of the variable's shape
@@ -283,56 +294,49 @@ def update(
         arrays = _arrays(store, names, grad, claimed)
         if arrays is None:
             return None
-        olds, outs = arrays
-        readonly = tuple(not a.flags.writeable for a in (*olds, grad))
-        loop = _LOOPS.lookup((kind, dtype, readonly)) or KINDS[kind][0]
-        _run(loop, (*olds, grad.reshape(-1), *scalars), outs)
+        key = (kind, dtype, not grad.flags.writeable)
+        loop = _LOOPS.lookup(key) or _with_ufuncs(kind)
+        _run(loop, arrays, (grad.reshape(-1), *scalars))
     finally:
         for name in claimed:
             store.release(name)
-    for name, old, out in zip(names, olds, outs, strict=True):
-        if out is not old:
-            store.assign(name, out.reshape(grad.shape))
+    for name, array in zip(names, arrays, strict=True):
+        if name not in claimed:
+            store.assign(name, array.reshape(grad.shape))
     return store.read(names[0])
 
 
-def _run(loop: Callable[..., None], inputs: tuple, outs: list[np.ndarray]) -> None:
-    """``loop(*inputs, *outs)``, in pieces on the worker's threads for a large array
-    (:func:`~daskgraph.kernels.split_loops.run_split`, which slices its ``out`` and array
-    inputs: the first output goes there, the loop's arguments are put back in order)."""
+def _run(loop: Callable[..., None], arrays: list[np.ndarray], inputs: tuple) -> None:
+    """``loop(*arrays, *inputs)``, in pieces on the worker's threads for a large array
+    (:func:`~daskgraph.kernels.split_loops.run_split`, which slices the first array as its
+    ``out``, and the other arrays)."""
     threads = kernel_threads()
-    if threads < 2 or outs[0].size < PARALLEL_ELEMENTS:
-        loop(*inputs, *outs)
-        return
-    n = len(inputs)
-
-    def piece(first: np.ndarray, *rest: Any) -> None:
-        loop(*rest[:n], first, *rest[n:])
-
-    run_split(piece, outs[0], (*inputs, *outs[1:]), threads)
+    if threads < 2 or arrays[0].size < PARALLEL_ELEMENTS:
+        loop(*arrays, *inputs)
+    else:
+        run_split(loop, arrays[0], (*arrays[1:], *inputs), threads)
 
 
-def _arrays(store: Any, names: tuple[str, ...], grad: np.ndarray, claimed: list[str]) -> Any:
-    """(the old values, the outputs) of ``names``, flat: a buffer claimed from the store is
-    both (its name appended to ``claimed``), else the store's value and a new array; None
-    where a value is not an array of the gradient's shape and dtype."""
-    olds, outs = [], []
+def _arrays(
+    store: Any, names: tuple[str, ...], grad: np.ndarray, claimed: list[str]
+) -> list[np.ndarray] | None:
+    """The arrays the update writes, flat: the buffer of each of ``names`` claimed from the
+    store (its name appended to ``claimed``), else a new copy of its value; None where a value
+    is not an array of the gradient's shape and dtype."""
+    arrays = []
     for name in names:
         buffer = store.claim(name)
         if buffer is not None:
             claimed.append(name)
-            old = out = buffer
+            value = buffer
         else:
-            old = store.read(name)
-            out = None
+            value = store.read(name)
         if (
-            type(old) is not np.ndarray
-            or old.dtype != grad.dtype
-            or old.shape != grad.shape
-            or not old.flags.c_contiguous
+            type(value) is not np.ndarray
+            or value.dtype != grad.dtype
+            or value.shape != grad.shape
+            or not value.flags.c_contiguous
         ):
             return None
-        old = old.reshape(-1)
-        olds.append(old)
-        outs.append(old if out is not None else np.empty_like(old))
-    return olds, outs
+        arrays.append(value.reshape(-1) if buffer is not None else value.flatten())
+    return arrays

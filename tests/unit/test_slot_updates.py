@@ -112,7 +112,7 @@ def test_each_update_runs_in_place_with_the_unfused_bits(kind, dtype):
     for t in range(1, STEPS + 1):
         if t == 2:  # step 1 ran NumPy's ufuncs in place; the compiled loop from step 2 on
             slot_updates.settle()
-            assert slot_updates.compile_now(kind, dtype, (False,) * (len(names) + 1))
+            assert slot_updates.compile_now(kind, dtype)
         _step(kind, fused, dtype, t, True)
         _step(kind, unfused, dtype, t, False)
         for name in names:
@@ -270,7 +270,7 @@ def test_a_large_update_runs_in_pieces_on_the_worker_s_threads_with_the_same_bit
     names = ("var", *CASES[kind][0])
     n = PARALLEL_ELEMENTS + 4097
     fused, unfused = _store(names, dtype, n), _store(names, dtype, n)
-    slot_updates.compile_now(kind, dtype, (False,) * (len(names) + 1))
+    slot_updates.compile_now(kind, dtype)
     for t in (1, 2):
         with threads_for(2):
             _step(kind, fused, dtype, t, True, n)
