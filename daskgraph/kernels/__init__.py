@@ -10,5 +10,7 @@ next call: :mod:`~daskgraph.kernels.fused_again`, what fuses:
 (:mod:`~daskgraph.kernels.compile_thread`), BLAS's threads per product
 (:mod:`~daskgraph.kernels.blas_threads`), the threads a kernel may use
 (:mod:`~daskgraph.kernels.kernel_threads`, set by the worker runtime) and loops split over them
-(:mod:`~daskgraph.kernels.split_loops`) live here too.
+(:mod:`~daskgraph.kernels.split_loops`) live here too, as do the optimizers' updates
+(:mod:`~daskgraph.kernels.training`), in place in one pass where the store alone holds the
+buffers (:mod:`~daskgraph.kernels.slot_updates`, :mod:`~daskgraph.kernels.slot_loops`).
 """
