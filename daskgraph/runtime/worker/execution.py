@@ -31,7 +31,7 @@ from daskgraph.errors import (
     ResourceExhaustedError,
 )
 from daskgraph.framework.op_registry import ArrayFunction
-from daskgraph.ops.state import VariableRef
+from daskgraph.kernels.state import VariableRef
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep, StagedFeed
 from daskgraph.runtime.worker import variable_steps
 from daskgraph.runtime.worker.codegen import HotProgram
@@ -263,7 +263,7 @@ def execute_partition(
     Programs are built by :func:`daskgraph.runtime.planner.lowering.lower`; a tiny one by hand:
 
     >>> from daskgraph.runtime.program import Instruction, PartitionProgram
-    >>> from daskgraph.ops.math import _add
+    >>> from daskgraph.kernels.math import _add
     >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 2, (), ((0, 0),),
     ...     (Instruction("add", "Add", _add, {}, (0, 0), 1, False, ()),), ((1, False),))
     >>> execute_partition(prog, RunStep("doc", 1), (np.float32(3.0),), False)
@@ -291,7 +291,7 @@ def run_partition(
     floating-point warnings are off while it runs: IEEE results are values.
 
     >>> from daskgraph.runtime.program import Instruction, PartitionProgram
-    >>> from daskgraph.ops.math import _add
+    >>> from daskgraph.kernels.math import _add
     >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 2, (), ((0, 0),),
     ...     (Instruction("add", "Add", _add, {}, (0, 0), 1, False, ()),), ((1, False),))
     >>> run_partition(WorkerState(), "", prog, RunStep("doc", 1), (np.float32(2.0),), False)
