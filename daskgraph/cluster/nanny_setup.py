@@ -43,7 +43,6 @@ from typing import Any
 
 import dask.config
 from distributed import Nanny
-from distributed.utils import get_mp_context
 
 from daskgraph.cluster.cuda_specs import CudaWorker, dask_cuda_plugins
 from daskgraph.cluster.shutdown import quiet_process
@@ -94,7 +93,8 @@ def start_template(modules: Sequence[str], env: Mapping[str, str]) -> None:
     the worker process), and its preloads.
     """
     dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
-    get_mp_context().set_forkserver_preload(list(modules))  # (after Dask's own list, once)
+    # (Dask's own list, set at its first process, comes after the template has started)
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(modules))
     os.environ.update(env)
     multiprocessing.forkserver.ensure_running()
 
