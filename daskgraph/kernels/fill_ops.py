@@ -12,6 +12,7 @@ from typing import Any
 def runtime_shape(xp: Any, dims: Any, where: str) -> tuple[int, ...]:
     """A 1-D integer array of sizes (a shape computed by the graph) as a tuple of ints.
 
+    >>> import numpy as np
     >>> runtime_shape(np, np.array([2, 3]), "fill")
     (2, 3)
     """

@@ -342,6 +342,7 @@ def lstsq(
     fewer rows than columns), with an optional L2 penalty: TensorFlow's fast path, the
     Cholesky solve of the regularised normal equations (matrix sizes known when built).
 
+    >>> import numpy as np
     >>> import daskgraph as dg
     >>> with dg.Graph().as_default():
     ...     a = dg.constant(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))

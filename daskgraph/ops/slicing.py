@@ -50,6 +50,7 @@ def piece(i: int, n: int) -> tuple[str, int, int]:
     """An index entry for the ``i``-th of ``n`` equal parts of an axis whose size is only known
     at run time (as ``split`` makes them).
 
+    >>> from daskgraph.kernels.slicing import _resolve
     >>> _resolve((piece(1, 2),), (6,))
     (slice(3, 6, None),)
     """
