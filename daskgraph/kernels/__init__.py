@@ -3,7 +3,12 @@
 A kernel is an array function ``kernel(xp, *inputs, **attrs)`` (``xp`` NumPy on a CPU, CuPy
 on a GPU), registered for its op type by the op's builder in :mod:`daskgraph.ops`. The
 modules here import no graph builder, gradient or session: a worker process loads only the
-kernels of the ops it is sent, and never the planner's world. Fused chains
+kernels of the ops it is sent, and never the planner's world: a program's kernels pickle as
+references to the modules here, one per op family (:mod:`~daskgraph.kernels.math`,
+:mod:`~daskgraph.kernels.array`, :mod:`~daskgraph.kernels.state`, :mod:`~daskgraph.kernels.nn`,
+:mod:`~daskgraph.kernels.random`, :mod:`~daskgraph.kernels.queues`, ... named after the
+:mod:`daskgraph.ops` module that registers them), so a worker imports the families it runs.
+Fused chains
 (:mod:`~daskgraph.kernels.fused`, :mod:`~daskgraph.kernels.fused_cuda`, a fused kernel's
 next call: :mod:`~daskgraph.kernels.fused_again`, what fuses:
 :mod:`~daskgraph.kernels.fusable`), their compiler thread
