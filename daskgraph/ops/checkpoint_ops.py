@@ -1,7 +1,8 @@
-"""Reading a checkpoint in a run: the ``RestoreV2`` op, one saved tensor by name.
+"""Reading a checkpoint in a run: the ``RestoreV2`` op, one saved tensor by name (its kernel:
+:mod:`daskgraph.kernels.checkpoint_ops`).
 
 A checkpoint written by :class:`daskgraph.training.saver.Saver` (TensorFlow's V2 format, or
-daskgraph's older ``<prefix>.npz``: :mod:`daskgraph.ops.checkpoint_files`) holds each
+daskgraph's older ``<prefix>.npz``: :mod:`daskgraph.kernels.checkpoint_files`) holds each
 variable's value under its checkpoint name. ``restore_v2(prefix, name, dtype)``
 is an op (CPU only, as TensorFlow's) that reads one of them each time it runs, so that an
 initializer built from it (``tf.train.init_from_checkpoint``) loads the checkpoint when the
@@ -13,7 +14,7 @@ initializer runs, not when the graph is built. A missing file or key raises
 >>> import numpy as np
 >>> import daskgraph as dg
 >>> prefix = os.path.join(tempfile.mkdtemp(), "model")
->>> from daskgraph.ops.checkpoint_files import write_checkpoint
+>>> from daskgraph.kernels.checkpoint_files import write_checkpoint
 >>> write_checkpoint(prefix, {"w": np.array([1.5, 2.5], np.float32)})
 >>> with dg.Graph().as_default():
 ...     value = restore_v2(prefix, "w", dg.float32)
@@ -26,22 +27,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from daskgraph.errors import InvalidArgumentError
 from daskgraph.framework import dtypes, scopes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Tensor, get_default_graph
 from daskgraph.framework.op_registry import register
-from daskgraph.ops.checkpoint_files import NPZ_SUFFIX, read_checkpoint
+from daskgraph.kernels.checkpoint_files import NPZ_SUFFIX
+from daskgraph.kernels.checkpoint_ops import _restore_kernel, tf_dtype_name
 
 __all__ = ["CHECKPOINT_SUFFIX", "checkpoint_data_path", "restore_v2", "tf_dtype_name"]
 
 #: the suffix of the data file of daskgraph's older checkpoints: ``<prefix>.npz``
 CHECKPOINT_SUFFIX = NPZ_SUFFIX
-
-#: TensorFlow's names of dtypes in messages (``DT_FLOAT`` without its ``DT_``, lower case)
-_TF_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
 
 
 def checkpoint_data_path(prefix: str) -> str:
@@ -51,38 +47,6 @@ def checkpoint_data_path(prefix: str) -> str:
     ('dir/model-7.npz', 'dir/model-7.npz')
     """
     return prefix if prefix.endswith(CHECKPOINT_SUFFIX) else prefix + CHECKPOINT_SUFFIX
-
-
-def tf_dtype_name(dtype: Any) -> str:
-    """TensorFlow's short name of a dtype, as its messages print it (``float``, ``int32``).
-
-    Dtypes a checkpoint holds that daskgraph's tensors do not (``bfloat16``, complex,
-    unsigned 32 and 64 bits) are named too, as TensorFlow names them.
-
-    >>> tf_dtype_name(np.float32), tf_dtype_name("int64"), tf_dtype_name(np.float64)
-    ('float', 'int64', 'double')
-    >>> tf_dtype_name("bfloat16"), tf_dtype_name(np.complex64)
-    ('bfloat16', 'complex64')
-    """
-    if isinstance(dtype, dtypes.DType):
-        name = dtype.name
-    else:
-        try:
-            name = dtypes.as_dtype(np.dtype(dtype)).name
-        except TypeError:  # (one daskgraph's tensors do not hold)
-            name = np.dtype(dtype).name
-    return _TF_NAMES.get(name, name)
-
-
-def _restore_kernel(xp, *, prefix, tensor_name, dtype):
-    value = read_checkpoint(prefix, [tensor_name])[tensor_name]
-    if value.dtype != np.dtype(dtype):
-        raise InvalidArgumentError(
-            f"tensor_name = {tensor_name}; expected dtype {tf_dtype_name(dtype)} does not equal "
-            f"original dtype {tf_dtype_name(value.dtype)}",
-            op=None,
-        )
-    return value if xp is np else xp.asarray(value)
 
 
 register("RestoreV2", _restore_kernel, cpu=dtypes.ALL - {dtypes.string}, gpu=None)

@@ -46,7 +46,7 @@ import numpy as np
 from daskgraph.errors import NotFoundError
 from daskgraph.framework import dtypes, scopes
 from daskgraph.framework.graph import GLOBAL_VARIABLES, TRAINABLE_VARIABLES, get_default_graph
-from daskgraph.ops.checkpoint_files import checkpoint_shapes, read_checkpoint
+from daskgraph.kernels.checkpoint_files import checkpoint_shapes, read_checkpoint
 from daskgraph.ops.checkpoint_ops import restore_v2, tf_dtype_name
 from daskgraph.ops.state import Variable, assign
 from daskgraph.ops.variable_scope import stored_variables

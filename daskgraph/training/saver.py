@@ -3,7 +3,7 @@
 ``Saver.save(sess, "dir/model", global_step=n)`` fetches the variables with ``sess.run`` and
 writes them, by variable name, as TensorFlow's V2 checkpoint ``dir/model-n``
 (``dir/model-n.data-00000-of-00001``, then ``dir/model-n.index``:
-:mod:`daskgraph.ops.checkpoint_files`), which TensorFlow restores too, then records it in
+:mod:`daskgraph.kernels.checkpoint_files`), which TensorFlow restores too, then records it in
 ``dir/checkpoint`` (TensorFlow's CheckpointState text: ``model_checkpoint_path: "model-n"``
 and one ``all_model_checkpoint_paths`` line per kept checkpoint) and deletes the oldest beyond
 ``max_to_keep``. Every file is written atomically (a temporary file in the same directory,
@@ -54,15 +54,15 @@ except ImportError:  # not POSIX: temporary files are not locked, and never swep
 from daskgraph.errors import InvalidArgumentError, NotFoundError
 from daskgraph.framework import scopes
 from daskgraph.framework.graph import Operation, Tensor, get_default_graph
-from daskgraph.ops.array import group, placeholder
-from daskgraph.ops.checkpoint_files import (
+from daskgraph.kernels.checkpoint_files import (
     checkpoint_exists as _exists,
 )
-from daskgraph.ops.checkpoint_files import (
+from daskgraph.kernels.checkpoint_files import (
     checkpoint_files,
     read_checkpoint,
     write_checkpoint,
 )
+from daskgraph.ops.array import group, placeholder
 from daskgraph.ops.checkpoint_ops import CHECKPOINT_SUFFIX
 from daskgraph.ops.state import Variable, assign, global_variables
 

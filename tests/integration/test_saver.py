@@ -16,7 +16,7 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.errors import InvalidArgumentError, NotFoundError
-from daskgraph.ops.checkpoint_files import read_checkpoint
+from daskgraph.kernels.checkpoint_files import read_checkpoint
 from daskgraph.training import saver as saver_module
 from daskgraph.training.namespace import (
     AdamOptimizer,

@@ -25,11 +25,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from daskgraph.errors import DataLossError, NotFoundError, UnimplementedError
-from daskgraph.ops import checkpoint_table
-from daskgraph.ops.checkpoint_files import checkpoint_files, checkpoint_shapes, read_checkpoint
-from daskgraph.ops.checkpoint_table import masked_crc, read_table, write_table
-from daskgraph.ops.protos import tensor_bundle_pb2 as pb
-from daskgraph.ops.tensor_bundle import write_bundle
+from daskgraph.kernels import checkpoint_table
+from daskgraph.kernels.checkpoint_files import checkpoint_files, checkpoint_shapes, read_checkpoint
+from daskgraph.kernels.checkpoint_table import masked_crc, read_table, write_table
+from daskgraph.kernels.protos import tensor_bundle_pb2 as pb
+from daskgraph.kernels.tensor_bundle import write_bundle
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 

@@ -1,4 +1,4 @@
-"""The checkpoint protos' generated module (daskgraph/ops/protos/tensor_bundle_pb2.py) is what
+"""The checkpoint protos' generated module (daskgraph/kernels/protos/tensor_bundle_pb2.py) is what
 protoc makes of the committed .proto (grpcio-tools, pinned in constraints.txt; skipped where
 it is not installed), and the installed protobuf runtime accepts it."""
 
@@ -13,11 +13,11 @@ import sys
 import pytest
 from google.protobuf import runtime_version
 
-from daskgraph.ops.protos import tensor_bundle_pb2 as pb
+from daskgraph.kernels.protos import tensor_bundle_pb2 as pb
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PROTO = "daskgraph/ops/protos/tensor_bundle.proto"
-COMMITTED = ROOT / "daskgraph/ops/protos/tensor_bundle_pb2.py"
+PROTO = "daskgraph/kernels/protos/tensor_bundle.proto"
+COMMITTED = ROOT / "daskgraph/kernels/protos/tensor_bundle_pb2.py"
 
 
 def _gencode_version(source: str) -> tuple[int, ...]:

@@ -15,7 +15,7 @@ import pytest
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.errors import InvalidArgumentError, NotFoundError
-from daskgraph.ops.checkpoint_files import write_checkpoint
+from daskgraph.kernels.checkpoint_files import write_checkpoint
 from daskgraph.training import saver as saver_module
 from daskgraph.training.checkpoint_utils import (
     NewCheckpointReader,

@@ -10,10 +10,9 @@ import daskgraph.compat.v1  # noqa: F401 - registers every op
 from daskgraph.framework import op_registry
 
 #: kernels that still live beside their builders: a dataset's iterator (it runs traced
-#: functions) and checkpoint restores
+#: functions)
 NOT_YET_MOVED = {
     "daskgraph.data.dataset_ops",
-    "daskgraph.ops.checkpoint_ops",
 }
 
 

@@ -20,10 +20,10 @@ import pytest
 
 import daskgraph as dg
 from daskgraph.errors import DataLossError, NotFoundError
-from daskgraph.ops import tensor_bundle
-from daskgraph.ops.checkpoint_files import checkpoint_shapes, read_checkpoint, write_checkpoint
-from daskgraph.ops.checkpoint_table import read_table, varint, write_table
-from daskgraph.ops.protos import tensor_bundle_pb2 as pb
+from daskgraph.kernels import tensor_bundle
+from daskgraph.kernels.checkpoint_files import checkpoint_shapes, read_checkpoint, write_checkpoint
+from daskgraph.kernels.checkpoint_table import read_table, varint, write_table
+from daskgraph.kernels.protos import tensor_bundle_pb2 as pb
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "data", "tf_checkpoint")
 TF_PREFIX = os.path.join(HERE, "model")
@@ -248,7 +248,7 @@ def test_a_sharded_checkpoint_reads_from_every_shard_and_is_removed_whole(tmp_pa
     (tests/data/tf_sharded, made by its make_tf_checkpoint.py)."""
     import shutil
 
-    from daskgraph.ops.checkpoint_files import checkpoint_files
+    from daskgraph.kernels.checkpoint_files import checkpoint_files
 
     source = os.path.join(os.path.dirname(__file__), "..", "data", "tf_sharded")
     for name in os.listdir(source):
@@ -266,7 +266,7 @@ def test_a_sharded_checkpoint_reads_from_every_shard_and_is_removed_whole(tmp_pa
 
 
 def test_a_new_checkpoint_replaces_an_older_npz_one_at_its_prefix(tmp_path):
-    from daskgraph.ops.checkpoint_files import checkpoint_exists, checkpoint_files
+    from daskgraph.kernels.checkpoint_files import checkpoint_exists, checkpoint_files
 
     prefix = str(tmp_path / "model")
     np.savez(prefix + ".npz", w=np.zeros(2))  # (daskgraph's format before)

@@ -2,7 +2,7 @@
 
 Its one job is to say which files a checkpoint prefix (``dir/model-7``) is and to read and
 write them. New checkpoints are TensorFlow's V2 tensor bundles (``<prefix>.index`` and
-``<prefix>.data-00000-of-00001``, :mod:`daskgraph.ops.tensor_bundle`), so that TensorFlow
+``<prefix>.data-00000-of-00001``, :mod:`daskgraph.kernels.tensor_bundle`), so that TensorFlow
 restores them and daskgraph restores TensorFlow's; a prefix whose index is not there but
 whose ``<prefix>.npz`` is (written by daskgraph before) is read from that.
 
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from daskgraph.errors import DataLossError, NotFoundError
-from daskgraph.ops import tensor_bundle
+from daskgraph.kernels import tensor_bundle
 
 __all__ = [
     "NPZ_SUFFIX",

@@ -6,15 +6,15 @@ wrote restores here and one written here restores in TensorFlow:
 * ``<prefix>.data-00000-of-00001``: the tensors' bytes one after the other (little endian;
   a string tensor is its elements' lengths as varints, the masked CRC32C of those, then the
   bytes);
-* ``<prefix>.index``: a LevelDB table (:mod:`daskgraph.ops.checkpoint_table`) whose empty key
+* ``<prefix>.index``: a LevelDB table (:mod:`daskgraph.kernels.checkpoint_table`) whose empty key
   holds a ``BundleHeaderProto`` and whose other keys, sorted, are tensor names holding a
   ``BundleEntryProto`` (dtype, shape, shard, offset, size, CRC32C).
 
 The protocol buffers are protobuf's own messages, generated from
-``daskgraph/ops/protos/tensor_bundle.proto``. Every dtype daskgraph's variables hold is read
+``daskgraph/kernels/protos/tensor_bundle.proto``. Every dtype daskgraph's variables hold is read
 and written, and ``bfloat16`` (``ml_dtypes.bfloat16``, TensorFlow's ``DT_BFLOAT16``) too.
 Sliced (partitioned) entries are read by assembling their slices
-(:mod:`daskgraph.ops.checkpoint_slices`); written checkpoints hold whole tensors.
+(:mod:`daskgraph.kernels.checkpoint_slices`); written checkpoints hold whole tensors.
 
 A tensor is copied once on its way: read straight from the data file into the array
 returned, written straight from the array's buffer (its CRC32C computed in place). Whatever
@@ -44,9 +44,15 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from daskgraph.errors import DataLossError, NotFoundError, UnimplementedError
-from daskgraph.ops.checkpoint_slices import check_tiling, slice_extents, slice_key
-from daskgraph.ops.checkpoint_table import masked_crc, read_table, read_varint, varint, write_table
-from daskgraph.ops.protos import tensor_bundle_pb2 as pb
+from daskgraph.kernels.checkpoint_slices import check_tiling, slice_extents, slice_key
+from daskgraph.kernels.checkpoint_table import (
+    masked_crc,
+    read_table,
+    read_varint,
+    varint,
+    write_table,
+)
+from daskgraph.kernels.protos import tensor_bundle_pb2 as pb
 
 __all__ = [
     "DATA_SUFFIX",
