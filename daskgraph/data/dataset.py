@@ -3,7 +3,7 @@ and read by iterators whose state lives on the CPU worker for the session.
 
 A :class:`Dataset` is a description: its elements' structure (a tuple, a dict, or a single
 component; Python lists are values, as in ``tf.data``), each component's dtype and static
-shape, and how to make its pipeline (:mod:`daskgraph.data.dataset_ops`). An :class:`Iterator`
+shape, and how to make its pipeline (:mod:`daskgraph.kernels.dataset_ops`). An :class:`Iterator`
 adds the ops that read it: ``get_next()`` returns the element's structure of tensors; every
 run that fetches them takes the next element (components fetched together come from the same
 one) and raises :class:`~daskgraph.errors.OutOfRangeError` at the end. A one-shot iterator
@@ -32,10 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.data import dataset_ops as stages
+from daskgraph.data import dataset_ops  # noqa: F401 - registers the iterator ops
 from daskgraph.framework import dtypes, nest
 from daskgraph.framework.graph import Operation, Shape, Tensor, get_default_graph
 from daskgraph.framework.tensor_shape import TensorShape
+from daskgraph.kernels import dataset_ops as stages
 from daskgraph.ops.array import as_shape, convert_to_tensor
 from daskgraph.ops.bundle import unbundle
 from daskgraph.ops.random import get_seed
@@ -357,7 +358,7 @@ class Dataset:
 
 def _components(tensors: Any, where: str) -> tuple[Any, list[Any], list[Spec], list[Tensor]]:
     """A source's components: the structure, each component's part (an array, or a
-    :class:`~daskgraph.data.dataset_ops.Captured` stand-in for a tensor, numbered later), its
+    :class:`~daskgraph.kernels.dataset_ops.Captured` stand-in for a tensor, numbered later), its
     spec, and the tensors among them."""
     template = _template(tensors)
     parts, specs, captures = [], [], []

@@ -155,9 +155,19 @@ class _ReadOnlyList(list):
 
 
 class _ReadOnlyDict(dict):
-    """The empty attributes that every operation without attributes shares, read-only."""
+    """The empty attributes that every operation without attributes shares, read-only. It
+    pickles as a plain dict, so that a worker unpickling a program's steps (which carry their
+    ops' attributes) never imports the graph's nodes.
+
+    >>> import pickle
+    >>> type(pickle.loads(pickle.dumps(NO_ATTRS))), b"nodes" in pickle.dumps(NO_ATTRS)
+    (<class 'dict'>, False)
+    """
 
     __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("an Operation's attrs cannot be changed")

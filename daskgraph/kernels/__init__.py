@@ -17,7 +17,9 @@ next call: :mod:`~daskgraph.kernels.fused_again`, what fuses:
 (:mod:`~daskgraph.kernels.kernel_threads`, set by the worker runtime) and loops split over them
 (:mod:`~daskgraph.kernels.split_loops`) live here too, as do the optimizers' updates
 (:mod:`~daskgraph.kernels.training`), in place in one pass where the store alone holds the
-buffers (:mod:`~daskgraph.kernels.slot_updates`, :mod:`~daskgraph.kernels.slot_loops`), and
+buffers (:mod:`~daskgraph.kernels.slot_updates`, :mod:`~daskgraph.kernels.slot_loops`), traced
+functions as a loop (:mod:`~daskgraph.kernels.loops`) or a dataset's ``map``
+(:mod:`~daskgraph.kernels.dataset_ops`) runs them (:mod:`~daskgraph.kernels.subgraph`), and
 TensorFlow's V2 checkpoint format, which ``RestoreV2`` (:mod:`~daskgraph.kernels.checkpoint_ops`)
 reads where it runs and :class:`~daskgraph.training.saver.Saver` writes on the client
 (:mod:`~daskgraph.kernels.checkpoint_files`, :mod:`~daskgraph.kernels.tensor_bundle`,

@@ -23,8 +23,9 @@ the names TF1 programs reach for (rounding, ``pad``, ``range``, ``report_uniniti
 :mod:`~daskgraph.ops.scatter` (``scatter_nd``, ``tensor_scatter_*``, variable scatters).
 :mod:`~daskgraph.ops.script_ops` calls Python (``py_func``), :mod:`~daskgraph.ops.loops`
 loops (``while_loop``, ``map_fn``, ``scan``, folds) over functions traced by
-:mod:`~daskgraph.ops.subgraph`, and :mod:`~daskgraph.data.dataset_ops` runs ``tf.data``
-pipelines; ops with several results bundle them (:mod:`~daskgraph.ops.bundle`).
+:mod:`~daskgraph.ops.subgraph` (run by :mod:`~daskgraph.kernels.subgraph`), and
+:mod:`~daskgraph.kernels.dataset_ops` runs ``tf.data`` pipelines; ops with several results
+bundle them (:mod:`~daskgraph.ops.bundle`).
 Sparse tensors (:class:`~daskgraph.ops.sparse_tensor.SparseTensor`) have
 :mod:`~daskgraph.ops.sparse_ops` (conversions, ``sparse_add``, ``sparse_tensor_dense_matmul``,
 reductions), :mod:`~daskgraph.ops.sparse_structure` (reorder, reshape, concat, slice, ...),

@@ -25,116 +25,22 @@ variables (:class:`~daskgraph.errors.UnimplementedError`). No gradient flows thr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-from daskgraph.errors import InvalidArgumentError
 from daskgraph.framework import dtypes, nest
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Operation, Shape, Tensor, get_default_graph
 from daskgraph.framework.graph import _name_scope as graph_name_scope
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, mark_unpredictable, register
-from daskgraph.kernels.loops import _loop_kernel, _stateless_loop_kernel
+from daskgraph.kernels.loops import ScanPlan, WhilePlan, _loop_kernel, _stateless_loop_kernel
 from daskgraph.ops.array import as_shape, convert_to_tensor
 from daskgraph.ops.bundle import refuse_gradients, unbundle
-from daskgraph.ops.subgraph import Compiled, Subgraph, Tracer
+from daskgraph.ops.subgraph import Compiled, Tracer
 
 __all__ = ["foldl", "foldr", "map_fn", "scan", "while_loop"]
 
 Spec = tuple[dtypes.DType, Shape | None]
-
-
-# -- what the loop op runs ------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class WhilePlan:
-    """A ``while_loop``: inputs are the loop variables, the iteration limit (if any), then
-    the captured tensors."""
-
-    n_vars: int
-    has_limit: bool
-    cond: Subgraph
-    body: Subgraph
-
-    def run(self, xp: Any, store: Any, inputs: Sequence[Any]) -> tuple:
-        """The loop variables once ``cond`` is false (or the limit is reached)."""
-        n = self.n_vars
-        values = list(inputs[:n])
-        limit = int(inputs[n]) if self.has_limit else None
-        captures = list(inputs[n + self.has_limit :])
-        cond = self.cond.bind(xp, store, captures)
-        body = self.body.bind(xp, store, captures)
-        count = 0
-        while limit is None or count < limit:
-            if not bool(cond(values)[0]):
-                break
-            values = body(values)
-            count += 1
-        return tuple(values)
-
-
-@dataclass(frozen=True, slots=True)
-class ScanPlan:
-    """A ``map_fn`` (``mode="map"``), ``scan`` or fold (``"fold"``) over the first dimension of
-    ``n_elems`` tensors; inputs are those, the ``n_init`` initial accumulators, then the
-    captured tensors. ``outputs`` are the results' NumPy dtypes and static shapes (to make
-    empty results)."""
-
-    name: str
-    mode: str
-    n_elems: int
-    n_init: int
-    reverse: bool
-    fn: Subgraph
-    outputs: tuple[tuple[Any, Shape | None], ...]
-
-    def run(self, xp: Any, store: Any, inputs: Sequence[Any]) -> tuple:
-        """The stacked results (map, scan) or the last accumulator (fold)."""
-        elems = list(inputs[: self.n_elems])
-        acc = list(inputs[self.n_elems : self.n_elems + self.n_init])
-        captures = list(inputs[self.n_elems + self.n_init :])
-        order = list(range(self._length(elems)))
-        if self.reverse:
-            order.reverse()
-        fn = self.fn.bind(xp, store, captures)
-        if self.mode == "map":
-            return self._stacked(xp, [(i, fn([e[i] for e in elems])) for i in order])
-        rows = []
-        if not acc:
-            if not order:
-                raise InvalidArgumentError(
-                    f"{self.name}: elems has no element and no initializer was given",
-                    op=self.name,
-                )
-            first = order.pop(0)
-            acc = [e[first] for e in elems]
-            rows.append((first, acc))
-        for i in order:
-            acc = fn(acc + [e[i] for e in elems])
-            rows.append((i, acc))
-        return tuple(acc) if self.mode == "fold" else self._stacked(xp, rows)
-
-    def _length(self, elems: list[Any]) -> int:
-        lengths = {int(e.shape[0]) if getattr(e, "ndim", 0) else -1 for e in elems}
-        if len(lengths) != 1 or -1 in lengths:
-            raise InvalidArgumentError(
-                f"{self.name}: the elements must be tensors of rank >= 1 with one size of "
-                f"their first dimension; got first dimensions {sorted(lengths)} (-1: a scalar)",
-                op=self.name,
-            )
-        return lengths.pop()
-
-    def _stacked(self, xp: Any, rows: list[tuple[int, list[Any]]]) -> tuple:
-        rows.sort(key=lambda row: row[0])
-        out = []
-        for k, (dtype, shape) in enumerate(self.outputs):
-            if not rows:
-                dims = () if shape is None else tuple(d or 0 for d in shape)
-                out.append(xp.zeros((0, *dims), dtype=dtype))
-                continue
-            stacked = xp.stack([xp.asarray(values[k]) for _, values in rows])
-            out.append(stacked.astype(dtype, copy=False))
-        return tuple(out)
 
 
 _LOOP_DTYPES = {"cpu": CPU_ALL | {dtypes.variant}, "gpu": GPU_NUMERIC | {dtypes.variant}}

@@ -1,7 +1,9 @@
 """A worker process loads only the kernels of the ops it is sent: after running programs of
-elementwise math, products, reductions, random draws, variables updated by their gradients
-and a queue, no worker has imported a graph builder, the gradients, training, layers or the
-TF1 names (:mod:`daskgraph.kernels` holds what they ran).
+elementwise math, products, reductions, random draws, variables updated by their gradients,
+a queue, a loop, a checkpoint saved and restored (by ``tf.train.Saver`` and by
+``init_from_checkpoint``'s ``RestoreV2``) and a ``tf.data`` dataset with a ``map``, no worker
+has imported a graph builder, the gradients, training, layers, the data builders or the TF1
+names (:mod:`daskgraph.kernels` holds what they ran).
 
 The cluster is a private one with every worker in a process of its own (the CPU worker too),
 so that nothing imported by other tests or by this process counts.
@@ -9,6 +11,7 @@ so that nothing imported by other tests or by this process counts.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -22,6 +25,7 @@ import daskgraph.compat.v1 as tf
 BUILDERS = (
     "daskgraph.ops",
     "daskgraph.framework.graph",
+    "daskgraph.framework.nodes",
     "daskgraph.framework.gradient_registry",
     "daskgraph.training",
     "daskgraph.layers",
@@ -70,9 +74,45 @@ def _run_programs(session: dg.Session) -> None:
     assert session.run(dequeued) == pytest.approx(updated.max(), rel=1e-5)
 
 
-def test_workers_load_kernels_but_no_graph_builders(cluster):
+def _save_and_restore(session: dg.Session, directory: str) -> None:
+    """A variable of the CPU worker saved by ``Saver``, then restored by it and by an
+    initializer that reads the checkpoint where it runs (``RestoreV2``)."""
+    with dg.device("/cpu:0"):
+        v = dg.Variable(np.arange(3, dtype=np.float32), name="v")
+        copy = tf.get_variable("copy", [3], dg.float32, tf.zeros_initializer())
+        counter = tf.while_loop(lambda i, s: i < 4, lambda i, s: (i + 1, s + v[0] + 1.0), [0, 0.0])
+    session.run(v.initializer)
+    saver = tf.train.Saver([v])
+    path = saver.save(session, os.path.join(directory, "model"))
+    session.run(v.assign(v * 0.0))
+    saver.restore(session, path)
+    tf.train.init_from_checkpoint(path, {"v": copy})
+    session.run(copy.initializer)
+    np.testing.assert_array_equal(session.run(copy), np.arange(3, dtype=np.float32))
+    np.testing.assert_array_equal(session.run(v), np.arange(3, dtype=np.float32))
+    assert session.run(counter) == [4, 4.0]
+
+
+def _iterate_dataset(session: dg.Session) -> None:
+    """A dataset with a traced ``map``, read by an iterator on the CPU worker."""
+    with dg.device("/cpu:0"):
+        scale = dg.constant(10.0)
+        dataset = tf.data.Dataset.from_tensor_slices(np.arange(5, dtype=np.float32))
+        batches = dataset.map(lambda x: x * scale).filter(lambda x: x > 5.0).batch(2)
+        iterator = batches.make_initializable_iterator()
+        element = iterator.get_next()
+    session.run(iterator.initializer)
+    read = [session.run(element).tolist(), session.run(element).tolist()]
+    assert read == [[10.0, 20.0], [30.0, 40.0]]
+    with pytest.raises(dg.errors.OutOfRangeError):
+        session.run(element)
+
+
+def test_workers_load_kernels_but_no_graph_builders(cluster, tmp_path):
     with dg.Graph().as_default(), dg.Session(cluster) as session:
         _run_programs(session)
+        _save_and_restore(session, str(tmp_path))
+        _iterate_dataset(session)
     # (a lambda travels by value: a function of this module would import it on the workers)
     loaded = cluster.run(lambda: sorted(m for m in sys.modules if m.startswith("daskgraph")))
     assert len(loaded) == 3
@@ -81,5 +121,6 @@ def test_workers_load_kernels_but_no_graph_builders(cluster):
         assert builders == [], f"worker {address} imported {builders}"
     everywhere = set.union(*(set(m) for m in loaded.values()))
     # what the programs ran came from the kernel modules of their families
-    for family in ("math", "state", "random", "reduction", "queues", "backprop"):
+    families = ("math", "state", "random", "reduction", "queues", "backprop")
+    for family in (*families, "checkpoint_ops", "dataset_ops", "loops", "subgraph"):
         assert f"daskgraph.kernels.{family}" in everywhere

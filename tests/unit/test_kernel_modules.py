@@ -3,17 +3,15 @@ so that a worker unpickling it loads the kernels of its family and nothing of th
 
 from __future__ import annotations
 
+import pickle
+import pickletools
 import subprocess
 import sys
 
+import numpy as np
+
 import daskgraph.compat.v1  # noqa: F401 - registers every op
 from daskgraph.framework import op_registry
-
-#: kernels that still live beside their builders: a dataset's iterator (it runs traced
-#: functions)
-NOT_YET_MOVED = {
-    "daskgraph.data.dataset_ops",
-}
 
 
 def _kernel_modules() -> dict[str, set[str]]:
@@ -31,7 +29,7 @@ def _kernel_modules() -> dict[str, set[str]]:
 
 def test_every_kernel_is_a_function_of_a_kernels_module():
     outside = {m for m in _kernel_modules() if not m.startswith("daskgraph.kernels.")}
-    assert outside <= NOT_YET_MOVED, sorted(outside - NOT_YET_MOVED)
+    assert not outside, sorted(outside)
 
 
 def test_a_kernels_module_imports_no_graph_builder():
@@ -48,3 +46,42 @@ def test_a_kernels_module_imports_no_graph_builder():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+#: modules a worker must not import: graph builders, gradients, the data builders
+_BUILDERS = (
+    "daskgraph.ops",
+    "daskgraph.framework.graph",
+    "daskgraph.framework.nodes",
+    "daskgraph.framework.gradient_registry",
+    "daskgraph.data",
+    "daskgraph.training",
+    "daskgraph.compat",
+)
+
+
+def _pickled_modules(value: object) -> set[str]:
+    """The modules of the classes and functions ``value`` pickles by reference."""
+    found = pickletools.genops(pickle.dumps(value, protocol=2))  # (GLOBAL: "module name")
+    return {arg.split(" ")[0] for op, arg, _ in found if op.name == "GLOBAL"}
+
+
+def test_the_attributes_of_loops_and_iterators_refer_to_no_graph_builder():
+    """A loop's plan and a dataset's stages carry traced functions to the worker that runs
+    them: what they pickle by reference lives in :mod:`daskgraph.kernels` (or the framework's
+    dtypes and registry), never beside the builders."""
+    import daskgraph as dg
+
+    with dg.Graph().as_default() as graph:
+        x = dg.constant([1.0, 2.0])
+        dg.while_loop(lambda i: i < 3, lambda i: i + 1, [0])
+        dg.map_fn(lambda v: v * x[0], x)
+        dg.scan(lambda a, v: a + v, x)
+        dataset = dg.data.Dataset.from_tensor_slices(np.arange(4, dtype=np.float32)).map(
+            lambda v: v + x[1]
+        )
+        dataset.filter(lambda v: v > 1.0).batch(2).make_one_shot_iterator().get_next()
+    carried = set().union(*(_pickled_modules(op.attrs) for op in graph.get_operations()))
+    for module in ("loops", "subgraph", "dataset_ops", "array"):
+        assert f"daskgraph.kernels.{module}" in carried
+    assert sorted(m for m in carried if m.startswith(_BUILDERS)) == []
