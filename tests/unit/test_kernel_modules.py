@@ -41,7 +41,8 @@ def test_a_kernels_module_imports_no_graph_builder():
         f"for name in {modules!r}:\n"
         "    importlib.import_module(name)\n"
         "print(sorted(m for m in sys.modules if m.startswith(('daskgraph.ops', "
-        "'daskgraph.framework.graph', 'daskgraph.framework.gradient_registry', "
+        "'daskgraph.framework.graph', 'daskgraph.framework.nodes', "
+        "'daskgraph.framework.gradient_registry', "
         "'daskgraph.runtime', 'daskgraph.data', 'daskgraph.summary'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
