@@ -34,6 +34,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from daskgraph.kernels.kernel_cache import COUNTS, load_module
+
 __all__ = ["SERVER", "CompileServer", "compile_elsewhere", "main"]
 
 
@@ -90,6 +92,8 @@ class CompileServer:
                 self._stop()
                 raise OSError(f"daskgraph's compile server ended: {error or 'no answer'}")
         reply = json.loads(line)
+        COUNTS["compiled"] += int(reply.get("compiled", 0))  # (under this server's lock)
+        COUNTS["compiled elsewhere"] += int(reply.get("compiled", 0))
         return bool(reply.get("ok"))
 
     def _running(self) -> subprocess.Popen:
@@ -149,16 +153,16 @@ def compile_elsewhere(
 
 def main() -> None:
     """The server's loop: a request a line on stdin, an answer a line on stdout."""
-    from daskgraph.kernels.kernel_cache import load_module
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # (what compiling prints goes to stderr, not into the answers)
     for line in sys.stdin:
         request: dict[str, Any] = json.loads(line)
+        before = COUNTS["compiled"]
         try:
             module = load_module(request["source"], "server", pathlib.Path(request["folder"]))
             reply = {"ok": True, "cached": bool(module.CACHE)}
+            reply["compiled"] = COUNTS["compiled"] - before
         except Exception as exc:  # (a chain Numba cannot type: the asker runs it op by op)
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         answers.write(json.dumps(reply) + "\n")
