@@ -6,6 +6,8 @@ modules here import no graph builder, gradient or session: a worker process load
 kernels of the ops it is sent, and never the planner's world. Fused chains
 (:mod:`~daskgraph.kernels.fused`, :mod:`~daskgraph.kernels.fused_cuda`, what fuses:
 :mod:`~daskgraph.kernels.fusable`), their compiler thread
-(:mod:`~daskgraph.kernels.compile_thread`) and BLAS's threads per product
+(:mod:`~daskgraph.kernels.compile_thread`), compile server
+(:mod:`~daskgraph.kernels.compile_server`) and cache on disk
+(:mod:`~daskgraph.kernels.kernel_cache`), and BLAS's threads per product
 (:mod:`~daskgraph.kernels.blas_threads`) live here too.
 """

@@ -19,10 +19,15 @@ compiles the whole chain into one loop, with no thread pool of its own to share 
 with Dask's (a parallel loop runs one at a time in the process).
 
 **Rent or buy**, as :mod:`daskgraph.runtime.worker.codegen` does for programs: a kernel's
-first call runs the ops one by one; its second starts the compilation on a background thread
-and keeps running them one by one until the loop is there, so a program run twice never
-waits for a compiler. A chain that Numba cannot compile (or a process without Numba) keeps
-running op by op.
+first call runs the ops one by one, and looks in the kernel cache on a background thread
+(:mod:`~daskgraph.kernels.kernel_cache`: a process compiled that loop before, this one loads
+it in milliseconds, once Numba is ready in the process: about a second, once); its second
+call, where the cache has nothing, has the loop compiled in the compile server
+(:mod:`~daskgraph.kernels.compile_server`, a process of its own that the run loop cannot
+starve of the GIL; ``daskgraph.compile-process: false``: on the background thread) and keeps
+running the ops one by one until the loop is loaded, so a program run twice never waits for a
+compiler. A chain that Numba cannot compile (or a process without Numba) keeps running op by
+op.
 
 **Bit for bit.** Only ops whose NumPy results are exactly rounded IEEE operations are fused
 (:data:`FUSABLE`: ``+ - * /``, negation, ``abs``, squares, square roots, comparisons and
