@@ -279,8 +279,10 @@ def _discard(path: pathlib.Path) -> bool:
 
 
 def _mark_done(path: pathlib.Path) -> None:
+    """Mark the module at ``path`` as compiled into the cache (where Numba saved an index)."""
     done = pathlib.Path(str(path) + _DONE)
-    if not done.exists():
+    saved = any((path.parent / "__pycache__").glob(f"{path.stem}.*.nbi"))
+    if saved and not done.exists():
         try:
             done.touch(mode=0o600)
         except OSError:
