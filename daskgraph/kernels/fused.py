@@ -397,8 +397,11 @@ class _Compiled:
             if made is None:
                 return
             if not kernel_cache.is_cached(made[0]):
-                if _elsewhere():  # (a second call will want it: it takes a second to start)
+                # a second call will want it: the server and Numba here take a second each
+                # to start, which they do at once
+                if _elsewhere():
                     compile_server.SERVER.start()
+                _ready_to_load()
                 return
         except Exception as exc:  # (no Numba): op by op
             logger.debug("fused chain %r not looked up: %s", kernel, exc)

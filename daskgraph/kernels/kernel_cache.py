@@ -122,7 +122,8 @@ def trusted(folder: pathlib.Path | str) -> bool:
     """Whether ``folder`` is a folder (not a link to one) owned by this process's user that
     neither its group nor others may write: only such a folder's pickles are read.
 
-    >>> trusted(tempfile.mkdtemp())
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     trusted(folder)
     True
     """
     try:
@@ -135,18 +136,49 @@ def trusted(folder: pathlib.Path | str) -> bool:
 
 def fingerprint() -> str:
     """What compiled code depends on besides its text: the versions of Python, NumPy, Numba
-    and llvmlite, and the CPU (llvmlite's host CPU name and features, as Numba compiles for
-    them). Imports Numba (the first time)."""
+    and llvmlite (as installed: without importing them, so that a run's thread can look an
+    entry up in microseconds), and the CPU (:func:`cpu`). Numba's index keys each entry by
+    llvmlite's host CPU name and features too, and by its own version: what slips through
+    this key (a CPU that reads the same here) is compiled again, never run."""
     if not _fingerprint:
-        import llvmlite
-        import llvmlite.binding as llvm
-        import numba
-        import numpy
-
-        cpu = f"{llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}"
-        parts = [sys.version, platform.machine(), numpy.__version__, numba.__version__]
-        _fingerprint.append("\n".join([*parts, llvmlite.__version__, cpu]))
+        parts = [sys.version, platform.machine(), cpu()]
+        parts += [_installed(name) for name in ("numpy", "numba", "llvmlite")]
+        _fingerprint.append("\n".join(parts))
     return _fingerprint[0]
+
+
+def _installed(name: str) -> str:
+    """Which ``name`` is installed, without importing it: its ``dist-info`` folder (name and
+    version), else where it is and when it was written."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.origin:
+        return f"{name} -"
+    origin = pathlib.Path(spec.origin)
+    found = sorted(origin.parent.parent.glob(f"{name}-*.dist-info"))
+    if found:
+        return found[-1].name
+    return f"{origin} {origin.stat().st_mtime_ns}"
+
+
+def cpu() -> str:
+    """The CPU's model and features (Linux: ``/proc/cpuinfo``'s first ``model name`` and
+    ``flags``; elsewhere Python's ``platform.processor()``).
+
+    >>> isinstance(cpu(), str)
+    True
+    """
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read(1 << 16)
+    except OSError:
+        return platform.processor()
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        name = name.strip()
+        if name in ("model name", "flags", "Features", "CPU part") and name not in found:
+            found[name] = value.strip()
+    return repr(sorted(found.items())) or platform.processor()
 
 
 def key_of(source: str) -> str:
