@@ -1,13 +1,17 @@
-"""What every case of the suite shares: timing ways interleaved, clusters, peers, records.
+"""What every case of the suite shares: timing ways back to back, clusters, peers, records.
 
-A case measures several *ways* of doing one computation (daskgraph and its peers). Each way
-gets an untimed warm-up, then ``repeats`` timed repeats, the ways taking turns repeat by repeat
-(so that a noisy machine hurts them alike). A way is timed as its users would run it: a repeat
-is a loop of back-to-back calls (:func:`per_call`: the median per call), with nothing between
-the calls that a user's loop would not have (no garbage collection, no waiting); peers run in
-processes of their own (:mod:`benchmarks.peer`). Where one way leaves work behind on a shared
-cluster (a plain Dask graph's thousands of keys to release), the case lets the cluster
-*settle* after that way (:func:`settle`), so that its aftermath is not billed to the next one.
+A case measures several *ways* of doing one computation (daskgraph and its peers). A way is
+timed as its users would run it: its untimed warm-up and then its ``repeats`` timed repeats run
+back to back (:func:`run_back_to_back`), a continuous loop with no other way's turn in between,
+so that no background work of the way's process (daskgraph's kernel compiler thread) gets idle
+time a user's loop would not give it; each repeat is a loop of back-to-back calls
+(:func:`per_call`: the median per call), with nothing between the calls that a user's loop
+would not have (no garbage collection, no waiting). Before a way starts, the suite's processes
+are let go quiet (:func:`quiet`), so that one way's leftover work is not billed to the next.
+Peers run in processes of their own (:mod:`benchmarks.peer`). The ways of a case are measured
+in one run, one after the other, and compared by their medians. Where one way leaves work
+behind on a shared cluster (a plain Dask graph's thousands of keys to release), the case lets
+the cluster *settle* after that way (:func:`settle`).
 
 Results are plain dictionaries (they go to JSON as they are): a way is recorded by
 :func:`way_record`, a target by :func:`target_record`.
@@ -58,7 +62,7 @@ def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-# -- ways, interleaved ----------------------------------------------------------------------------
+# -- ways, back to back ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Timed:
     """What a way returns when it times itself (e.g. a median per call over many calls)."""
@@ -88,15 +92,56 @@ class Way:
     result: Any = None
 
 
-def run_interleaved(ways: list[Way], repeats: int, settle: Callable[[], None] | None) -> None:
-    """Warm every way up, then time ``repeats`` rounds; each round runs every way once."""
-    live = [w for w in ways if not w.unavailable]
-    for way in live:
+def run_back_to_back(
+    ways: list[Way], repeats: int, settle: Callable[[], None] | None, quiet_first: bool = True
+) -> None:
+    """Run each way in turn: its warm-up, then its ``repeats`` timed repeats back to back.
+
+    A way's process runs a continuous loop, as its user's does: no other way takes a turn
+    between its warm-up and its repeats (turns would let a background thread of the way's
+    process, daskgraph's kernel compiler, finish while another process runs, hiding its cost).
+    Before each way (``quiet_first``), the suite's processes are let go quiet (:func:`quiet`).
+    """
+    for way in ways:
+        if way.unavailable:
+            continue
+        if quiet_first:
+            quiet()
         _call(way, -1, way.warmup or way.fn, settle)
-    for repeat in range(repeats):
-        for way in live:
+        for repeat in range(repeats):
             seconds, way.result = _call(way, repeat, way.fn, settle)
             way.times.append(seconds)
+
+
+def quiet(limit: float = 0.35, window: float = 0.5, timeout: float = 20.0) -> float:
+    """Wait until this process and its children (the peers, the clusters' worker processes)
+    together use at most ``limit`` of a CPU over ``window`` seconds, or ``timeout`` passes;
+    return the seconds waited. An idle embedded cluster with 4 virtual GPU workers uses
+    0.1-0.2 of a CPU (heartbeats, Dask's profiler); a kernel compile, most of one.
+
+    >>> 0.0 <= quiet(limit=100.0, window=0.01) < 1.0
+    True
+    """
+    import psutil
+
+    me = psutil.Process()
+    started = time.monotonic()
+
+    def cpu() -> float:
+        total = sum(me.cpu_times()[:2])
+        for child in me.children(recursive=True):
+            try:
+                total += sum(child.cpu_times()[:2])
+            except psutil.Error:  # it ended meanwhile
+                pass
+        return total
+
+    while time.monotonic() - started < timeout:
+        before, t0 = cpu(), time.monotonic()
+        time.sleep(window)
+        if (cpu() - before) / (time.monotonic() - t0) <= limit:
+            break
+    return time.monotonic() - started
 
 
 def _call(way: Way, repeat: int, fn: Callable[[], Any] | None, settle) -> tuple[float, Any]:
@@ -115,14 +160,20 @@ def _call(way: Way, repeat: int, fn: Callable[[], Any] | None, settle) -> tuple[
     return seconds, value
 
 
-def per_call(fn: Callable[[], Any], calls: int) -> Callable[[], Timed]:
-    """A way that makes ``calls`` back-to-back calls and reports the median per call (and the
-    last result): a user's loop, nothing between the calls."""
+def per_call(fn: Callable[[], Any], calls: int, seconds: float = 0.0) -> Callable[[], Timed]:
+    """A way that makes ``calls`` back-to-back calls (and goes on until ``seconds`` have passed
+    since the first) and reports the median per call (and the last result): a user's loop,
+    nothing between the calls.
+
+    >>> per_call(lambda: 7, 3)().value
+    7
+    """
 
     def run() -> Timed:
         times = []
         result = None
-        for _ in range(calls):
+        first = time.perf_counter()
+        while len(times) < calls or time.perf_counter() - first < seconds:
             start = time.perf_counter()
             result = fn()
             times.append(time.perf_counter() - start)

@@ -28,7 +28,7 @@ from benchmarks.common import (
     Way,
     blas_threads,
     ratio,
-    run_interleaved,
+    run_back_to_back,
     target_record,
     tf_session,
     way_record,
@@ -125,7 +125,7 @@ def run(client, cpu_worker: str, peers: Peers, args) -> dict[str, Any]:
             ),
         ]
         _peer_ways(ways[1], ways[2], peers, size, n, {"a_value": a_value, "b_value": b_value})
-        run_interleaved(ways, args.repeats, None)
+        run_back_to_back(ways, args.repeats, None)
         # after daskgraph's runs: its executor set the worker's BLAS threads on the first one
         worker_blas = client.run(blas_threads, workers=[cpu_worker])[cpu_worker]
 

@@ -38,7 +38,7 @@ from benchmarks.common import (
     Way,
     fmt_bytes,
     median,
-    run_interleaved,
+    run_back_to_back,
     settle,
     target_record,
     way_record,
@@ -175,7 +175,7 @@ def run(client, scheduler, devices: dict[str, str], args) -> dict[str, Any]:
                 after=stop("dask_graph_embedded"),
             ),
         ]
-        run_interleaved(ways, args.repeats, None)  # `start` settles before the counter resets
+        run_back_to_back(ways, args.repeats, None)  # `start` settles before the counter resets
 
     np.testing.assert_allclose(ways[0].result, ways[1].result, rtol=1e-5)
     by = {w.key: way_record(w) for w in ways}

@@ -285,4 +285,26 @@ two-device graph against 4.5-5 ms for a one-device run (then an actor call to th
 are compiled steps since), about 0.15-0.2 of the ratio at this tower size. Re-run it on a
 quiet machine (`--only training`),
 or with bigger towers (`--tower-size 1024`) to shrink the fixed cost's share.""",
+    "warm_up.warm_vs_tensorflow": """\
+**No kernel cache yet: a "warm" process compiles everything again, and its loop runs op by op
+until the background compile thread delivers.** Measured before issue 34's cache (branch
+i34-bench, 2 cores at a load average of 7-10 from other jobs): the cold and the warm process
+alike run 10-30 ms a step (3.4 ms on a quieter machine) until the fused kernel arrives, 3-7 s
+into the loop, then 0.25-0.26 ms against TensorFlow's 2.9-3.2 ms (0.08x). The slowest second
+from the second on is an op-by-op second: 8.8x TensorFlow's step. A persistent kernel cache
+(`daskgraph.cache-dir`) lets the warm process load the kernel in milliseconds instead.""",
+    "warm_up.cold_fast_within": """\
+**The chain's kernel is compiled on one background thread that the run loop starves of the
+GIL.** Before issue 34, on 2 cores at a load average of 7-10, the cold loop got fast 3-7 s
+into the loop (issue 34 measured about 20 s alone); until then it runs op by op.""",
+    "session_ready.cold": """\
+**`Session()` is all of it: starting the embedded cluster's 4 virtual GPU worker processes.**
+Before issue 34 (branch i34-bench, 2 cores, load average 7-10 from other jobs): the first
+`Session()` took 7.3-15.3 s, its first run 0.04-0.13 s, `import daskgraph` 0.2-0.3 s. Each
+worker process starts from scratch and imports Dask, NumPy and every daskgraph module (issue
+34: 72 modules, 0.9 s on top of Dask and NumPy); a warm template process (a forkserver with
+the heavy modules loaded) and workers that import only their ops' kernels are the fix.""",
+    "session_ready.warm": """\
+As the cold cache's: before issue 34 the cache changes nothing at start-up (7.3-11.8 s on 2
+cores at a load average of 7-10); see the cold row.""",
 }

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import Way, per_call, ratio, run_interleaved, target_record, way_record
+from benchmarks.common import Way, per_call, ratio, run_back_to_back, target_record, way_record
 from benchmarks.peer import Peers, SessionModel, numpy_and_tf_ways, numpy_model
 
 ELEMENTS = 16 * 1024 * 1024  # 64 MiB of float32
@@ -108,7 +108,7 @@ def run(client: Any, cpu_worker: str, peers: Peers, args: Any) -> dict[str, Any]
             *numpy_and_tf_ways(peers, "benchmarks.fusion", CALLS, WARMUP_CALLS),
             triad_way(),
         ]
-        run_interleaved(ways, args.repeats, None)
+        run_back_to_back(ways, args.repeats, None)
     for way in ways[:2]:
         assert way.result.tobytes() == expected.tobytes(), way.key  # bit for bit
     for way in ways[2:4]:

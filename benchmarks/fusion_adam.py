@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import Way, per_call, run_interleaved, way_record
+from benchmarks.common import Way, per_call, run_back_to_back, way_record
 from benchmarks.peer import Peers, SessionModel, numpy_and_tf_ways, numpy_model
 
 PARAMETERS = 10_000_000
@@ -100,7 +100,7 @@ def run(client: Any, cpu_worker: str, peers: Peers, args: Any) -> dict[str, Any]
             _daskgraph_way("daskgraph_unfused", "daskgraph, daskgraph.fusion: false", False, stack),
             *numpy_and_tf_ways(peers, "benchmarks.fusion_adam", CALLS, WARMUP_CALLS),
         ]
-        run_interleaved(ways, args.repeats, None)
+        run_back_to_back(ways, args.repeats, None)
     by = {w.key: way_record(w) for w in ways}
     return {
         "title": "fusion: Adam",

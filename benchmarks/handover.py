@@ -6,7 +6,7 @@ one element of it (``slice``: the run's work is the hand-over). A feed of this s
 processes of one machine goes through shared memory
 (:mod:`daskgraph.runtime.worker.shared_arrays`): written once, mapped by the worker.
 
-Ways, interleaved, each a loop of ``--handover-calls`` back-to-back calls (median per call):
+Ways, back to back, each a loop of ``--handover-calls`` back-to-back calls (median per call):
 
 * ``memcpy`` -- ``a.copy()`` of the same array into a fresh destination (the yardstick);
 * ``feed`` -- ``Session.run`` of the one-device graph: the done-when's measurement;
@@ -37,7 +37,7 @@ from benchmarks.common import (
     median,
     per_call,
     ratio,
-    run_interleaved,
+    run_back_to_back,
     target_record,
     way_record,
 )
@@ -134,7 +134,7 @@ def run(client, devices: dict[str, str], args) -> dict[str, Any]:
                 counted("channel", lambda: _through_channel(conn, value)))
         )  # fmt: skip
         try:
-            run_interleaved(ways, args.repeats, None)
+            run_back_to_back(ways, args.repeats, None)
         finally:
             conn.close()
             client.run(_close_probe, workers=[gpu_worker])

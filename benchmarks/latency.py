@@ -42,7 +42,7 @@ from benchmarks.common import (
     Way,
     per_call,
     ratio,
-    run_interleaved,
+    run_back_to_back,
     settle,
     target_record,
     tf_session,
@@ -134,7 +134,7 @@ def run(client, cpu_worker: str, peers: Peers, args) -> dict[str, Any]:
             ),
             _tf_way(peers, "latency", x_value, calls),
         ]
-        run_interleaved(ways, args.repeats, None)
+        run_back_to_back(ways, args.repeats, None)
 
     for way in ways:
         if way.result is not None:
@@ -194,7 +194,7 @@ def run_trivial(client, cpu_worker: str, peers: Peers, args) -> dict[str, Any]:
             _tf_way(peers, "trivial", x_value, calls),
             numpy_way,
         ]
-        run_interleaved(ways, args.repeats, None)
+        run_back_to_back(ways, args.repeats, None)
 
     for way in ways:
         if way.result is not None:

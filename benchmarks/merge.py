@@ -36,6 +36,8 @@ TITLE_ORDER = (
     "multi-device",
     "sessions",
     "memory",
+    "warm-up",
+    "session ready",
 )
 _HEADER = re.compile(
     r"Generated on (?P<generated>.+?) by `(?P<command>.+?)` \((?P<wall>.+?) in all\)"

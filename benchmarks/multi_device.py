@@ -27,11 +27,12 @@ count), its ``/cpu:{i + 1}`` standing for daskgraph's ``/gpu:{i}``. Ways, per ro
 * ``tensorflow`` -- TensorFlow 1's ``Session.run``.
 
 Every way gets ``--multi-warmup`` untimed steps, then each repeat times ``--multi-calls``
-back-to-back steps (the median per step is kept), the ways of all rows taking turns repeat by
-repeat. Checked: row A and the chain against NumPy (rtol 1e-4); for the training rows, the
-losses of the first steps from the same weights agree between the three ways (rtol 1e-4, as
-the training case). After the repeats, a traced step per way and row (the median of
-:data:`TRACES`, by wall time) says where its time goes, hop by hop (:mod:`benchmarks.hops`).
+back-to-back steps (the median per step is kept), each way's warm-up and repeats back to back
+(:func:`~benchmarks.common.run_back_to_back`). Checked: row A and the chain against NumPy
+(rtol 1e-4); for the training rows, the losses of the first steps from the same weights agree
+between the three ways (rtol 1e-4, as the training case). After the repeats, a traced step per
+way and row (the median of :data:`TRACES`, by wall time) says where its time goes, hop by hop
+(:mod:`benchmarks.hops`).
 
 Targets: row A's compiled step <= 1 ms; row C's compiled step / TensorFlow's <= 3x.
 """
@@ -52,7 +53,7 @@ from benchmarks.common import (
     fmt_time,
     per_call,
     ratio,
-    run_interleaved,
+    run_back_to_back,
     target_record,
     tf_session,
     way_record,
@@ -261,7 +262,7 @@ def run(args: Any, peers: Peers) -> dict[str, Any]:
                 stack.callback(model.session.close)
             rows[row] = (models, handle, _row_ways(row, models, handle, peers, calls, warmup))
         losses = {row: _check(row, *rows[row][:2], peers) for row in ROWS if row.startswith("tow")}
-        run_interleaved([w for *_, ways in rows.values() for w in ways], args.repeats, None)
+        run_back_to_back([w for *_, ways in rows.values() for w in ways], args.repeats, None)
         traces = {row: _traces(models, handle, peers) for row, (models, handle, _) in rows.items()}
     for row, (_, _, ways) in rows.items():
         _check_result(row, ways, data)

@@ -10,8 +10,9 @@ alive, and the benchmark process sends it commands over a pipe (pickled tuples):
   **params)`` (``lib`` is ``tensorflow`` in graph mode, or ``numpy``); it returns a *model*,
   an object with a ``step()`` method (one call as a user's loop makes it) and optionally
   ``close()`` and other methods; the peer keeps it under a handle;
-* ``time``: call ``model.step()`` ``calls`` times back to back and return every call's time
-  (``time.perf_counter`` around the call, nothing else between calls) and the last result;
+* ``time``: call ``model.step()`` ``calls`` times back to back (and on, until ``seconds`` have
+  passed) and return every call's time (``time.perf_counter`` around the call, nothing else
+  between calls) and the last result;
 * ``call``: any other method of a model (losses for a check, a traced run);
 * ``close``: close a model.
 
@@ -95,9 +96,10 @@ class Peer:
         """A model built by ``builder`` (``"module:function"``) in the peer: its handle."""
         return self.request("build", builder=builder, params=params)
 
-    def time(self, handle: int, calls: int) -> tuple[list[float], Any]:
-        """(seconds of each of ``calls`` back-to-back ``step()`` calls, the last result)."""
-        return self.request("time", handle=handle, calls=calls)
+    def time(self, handle: int, calls: int, seconds: float = 0.0) -> tuple[list[float], Any]:
+        """(seconds of each of ``calls`` back-to-back ``step()`` calls, and more until
+        ``seconds`` have passed since the first; the last result)."""
+        return self.request("time", handle=handle, calls=calls, seconds=seconds)
 
     def call(self, handle: int, method: str, *args: Any) -> Any:
         return self.request("call", handle=handle, method=method, args=args)
@@ -129,21 +131,29 @@ class Peer:
         return self._stderr.read().decode(errors="replace")[-3000:]
 
 
-def peer_way(way: Way, peer: Peer | None, handle: int | None, calls: int, warmup: int) -> None:
+def peer_way(
+    way: Way,
+    peer: Peer | None,
+    handle: int | None,
+    calls: int,
+    warmup: int,
+    warmup_seconds: float = 0.0,
+) -> None:
     """Make ``way`` time ``calls`` calls of a peer's model a repeat (median per call), after
-    ``warmup`` untimed calls; nothing where the peer is missing (``way.unavailable`` says)."""
+    ``warmup`` untimed calls (and more, back to back, until ``warmup_seconds`` have passed);
+    nothing where the peer is missing (``way.unavailable`` says)."""
     if peer is None or handle is None:
         return
 
-    def timed(count: int) -> Callable[[], Timed]:
+    def timed(count: int, seconds: float = 0.0) -> Callable[[], Timed]:
         def run() -> Timed:
-            times, value = peer.time(handle, count)
+            times, value = peer.time(handle, count, seconds)
             return Timed(statistics.median(times), value)
 
         return run
 
     way.fn = timed(calls)
-    way.warmup = timed(max(1, warmup))
+    way.warmup = timed(max(1, warmup), warmup_seconds)
 
 
 def numpy_and_tf_ways(peers: Peers, module: str, calls: int, warmup: int) -> tuple[Way, Way]:
@@ -326,7 +336,8 @@ def _handle(module: Any, models: dict[int, Any], command: str, kw: dict[str, Any
     model = models[kw["handle"]]
     if command == "time":
         times, value, step = [], None, model.step
-        for _ in range(kw["calls"]):
+        calls, seconds, first = kw["calls"], kw.get("seconds", 0.0), time.perf_counter()
+        while len(times) < calls or time.perf_counter() - first < seconds:
             start = time.perf_counter()
             value = step()
             times.append(time.perf_counter() - start)

@@ -29,7 +29,7 @@ import string
 import sys
 from typing import Any
 
-from benchmarks import hops, merge
+from benchmarks import hops, merge, warm_up
 from benchmarks.common import fmt_bytes, fmt_time
 from benchmarks.findings import FINDINGS
 
@@ -55,6 +55,8 @@ CASE_ORDER = (
     "multi_device",
     "sessions",
     "memory",
+    "warm_up",
+    "session_ready",
 )
 
 
@@ -349,8 +351,8 @@ def print_report(results: dict[str, Any], out=None) -> None:
     say(f"  machine: {machine_line(results['machine'])}")
     say(f"  load: {load_line(suite)}")
     say(
-        f"  medians of {suite['repeats']} repeats after a warm-up, ways interleaved repeat by "
-        "repeat; time / daskgraph's > 1 means slower than daskgraph"
+        f"  medians of {suite['repeats']} repeats after a warm-up, each way's back to back in "
+        "its own process; time / daskgraph's > 1 means slower than daskgraph"
     )
     for key in CASE_ORDER:
         case = results["cases"].get(key)
@@ -364,6 +366,8 @@ def print_report(results: dict[str, Any], out=None) -> None:
                 say(f"  note: {note}")
         elif key == "multi_device":
             say(_text_table(multi_header(case), multi_rows(case)))
+        elif key == "warm_up":
+            say(_text_table(*warm_up.table(case)))
         else:
             say(_text_table(WAY_HEADER, way_rows(case)))
             if any(w.get("diagnostic") for w in case["ways"]):
@@ -514,6 +518,8 @@ def _case_section(key: str, case: dict[str, Any], plotted: bool) -> str:
     elif key == "multi_device":
         parts.append(_md_table(multi_header(case), multi_rows(case)))
         parts += ["", multi_hops_md(case)]
+    elif key == "warm_up":
+        parts.append(_md_table(*warm_up.table(case)))
     else:
         parts.append(_md_table(WAY_HEADER, way_rows(case)))
         if any(w.get("diagnostic") for w in case["ways"]):

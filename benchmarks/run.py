@@ -27,7 +27,13 @@ Cases, in the order they run (each in its own module):
 * ``first-run`` -- a million-op graph built, a ``Session()`` opened and run once, in a fresh
   process (``--first-run-ops``);
 * ``big-graph`` -- TF1 programs of 100k and 1M ops built and run twice, build and run times
-  and peak RSS, a fresh process per size (``--big-graph-sizes``).
+  and peak RSS, a fresh process per size (``--big-graph-sizes``);
+* ``warm-up`` -- the fine-grained graph in a continuous ``sess.run`` loop from a fresh
+  process's first call, cold and warm kernel cache, beside TensorFlow's same loop in its own
+  fresh process: the step time over the first 1, 5 and 30 s (``--warmup-seconds``,
+  ``--warmup-repeats``);
+* ``session-ready`` -- a fresh process's first ``Session()`` with 4 virtual GPU workers and its
+  first run, cold and warm kernel cache (``--session-ready-repeats``).
 
 TensorFlow and NumPy are timed in processes of their own (:mod:`benchmarks.peer`), started once
 and kept for the run. TensorFlow is an optional peer (the ``bench`` extra): without it, its rows
@@ -68,8 +74,10 @@ from benchmarks import (
     multi_device,
     report,
     scale,
+    session_ready,
     sessions,
     training,
+    warm_up,
 )
 from benchmarks.common import (
     background_busy,
@@ -96,6 +104,8 @@ CASES = (
     "memory",
     "first-run",
     "big-graph",
+    "warm-up",
+    "session-ready",
 )
 #: the cases on the default embedded cluster, each a function (client, worker, peers, args)
 CPU_CASES = {
@@ -107,7 +117,7 @@ CPU_CASES = {
     "latency": latency.run,
 }
 #: the cases with TensorFlow rows (its peer process starts when one of them runs)
-TF_CASES = frozenset({*CPU_CASES, "training", "multi-device", "sessions"})
+TF_CASES = frozenset({*CPU_CASES, "training", "multi-device", "sessions", "warm-up"})
 BUSY = 0.1  # warn when other processes use more than this fraction of the CPUs at the start
 RESULT_KEYS = {
     "scale": "scale",
@@ -125,6 +135,8 @@ RESULT_KEYS = {
     "memory": "memory",
     "first-run": "first_run",
     "big-graph": "big_graph",
+    "warm-up": "warm_up",
+    "session-ready": "session_ready",
 }
 
 
@@ -141,6 +153,25 @@ def _per_call_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--multi-calls", type=int, default=20, help="multi-device: steps a repeat")
     parser.add_argument(
         "--multi-warmup", type=int, default=20, help="multi-device: untimed steps per way"
+    )
+
+
+def _fresh_process_args(parser: argparse.ArgumentParser) -> None:
+    """The cases that time a fresh process's first seconds."""
+    parser.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=warm_up.SECONDS,
+        help="warm-up: seconds of each process's sess.run loop (default 30)",
+    )
+    parser.add_argument(
+        "--warmup-repeats", type=int, default=1, help="warm-up: rounds of three fresh processes"
+    )
+    parser.add_argument(
+        "--session-ready-repeats",
+        type=int,
+        default=1,
+        help="session-ready: rounds of a cold and a warm process",
     )
 
 
@@ -223,6 +254,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=list(big_graph.DEFAULT_SIZES),
         help="big-graph: op counts, comma-separated (default 100000,1000000)",
     )
+    _fresh_process_args(parser)
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.big_repeats < 1:
         parser.error("--repeats and --big-repeats must be >= 1")
@@ -238,6 +270,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--training-batch must be a positive multiple of {training.TOWERS}")
     if args.docs is not None and args.update_docs:
         parser.error("--docs DIR and --update-docs name two folders: give one")
+    if args.warmup_seconds < 2 or min(args.warmup_repeats, args.session_ready_repeats) < 1:
+        parser.error("--warmup-seconds must be >= 2, the -repeats options >= 1")
     if args.memory_runs < memory.SAMPLES:
         parser.error(f"--memory-runs must be >= {memory.SAMPLES}")
     return args
@@ -344,6 +378,19 @@ def _run_cases(
         done["multi_device"] = multi_device.run(args, peers)
         gc.collect()
 
+    _fresh_process_cases(cases, args, peers, done, started)
+    results["suite"]["wall_s"] = time.perf_counter() - started
+    results["suite"]["loadavg_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    results["suite"]["finished"] = (
+        datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    )
+    return results
+
+
+def _fresh_process_cases(
+    cases: list[str], args: argparse.Namespace, peers: Peers, done: dict, started: float
+) -> None:
+    """The cases whose every measurement is a fresh process of its own (or several)."""
     if "sessions" in cases:
         _progress("sessions", started)
         done["sessions"] = sessions.run(args, peers.tf_missing)
@@ -360,12 +407,13 @@ def _run_cases(
         _progress("big-graph", started)
         done["big_graph"] = big_graph.run(args)
 
-    results["suite"]["wall_s"] = time.perf_counter() - started
-    results["suite"]["loadavg_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    results["suite"]["finished"] = (
-        datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-    )
-    return results
+    if "warm-up" in cases:
+        _progress("warm-up", started)
+        done["warm_up"] = warm_up.run(args, peers.tf_missing)
+
+    if "session-ready" in cases:
+        _progress("session-ready", started)
+        done["session_ready"] = session_ready.run(args)
 
 
 def _command(argv: list[str] | None) -> str:

@@ -59,7 +59,7 @@ from benchmarks.common import (
     default_cluster,
     per_call,
     ratio,
-    run_interleaved,
+    run_back_to_back,
     settle,
     start_cluster,
     target_record,
@@ -333,7 +333,7 @@ def run(args: Any, peers: Peers) -> dict[str, dict[str, Any]]:
         for way in ways + tower_ways:  # the process cluster's ways settle it (not its gc)
             if way.key not in IN_PROCESS:
                 way.before = _settling(remote)
-        run_interleaved(ways + tower_ways, args.repeats, None)
+        run_back_to_back(ways + tower_ways, args.repeats, None)
     async_losses = ways[-1].result
     if not async_losses or not np.all(np.isfinite(async_losses)):
         raise AssertionError(f"training: the async towers' losses are not finite: {async_losses}")

@@ -78,6 +78,14 @@ GPU_PRELOAD = "daskgraph.cluster.gpu_worker"
 #: most glibc takes on 64-bit, and where its dynamic threshold ends. None: leave Dask's
 #: setting. Read at each call through this module, so a test may patch it.
 WORKER_MALLOC_MMAP_THRESHOLD: int | None = 32 * 2**20
+#: the variables that size a worker process's thread pools to its threads: OpenMP, BLAS
+#: (OpenBLAS, MKL), Numba's (see :func:`process_environment`)
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+)
 NO_DASK_CUDA_WARNING = (
     "daskgraph found NVIDIA GPUs but dask-cuda is not installed: its GPU workers set up their "
     "memory without it (no CPU affinity, no CUDA context made at start). Install the extra "
@@ -342,26 +350,28 @@ def worker_options(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def process_environment(nthreads: int) -> dict[str, str]:
-    """The environment of a worker process: BLAS with the worker's threads, and glibc's
-    allocator keeping large blocks in the heap.
+    """The environment of a worker process: BLAS and Numba with the worker's threads, and
+    glibc's allocator keeping large blocks in the heap.
 
     Dask's nanny starts workers with one BLAS thread (many small tasks share a worker's
     cores) and ``MALLOC_TRIM_THRESHOLD_=65536``; a daskgraph worker stands for one device and
     runs one partition at a time, which should use the device's threads, as NumPy does in a
-    plain process. Dask's trim threshold also switches off glibc's dynamic mmap threshold, so
-    every array of more than 128 KiB would be a fresh ``mmap``, page-faulted in as it is
-    written (a 2000x2000 MatMul 8-10% slower than in a plain process): here the mmap threshold
-    is :data:`WORKER_MALLOC_MMAP_THRESHOLD` (32 MiB) and the trim threshold twice that,
-    what glibc's dynamic threshold reaches by itself. These variables must be set before the
+    plain process; so does Numba's thread pool (``NUMBA_NUM_THREADS``: a user's own
+    ``parallel=True`` functions in a worker; daskgraph's fused loops take the worker's
+    threads anyway, :mod:`daskgraph.kernels.kernel_threads`). Dask's trim threshold also
+    switches off glibc's dynamic mmap threshold, so every array of more than 128 KiB would be
+    a fresh ``mmap``, page-faulted in as it is written (a 2000x2000 MatMul 8-10% slower than
+    in a plain process): here the mmap threshold is :data:`WORKER_MALLOC_MMAP_THRESHOLD`
+    (32 MiB) and the trim threshold twice that, what glibc's dynamic threshold reaches by
+    itself. These variables must be set before the
     worker process starts; the nanny :class:`daskgraph.cluster.nanny_setup.DeviceNanny` sees to
     that.
 
     >>> env = process_environment(4)
-    >>> env["OMP_NUM_THREADS"], env["MALLOC_MMAP_THRESHOLD_"]
-    ('4', '33554432')
+    >>> env["OMP_NUM_THREADS"], env["NUMBA_NUM_THREADS"], env["MALLOC_MMAP_THRESHOLD_"]
+    ('4', '4', '33554432')
     """
-    env = {var: str(nthreads) for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    env["MKL_NUM_THREADS"] = str(nthreads)
+    env = {var: str(nthreads) for var in THREAD_VARIABLES}
     threshold = WORKER_MALLOC_MMAP_THRESHOLD
     if threshold is not None:
         env["MALLOC_MMAP_THRESHOLD_"] = str(threshold)

@@ -6,10 +6,10 @@ configuration but their spec, as JSON. :class:`DeviceNanny` takes three things f
 
 * the spec's own values for the process-wide variables read when a process or a library
   starts (glibc's allocator reads ``MALLOC_*`` before ``main``, BLAS libraries their thread
-  counts when NumPy is first imported). A Dask nanny applies its ``env`` inside the worker
-  process once that process runs, which is too late for them; Dask's answer is
-  ``distributed.nanny.pre-spawn-environ``, a setting of the nanny's whole process, to which
-  :class:`DeviceNanny` adds the spec's values;
+  counts when NumPy is first imported, Numba its pool's when it is imported). A Dask nanny
+  applies its ``env`` inside the worker process once that process runs, which is too late
+  for them; Dask's answer is ``distributed.nanny.pre-spawn-environ``, a setting of the
+  nanny's whole process, to which :class:`DeviceNanny` adds the spec's values;
 * ``security`` as plain data (:func:`daskgraph.cluster.tls.security_fields`), for a TLS cluster;
 * the transport's settings in its ``config`` (``distributed-ucxx.*``, on a UCX cluster:
   :func:`daskgraph.cluster.protocols.transport_settings`), which the nanny's own process
@@ -57,6 +57,7 @@ PRE_SPAWN = (
     "OMP_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
     "MKL_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
 )
 
 

@@ -4,10 +4,13 @@ A kernel is an array function ``kernel(xp, *inputs, **attrs)`` (``xp`` NumPy on 
 on a GPU), registered for its op type by the op's builder in :mod:`daskgraph.ops`. The
 modules here import no graph builder, gradient or session: a worker process loads only the
 kernels of the ops it is sent, and never the planner's world. Fused chains
-(:mod:`~daskgraph.kernels.fused`, :mod:`~daskgraph.kernels.fused_cuda`, what fuses:
+(:mod:`~daskgraph.kernels.fused`, :mod:`~daskgraph.kernels.fused_cuda`, a fused kernel's
+next call: :mod:`~daskgraph.kernels.fused_again`, what fuses:
 :mod:`~daskgraph.kernels.fusable`), their compiler thread
 (:mod:`~daskgraph.kernels.compile_thread`), compile server
 (:mod:`~daskgraph.kernels.compile_server`) and cache on disk
-(:mod:`~daskgraph.kernels.kernel_cache`), and BLAS's threads per product
-(:mod:`~daskgraph.kernels.blas_threads`) live here too.
+(:mod:`~daskgraph.kernels.kernel_cache`), BLAS's threads per product
+(:mod:`~daskgraph.kernels.blas_threads`), the threads a kernel may use
+(:mod:`~daskgraph.kernels.kernel_threads`, set by the worker runtime) and loops split over them
+(:mod:`~daskgraph.kernels.split_loops`) live here too.
 """

@@ -16,7 +16,13 @@ than checking and flattening the loop's inputs.
 benchmark (2-core VM): Numba's compiled loop 11.1 ms, numexpr 2.14's 104.7 ms (both NumPy's
 bits). numexpr's virtual machine runs the program block by block, one op at a time; Numba
 compiles the whole chain into one loop, with no thread pool of its own to share the cores
-with Dask's (a parallel loop runs one at a time in the process).
+with Dask's.
+
+**Threads of the worker.** A loop over :data:`PARALLEL_ELEMENTS` elements or more runs in
+contiguous pieces on as many threads as the worker running it has
+(:func:`~daskgraph.kernels.kernel_threads.kernel_threads`), by
+:func:`~daskgraph.kernels.split_loops.run_split`: the same compiled loop (``nogil``) on each
+piece, so the bits are the whole loop's, and no second, ``prange`` variant to compile.
 
 **Rent or buy**, as :mod:`daskgraph.runtime.worker.codegen` does for programs: a kernel's
 first call runs the ops one by one, and looks in the kernel cache on a background thread
@@ -27,7 +33,9 @@ call, where the cache has nothing, has the loop compiled in the compile server
 starve of the GIL; ``daskgraph.compile-process: false``: on the background thread) and keeps
 running the ops one by one until the loop is loaded, so a program run twice never waits for a
 compiler. A chain that Numba cannot compile (or a process without Numba) keeps running op by
-op.
+op. A kernel called with inputs like its last call's (a program's next run) goes straight to
+the loop that call took, its inputs checked by straight-line code
+(:func:`~daskgraph.kernels.fused_again.again_for`).
 
 **Bit for bit.** Only ops whose NumPy results are exactly rounded IEEE operations are fused
 (:data:`FUSABLE`: ``+ - * /``, negation, ``abs``, squares, square roots, comparisons and
@@ -62,6 +70,7 @@ np.float32(9.0)
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -72,6 +81,9 @@ import numpy as np
 from daskgraph.kernels import compile_server, kernel_cache
 from daskgraph.kernels.compile_thread import CompileThread
 from daskgraph.kernels.fusable import DTYPES, KERNELS, expression_of, step_dtypes
+from daskgraph.kernels.fused_again import again_for
+from daskgraph.kernels.kernel_threads import kernel_threads
+from daskgraph.kernels.split_loops import run_split
 
 __all__ = [
     "PARALLEL_ELEMENTS",
@@ -98,12 +110,14 @@ class FusedKernel:
         How many inputs the kernel takes.
     """
 
-    __slots__ = ("_loops", "_text", "least", "n_inputs", "steps")
+    __slots__ = ("_again", "_bound", "_loops", "_text", "least", "n_inputs", "steps")
 
     def __init__(self, steps: tuple[tuple[str, str, tuple[int, ...]], ...], n_inputs: int):
         self.steps, self.n_inputs = steps, n_inputs
         self._text: str | None = None  # (written when first asked for: see source)
         self._loops: dict[tuple, _Loop] = {}  # this kernel's compiled loops, by input kinds
+        self._again: Any = None  # its last call by a loop, for calls like it (again_for)
+        self._bound: tuple | None = None  # (array module, each step's function and arguments)
         #: the fewest elements from which the loop beats the ops one by one (:func:`worth_a_loop`)
         self.least = 0 if worth_a_loop(len(steps), n_inputs, 0) else SMALL_ELEMENTS
 
@@ -131,6 +145,11 @@ class FusedKernel:
 
     def __call__(self, xp: Any, *inputs: Any) -> Any:
         if xp is np:
+            again = self._again
+            if again is not None:
+                out = again(inputs)
+                if out is not None:
+                    return out
             shape = _loop_shape(inputs)
             if shape is not None and (not self.least or math.prod(shape) >= self.least):
                 out = self.looped(shape, inputs)
@@ -148,7 +167,7 @@ class FusedKernel:
         """The chain's result of shape ``shape`` by its compiled loop, or None where there
         is none (yet) for such inputs: NumPy arrays of that shape (C-contiguous) and
         scalars, whatever their size."""
-        kinds = (_big(inputs), *map(_kind, inputs))
+        kinds = tuple(map(_kind, inputs))
         loop = self._loops.get(kinds)
         if loop is None:
             loop = _CACHE.lookup(self, kinds)
@@ -161,17 +180,25 @@ class FusedKernel:
             loop(out.reshape(-1), *flat)
         except TypeError:  # (inputs of a kind it was not compiled for)
             return None
+        self._again = again_for(loop, shape, kinds)
         return out
 
     def one_by_one(self, xp: Any, inputs: tuple) -> Any:
-        """The chain's result, op by op (what the unfused ops compute)."""
+        """The chain's result, op by op (what the unfused ops compute). Each step's function
+        of ``xp`` is looked up once, not every call (a program runs its chains op by op
+        until their loops are compiled: the first runs of a process)."""
+        bound = self._bound
+        if bound is None or bound[0] is not xp:
+            bound = self._bound = (xp, tuple((_function(xp, n), a) for _, n, a in self.steps))
         values = list(inputs)
-        for _, name, args in self.steps:
-            kernel = KERNELS.get(name)
-            if kernel is None:
-                values.append(getattr(xp, name)(*[values[a] for a in args]))
+        append = values.append
+        for fn, args in bound[1]:
+            if len(args) == 2:
+                append(fn(values[args[0]], values[args[1]]))
+            elif len(args) == 1:
+                append(fn(values[args[0]]))
             else:
-                values.append(kernel(xp, *[values[a] for a in args]))
+                append(fn(*[values[a] for a in args]))
         return values[-1]
 
     def __reduce__(self) -> tuple:
@@ -179,6 +206,13 @@ class FusedKernel:
 
     def __repr__(self) -> str:
         return f"FusedKernel({'+'.join(self.op_names)})"
+
+
+def _function(xp: Any, name: str) -> Any:
+    """The function of ``xp`` that a step named ``name`` calls (daskgraph's own kernel where
+    :data:`~daskgraph.kernels.fusable.KERNELS` has one, bound to ``xp``)."""
+    kernel = KERNELS.get(name)
+    return getattr(xp, name) if kernel is None else functools.partial(kernel, xp)
 
 
 #: NumPy calls that one call of a compiled loop costs (about 2.5 us), plus half a call per
@@ -229,7 +263,7 @@ def _source(steps: tuple, n_inputs: int) -> str:
     """The compiled loop's body: one line per step inside a loop over the elements (fields
     ``{d<k>}`` for each step's dtype, ``{x<i>}`` for how input ``i`` is read)."""
     names = [f"{{x{i}}}" for i in range(n_inputs)]
-    lines = ["    for i in {range}(out.size):"]
+    lines = ["    for i in range(out.size):"]
     for k, (_, name, args) in enumerate(steps):
         expression = expression_of(name).format(*[names[a] for a in args])
         lines.append(f"        t{k} = {{d{k}}}({expression})")
@@ -238,13 +272,9 @@ def _source(steps: tuple, n_inputs: int) -> str:
     return "\n".join(lines)
 
 
-#: elements from which a compiled loop runs on every core (smaller ones on the calling thread)
+#: elements from which a compiled loop runs on the worker's threads (smaller ones on the
+#: calling thread alone)
 PARALLEL_ELEMENTS = 1 << 20
-
-
-def _big(inputs: tuple) -> bool:
-    """Whether a compiled loop over ``inputs`` splits its elements over the cores."""
-    return max(x.size for x in inputs) >= PARALLEL_ELEMENTS
 
 
 def _kind(x: Any) -> tuple[np.dtype, bool, bool]:
@@ -257,13 +287,13 @@ def _kind(x: Any) -> tuple[np.dtype, bool, bool]:
 
 
 def module_text(
-    kernel: FusedKernel, kinds: tuple[tuple[np.dtype, bool, bool], ...], parallel: bool = False
+    kernel: FusedKernel, kinds: tuple[tuple[np.dtype, bool, bool], ...]
 ) -> tuple[str, np.dtype] | None:
     """The module (for :mod:`~daskgraph.kernels.kernel_cache`) of ``kernel``'s loop for
     inputs of ``kinds`` (:func:`_kind`: scalars read as such, the others as 1-d arrays of the
     result's size), and the result's dtype; None where a dtype is not fused. Its function
     ``fused(out, *inputs)`` is compiled for that one signature (at import, not on its first
-    call); a ``parallel`` one splits the elements over the process's cores."""
+    call), ``nogil``: the pieces of a large array run on several threads at once (_Loop)."""
     inputs = [dtype for dtype, _, _ in kinds]
     scalars = [scalar for _, scalar, _ in kinds]
     dtypes = step_dtypes(kernel.steps, list(inputs))
@@ -273,7 +303,6 @@ def module_text(
               enumerate(dtypes)}  # fmt: skip
     fields.update({f"x{i}": f"x{i}" if scalar else f"x{i}[i]" for i, scalar in
                    enumerate(scalars)})  # fmt: skip
-    fields["range"] = "numba.prange" if parallel else "range"
     types = [_numba_type(d) if scalar else _array_type(d, readonly) for d, scalar, readonly in
              kinds]  # fmt: skip
     signature = ", ".join([_array_type(dtypes[-1], False), *types])
@@ -282,7 +311,7 @@ def module_text(
     # twice); tests/unit/test_fused_chains.py checks the bits
     text = (
         f"{_PREAMBLE}\n\n@numba.njit(types.void({signature}), cache=CACHE, nogil=True,"
-        f' error_model="numpy", parallel={parallel}, fastmath=False)\n'
+        f' error_model="numpy", fastmath=False)\n'
         f"def fused({args}):\n{kernel.source.format(**fields)}\n"
     )
     return text, dtypes[-1]
@@ -305,15 +334,15 @@ def _array_type(dtype: np.dtype, readonly: bool) -> str:
 def build(
     kernel: FusedKernel,
     kinds: tuple[tuple[np.dtype, bool, bool], ...],
-    parallel: bool = False,
     elsewhere: bool = False,
 ) -> Any:
     """Compile ``kernel`` with Numba into one loop for inputs of ``kinds`` (see
     :func:`module_text`), or load it from the kernel cache where a process compiled it
-    before; None where a dtype is not fused. The loop is called ``loop(out, *inputs)``.
+    before; None where a dtype is not fused. The loop is called ``loop(out, *inputs)``; on
+    arrays of :data:`PARALLEL_ELEMENTS` or more, piece by piece on the worker's threads.
     ``elsewhere``: compile in the compile server
     (:mod:`~daskgraph.kernels.compile_server`) where it runs, then load here."""
-    made = module_text(kernel, kinds, parallel)
+    made = module_text(kernel, kinds)
     if made is None:
         return None
     text, out_dtype = made
@@ -326,7 +355,7 @@ def build(
             except OSError as exc:
                 logger.info("compiling fused chains in this process: %s", exc)
     module = kernel_cache.load_module(text, "fused")
-    return _Loop(module.fused, out_dtype, parallel)
+    return _Loop(module.fused, out_dtype)
 
 
 def _ready_to_load() -> None:
@@ -338,24 +367,22 @@ def _ready_to_load() -> None:
 
 
 class _Loop:
-    """A compiled chain and the dtype of its result. Parallel loops run one at a time in
-    the process: each already takes every core, and Numba's default thread pool
-    (``workqueue``) must not be entered from two threads at once."""
+    """A compiled chain and the dtype of its result. Over :data:`PARALLEL_ELEMENTS` elements
+    or more it runs in pieces on the threads the calling worker has
+    (:func:`~daskgraph.kernels.split_loops.run_split`), else on the calling thread."""
 
-    __slots__ = ("loop", "out_dtype", "parallel")
+    __slots__ = ("loop", "out_dtype")
 
-    def __init__(self, loop: Any, out_dtype: np.dtype, parallel: bool = False) -> None:
-        self.loop, self.out_dtype, self.parallel = loop, out_dtype, parallel
+    def __init__(self, loop: Any, out_dtype: np.dtype) -> None:
+        self.loop, self.out_dtype = loop, out_dtype
 
     def __call__(self, out: np.ndarray, *inputs: Any) -> None:
-        if self.parallel:
-            with _PARALLEL:
-                self.loop(out, *inputs)
-        else:
-            self.loop(out, *inputs)
-
-
-_PARALLEL = threading.Lock()
+        if out.size >= PARALLEL_ELEMENTS:
+            threads = kernel_threads()
+            if threads > 1:
+                run_split(self.loop, out, inputs, threads)
+                return
+        self.loop(out, *inputs)
 
 
 class _Compiled:
@@ -372,8 +399,8 @@ class _Compiled:
         self._thread = CompileThread("daskgraph-fusion")
 
     def lookup(self, kernel: FusedKernel, kinds: tuple) -> Any:
-        """The loop for inputs of ``kinds`` (whether they are big, then each one's
-        :func:`_kind`), or None (not compiled yet, or not fusable)."""
+        """The loop for inputs of ``kinds`` (each one's :func:`_kind`), or None (not
+        compiled yet, or not fusable)."""
         key = (kernel.source, *kinds)
         found = self._loops.get(key, "")
         if found != "":
@@ -393,7 +420,7 @@ class _Compiled:
     def _load_cached(self, key: tuple, kernel: FusedKernel) -> None:
         """Load the loop of ``key`` where the kernel cache has it (a warm cache)."""
         try:
-            made = module_text(kernel, key[2:], parallel=key[1])
+            made = module_text(kernel, key[1:])
             if made is None:
                 return
             if not kernel_cache.is_cached(made[0]):
@@ -419,7 +446,7 @@ class _Compiled:
         if elsewhere is None:
             elsewhere = _elsewhere()
         try:
-            loop = build(kernel, key[2:], parallel=key[1], elsewhere=elsewhere)
+            loop = build(kernel, key[1:], elsewhere=elsewhere)
         except Exception as exc:  # (no Numba, or a chain it cannot type): op by op
             logger.debug("fused chain %r not compiled: %s", kernel, exc)
             loop = None
@@ -429,7 +456,7 @@ class _Compiled:
     def now(self, kernel: FusedKernel, inputs: tuple) -> Any:
         """Compile ``kernel`` for ``inputs`` (their dtypes and which are scalars) in this
         thread (tests, benchmarks' warm-up)."""
-        key = (kernel.source, _big(inputs), *map(_kind, inputs))
+        key = (kernel.source, *map(_kind, inputs))
         found = self._loops.get(key, "pending")
         if isinstance(found, str):
             found = self._build(key, kernel, elsewhere=False)

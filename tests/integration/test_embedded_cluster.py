@@ -315,3 +315,28 @@ def test_process_workers_reuse_large_blocks_instead_of_faulting_them_in():
     # daskgraph's environment, set before the worker process started (Dask's is 65536)
     assert set(envs.values()) == {str(2 * 32 * 2**20)}
     assert len(faults) == 2 and all(f < 100 for f in faults.values()), faults
+
+
+def test_process_workers_size_numbas_pool_and_their_kernels_to_their_threads():
+    """A user's own ``parallel=True`` Numba code in a worker gets the worker's threads
+    (NUMBA_NUM_THREADS, set before the process started: Numba reads it when imported), and
+    daskgraph's fused loops in a partition may use as many (the CPU worker's threads)."""
+
+    def numba_threads() -> tuple[str | None, int]:  # defined here: sent to the workers by value
+        import numba
+
+        return os.environ.get("NUMBA_NUM_THREADS"), numba.config.NUMBA_NUM_THREADS
+
+    from daskgraph.kernels.kernel_threads import kernel_threads
+
+    with (
+        dg.Graph().as_default(),
+        dask.config.set({**THREADS, **PROCESSES, "daskgraph.local.cpu-threads": 3}),
+        dg.Session() as sess,
+    ):
+        found = sess.client.run(numba_threads)
+        threads = {d.worker: 1 if d.kind != "cpu" else 3 for d in sess.list_devices()}
+        with dg.device("/cpu:0"):
+            used = dg.py_func(kernel_threads, [], dg.int64)  # (importable: sent by name)
+        assert sess.run(used) == 3
+    assert found == {w: (str(n), n) for w, n in threads.items()}

@@ -92,3 +92,34 @@ def test_empty_and_huge_programs_stay_with_the_loop(ops: int) -> None:
     hot = codegen.HotProgram(steps, [0], [0])
     hot.ran(3600.0)  # an hour in the loop: still not worth it (nothing to gain, or too big)
     assert hot.building is None and hot.function() is None
+
+
+def test_a_generated_program_reads_its_constants_instead_of_calling_their_kernels() -> None:
+    from daskgraph.runtime.program import Instruction, PartitionProgram
+
+    calls = []
+    value = np.full(3, 2.0, np.float32)
+    value.flags.writeable = False
+
+    def const_kernel(xp, *, value):
+        calls.append(value)
+        return value
+
+    def multiply(xp, a, b):
+        return xp.multiply(a, b)
+
+    program = PartitionProgram(
+        "/device:CPU:0", "CPU", "numpy", 3, (), ((0, 0),),
+        (Instruction("two", "Const", const_kernel, {"value": value}, (), 1, False, ()),
+         Instruction("y", "Mul", multiply, {}, (0, 1), 2, False, (), (0, 1))),
+        ((2, False),),
+    )  # fmt: skip
+    fed = np.arange(3, dtype=np.float32)
+    _run_until_built(program, "const", (fed,))
+    before = len(calls)
+    for number in range(3):
+        (result,) = execute_partition(program, RunStep("const", 10_000 + number), (fed,), False)
+        np.testing.assert_array_equal(result, fed * 2)
+    assert len(calls) == before  # read by the generated function, not called
+    source, _ = codegen.generate(_hot(program, "const").steps, [0], [2])
+    assert "(v0, c0)" in source and "f0()" not in source

@@ -187,24 +187,26 @@ def test_a_traced_run_shows_a_fused_kernel_as_one_entry_listing_its_ops():
         assert metadata.step_stats.device_of("a") == metadata.step_stats.device_of("y")
 
 
-def test_large_read_only_inputs_from_many_threads_take_the_parallel_loop():
+def test_large_read_only_inputs_from_many_threads_take_the_split_loop():
     import threading
 
     from daskgraph.kernels.fused import PARALLEL_ELEMENTS
+    from daskgraph.kernels.kernel_threads import threads_for
 
     kernel = FusedKernel((("m", "multiply", (0, 1)), ("a", "add", (2, 0))), 2)
     x = np.random.default_rng(2).random(PARALLEL_ELEMENTS, dtype=np.float32)
     x.flags.writeable = False  # (a variable's value is read-only)
     scale = np.float32(1.5)
     loop = compile_now(kernel, x, scale)
-    assert loop is not None and loop.parallel
+    assert loop is not None
     expected = kernel.one_by_one(np, (x, scale))
     results, errors = [], []
 
     def run():
         try:
-            for _ in range(5):
-                results.append(kernel(np, x, scale))
+            with threads_for(2):  # (each a worker's partition: its pieces on two threads)
+                for _ in range(5):
+                    results.append(kernel(np, x, scale))
         except BaseException as exc:
             errors.append(exc)
 

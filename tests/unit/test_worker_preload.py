@@ -62,6 +62,11 @@ def test_worker_environment_uses_the_workers_threads_for_blas() -> None:
     assert {env[v] for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")} == {"3"}
 
 
+def test_worker_environment_sizes_numbas_pool_to_the_workers_threads_before_the_spawn() -> None:
+    # (read when Numba is imported: set before the worker process starts, as BLAS's are)
+    assert pre_spawn_values(process_environment(3))["NUMBA_NUM_THREADS"] == "3"
+
+
 def test_no_threshold_leaves_the_allocator_to_dask(monkeypatch) -> None:
     monkeypatch.setattr(local, "WORKER_MALLOC_MMAP_THRESHOLD", None)
     env = process_environment(1)

@@ -10,13 +10,17 @@ variables (reused as tensors die, as a register allocator would), its kernels bo
 
 .. code-block:: python
 
-    def _program(slots, fns):
-        (f0, f1) = fns
+    def _program(fns, slots):
+        (f0, f1, c0,) = fns
         v0 = slots[0]
-        v1 = f0(v0, 2.0)
+        v1 = f0(v0, c0)
         v0 = None
         ...
         slots[7] = v1
+
+The values of the program's constants (:class:`Constant`: a NumPy partition's ``Const``
+ops, whose kernel returns the same array every run) come with its kernels, and the function
+reads them where the loop would call their kernel.
 
 CPython compiles that in about 35 us an op, so it is done once the loop has spent that long
 on the program (:class:`HotProgram`), for programs of up to :data:`MAX_OPS` instructions, on a
@@ -30,7 +34,7 @@ failed (programs compiled here have no stateful ops, so running them again chang
 >>> steps = [(np.add, 2, 0, 0, (0, 0), 1, (0,), 0), (np.negative, 1, 1, -1, (1,), 2, (1,), 1)]
 >>> source, fns = generate(steps, incoming=[0], outputs=[2])
 >>> print(source)
-def _program(slots, fns):
+def _program(fns, slots):
     (f0, f1,) = fns
     v0 = slots[0]
     v1 = f0(v0, v0)
@@ -46,6 +50,7 @@ np.float32(-6.0)
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -53,7 +58,7 @@ from typing import Any
 
 from daskgraph.kernels.compile_thread import CompileThread
 
-__all__ = ["COMPILE_SECONDS_PER_OP", "MAX_OPS", "HotProgram", "build", "generate"]
+__all__ = ["COMPILE_SECONDS_PER_OP", "MAX_OPS", "Constant", "HotProgram", "build", "generate"]
 
 #: programs with more instructions than this stay with the loop
 MAX_OPS = 50_000
@@ -64,22 +69,47 @@ COMPILE_SECONDS_PER_OP = 35e-6
 _compiler = CompileThread("daskgraph-codegen")
 
 
+class Constant:
+    """A step's function that returns one value, the same every run (a NumPy partition's
+    ``Const`` op): the loop calls it, a generated program reads its value.
+
+    >>> Constant(2.5)()
+    2.5
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Constant({self.value!r})"
+
+
 def generate(
     steps: Sequence[tuple], incoming: Sequence[int], outputs: Sequence[int]
 ) -> tuple[str, tuple[Any, ...]]:
-    """The source of a function ``_program(slots, fns)`` running ``steps`` (compiled steps
-    of :mod:`daskgraph.runtime.worker.execution`: function, arity, first slot, second slot, argument
-    slots, output slot, slots to free, index), and the functions ``fns`` it is given.
+    """The source of a function ``_program(fns, slots)`` running ``steps`` (compiled steps
+    of :mod:`daskgraph.runtime.worker.execution`: function, arity, first slot, second slot,
+    argument slots, output slot, slots to free, index), and the values ``fns`` it is given:
+    the steps' functions, and the values of their :class:`Constant` ones.
 
     It reads the ``incoming`` slots (feeds and other partitions' outputs) and writes the
-    ``outputs`` slots back into ``slots``.
+    ``outputs`` slots back into ``slots``. (Its kernels and constants are unpacked into
+    local variables every run: a closure's cells would cost less a run, but CPython compiles
+    a function of tens of thousands of them in a time that grows faster than their number.)
     """
-    kernels: dict[int, int] = {}
+    kernels: dict[int, str] = {}  # id(function) -> the local variable holding it (or its value)
     fns: list[Any] = []
     for step in steps:
-        if id(step[0]) not in kernels:
-            kernels[id(step[0])] = len(fns)
-            fns.append(step[0])
+        fn = step[0]
+        if id(fn) not in kernels:
+            constant = type(fn) is Constant
+            kernels[id(fn)] = f"{'c' if constant else 'f'}{len(fns)}"
+            fns.append(fn.value if constant else fn)
     names: dict[int, str] = {}  # slot -> the local variable holding it
     pool: list[str] = []  # variables of tensors that died, for the next ones
     made = 0
@@ -93,18 +123,21 @@ def generate(
         names[slot] = name
         return name
 
-    lines = [
-        "def _program(slots, fns):",
-        f"    ({', '.join(f'f{i}' for i in range(len(fns)))},) = fns",
-    ]
+    lines = ["def _program(fns, slots):", f"    ({', '.join(kernels.values())},) = fns"]
     lines += [f"    {take(slot)} = slots[{slot}]" for slot in incoming]
     for fn, _, _, _, args, out, free, _ in steps:
-        call = f"f{kernels[id(fn)]}({', '.join(names[s] for s in args)})"
-        lines.append(f"    {take(out)} = {call}" if out >= 0 else f"    {call}")
+        kernel = kernels[id(fn)]
+        if kernel[0] == "c":  # a constant: read where used, never freed (fns holds it)
+            if out >= 0:
+                names[out] = kernel
+        else:
+            call = f"{kernel}({', '.join(names[s] for s in args)})"
+            lines.append(f"    {take(out)} = {call}" if out >= 0 else f"    {call}")
         for slot in free:
             name = names.pop(slot)
-            lines.append(f"    {name} = None")
-            pool.append(name)
+            if name[0] == "v":
+                lines.append(f"    {name} = None")
+                pool.append(name)
     lines += [f"    slots[{slot}] = {names[slot]}" for slot in outputs]
     return "\n".join(lines), tuple(fns)
 
@@ -116,12 +149,7 @@ def build(
     source, fns = generate(steps, incoming, outputs)
     namespace: dict[str, Any] = {}
     exec(compile(source, "<daskgraph program>", "exec"), namespace)
-    program = namespace["_program"]
-
-    def run(slots: list) -> None:
-        program(slots, fns)
-
-    return run
+    return functools.partial(namespace["_program"], fns)
 
 
 class HotProgram:

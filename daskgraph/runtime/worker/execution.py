@@ -31,10 +31,11 @@ from daskgraph.errors import (
     ResourceExhaustedError,
 )
 from daskgraph.framework.op_registry import ArrayFunction
+from daskgraph.kernels.kernel_threads import threads_for
 from daskgraph.ops.state import VariableRef
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep, StagedFeed
 from daskgraph.runtime.worker import variable_steps
-from daskgraph.runtime.worker.codegen import HotProgram
+from daskgraph.runtime.worker.codegen import Constant, HotProgram
 from daskgraph.runtime.worker.worker_state import (
     SessionState,
     VariableStore,
@@ -288,7 +289,8 @@ def run_partition(
     in a trace. What :func:`execute_partition` returns; also called directly for a worker
     that lives in this process (:mod:`daskgraph.runtime.client.inprocess`). A failure among the
     ``dependencies`` (other partitions' outputs) is passed on without running. NumPy's
-    floating-point warnings are off while it runs: IEEE results are values.
+    floating-point warnings are off while it runs: IEEE results are values. Its kernels may
+    use the worker's threads (``state.threads``: :mod:`daskgraph.kernels.kernel_threads`).
 
     >>> from daskgraph.runtime.program import Instruction, PartitionProgram
     >>> from daskgraph.ops.math import _add
@@ -302,7 +304,7 @@ def run_partition(
             return dependency
     # IEEE results (x/0 = inf, log(0) = -inf, 0/0 = nan) are values, as in TensorFlow: NumPy
     # warns of none of them (kernels, fused kernels and their parts alike)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), threads_for(state.threads):
         if step.deadline is not None:  # kernels that block (a queue's dequeue) wait until it
             with worker_deadline(step.deadline):
                 return _run_partition(state, address, program, step, feeds, trace, dependencies)
@@ -450,7 +452,9 @@ def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
     An :class:`~daskgraph.framework.op_registry.ArrayFunction` kernel becomes the module's function
     itself (``numpy.add``), looked up once per kernel and program; others a ``partial`` with
     ``xp`` and their attributes bound, so that the loop makes one call per op and builds no
-    argument list for one or two inputs.
+    argument list for one or two inputs. A NumPy partition's constant becomes its value
+    (:class:`~daskgraph.runtime.worker.codegen.Constant`: its kernel returns the same array
+    every run), which a generated program reads instead of calling the kernel.
     """
     bound: dict[int, Any] = {}  # id(kernel) -> the module's function (attribute-free kernels)
     steps: list[_Step] = []
@@ -459,7 +463,9 @@ def _compile(program: PartitionProgram, xp: Any) -> list[_Step] | None:
         if ins.stateful or ins.deref:
             return None
         kernel, args = ins.kernel, ins.args
-        if ins.attrs:
+        if ins.op_type == "Const" and not args and xp is np:
+            fn = Constant(kernel(xp, **ins.attrs))
+        elif ins.attrs:
             fn = functools.partial(kernel, xp, **ins.attrs)
         else:
             fn = bound.get(id(kernel))

@@ -340,9 +340,13 @@ class WorkerState:
     1.0
     >>> state.reset_containers(), state.session("c~default").store("/device:CPU:0").names()
     (['default'], [])
+
+    ``threads`` is the worker's thread count (``nthreads``), which its partitions' kernels
+    may use (:mod:`daskgraph.kernels.kernel_threads`); None outside a worker.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
         self._sessions: dict[str, SessionState] = {}
         self._containers: dict[str, dict[str, tuple]] = {}
         self._lock = threading.Lock()
@@ -401,10 +405,18 @@ def reset_worker_containers(names: list[str] | None = None, dask_worker: Any = N
 
 
 def state_of(worker: Any) -> WorkerState:
-    """The daskgraph state of a Dask ``worker`` (made on first use)."""
+    """The daskgraph state of a Dask ``worker`` (made on first use, with the worker's thread
+    count).
+
+    >>> from types import SimpleNamespace
+    >>> worker = SimpleNamespace(extensions={}, state=SimpleNamespace(nthreads=3))
+    >>> state_of(worker).threads
+    3
+    """
     state = worker.extensions.get(EXTENSION)
     if state is None:
-        state = worker.extensions.setdefault(EXTENSION, WorkerState())
+        threads = getattr(getattr(worker, "state", None), "nthreads", None)
+        state = worker.extensions.setdefault(EXTENSION, WorkerState(threads))
     return state
 
 
