@@ -136,6 +136,10 @@ class CompileServer:
                 self._lock.release()
         elif self._proc is not None and self._pid == os.getpid():
             self._proc.kill()
+            try:  # (reaped: no zombie left to a container's init that reaps none)
+                self._proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 SERVER = CompileServer()

@@ -259,3 +259,36 @@ same = out.tobytes() == kernel.one_by_one(np, (x, y)).tobytes()
 with open({out!r}, "w") as f:
     json.dump({{"same": same, **kernel_cache.COUNTS}}, f)
 """
+
+
+#: a program that ends while its compile server compiles a long chain
+ENDS_WHILE_COMPILING = """
+import time
+import numpy as np
+from daskgraph.kernels import compile_server
+from daskgraph.kernels.fused import FusedKernel
+
+steps = [("s0", "multiply", (0, 1))]
+steps += [(f"s{k}", "add" if k % 2 else "multiply", (1 + k, 0)) for k in range(1, 250)]
+kernel = FusedKernel(tuple(steps), 2)
+x, y = np.linspace(-1, 1, 256, dtype=np.float32), np.float32(0.5)
+kernel(np, x, y), kernel(np, x, y)
+deadline = time.monotonic() + 60
+server = compile_server.SERVER
+while not (server.running and server._lock.locked()) and time.monotonic() < deadline:
+    time.sleep(0.001)  # (until the compile thread has sent the request and waits for it)
+print(compile_server.SERVER._proc.pid, flush=True)
+"""
+
+
+def test_a_process_ends_with_its_compile_server(tmp_path):
+    env = dict(os.environ, DASK_DASKGRAPH__CACHE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", ENDS_WHILE_COMPILING],
+        capture_output=True, text=True, env=env, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    pid = int(done.stdout.split()[-1])
+    with pytest.raises(ProcessLookupError):  # (killed and reaped by its parent's exit)
+        os.kill(pid, 0)
