@@ -1,9 +1,9 @@
 """A compile server: kernels compiled in a process of their own, into the kernel cache.
 
 Its one job is compiling kernel modules where a busy run loop cannot starve the compiler of
-the GIL. A thread of the run's process compiling with Numba shares one GIL with the run loop:
-measured on a 2-core VM, a continuous ``sess.run`` loop delayed a 30-op chain's compile from
-about 1 s to about 20 s. The server is a child process (``python -m
+the GIL (``daskgraph.compile-process: true``; off by default, see ``daskgraph.yaml``: on a
+2-core machine a thread of the run's process was as fast, loading needing Numba ready in that
+process anyway). The server is a child process (``python -m
 daskgraph.kernels.compile_server``, started by ``subprocess`` on first need: a daemonic
 process, as Dask's nanny makes its workers, may not have ``multiprocessing`` children, but
 may start a program) that reads one request a line on its stdin, a kernel module's text

@@ -28,13 +28,13 @@ piece, so the bits are the whole loop's, and no second, ``prange`` variant to co
 first call runs the ops one by one, and looks in the kernel cache on a background thread
 (:mod:`~daskgraph.kernels.kernel_cache`: a process compiled that loop before, this one loads
 it in milliseconds, once Numba is ready in the process: about a second, once); its second
-call, where the cache has nothing, has the loop compiled in the compile server
-(:mod:`~daskgraph.kernels.compile_server`, a process of its own that the run loop cannot
-starve of the GIL; ``daskgraph.compile-process: false``: on the background thread) and keeps
-running the ops one by one until the loop is loaded, so a program run twice never waits for a
-compiler. A chain that Numba cannot compile (or a process without Numba) keeps running op by
-op. A kernel called with inputs like its last call's (a program's next run) goes straight to
-the loop that call took, its inputs checked by straight-line code
+call, where the cache has nothing, has the loop compiled on that thread, into the cache
+(``daskgraph.compile-process: true``: in the compile server,
+:mod:`~daskgraph.kernels.compile_server`, a process whose GIL the run loop does not share)
+and keeps running the ops one by one until the loop is loaded, so a program run twice never
+waits for a compiler. A chain that Numba cannot compile (or a process without Numba) keeps
+running op by op. A kernel called with inputs like its last call's (a program's next run)
+goes straight to the loop that call took, its inputs checked by straight-line code
 (:func:`~daskgraph.kernels.fused_again.again_for`).
 
 **Bit for bit.** Only ops whose NumPy results are exactly rounded IEEE operations are fused
@@ -388,9 +388,10 @@ class _Loop:
 class _Compiled:
     """The process's compiled chains, by (source, input dtypes). A chain's first call loads
     its loop where the kernel cache has it (a warm cache: at once); else rent or buy (see the
-    module), its second call having it compiled in the compile server (or, where that cannot
-    run, here). Loading and waiting run on one background thread, which process exit does not
-    wait for (:class:`~daskgraph.kernels.compile_thread.CompileThread`)."""
+    module), its second call having it compiled here or in the compile server
+    (``daskgraph.compile-process``). Loading, compiling and waiting run on one background
+    thread, which process exit does not wait for
+    (:class:`~daskgraph.kernels.compile_thread.CompileThread`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -474,7 +475,7 @@ def _elsewhere() -> bool:
     """Whether chains compile in the compile server (``daskgraph.compile-process``)."""
     import dask.config
 
-    return bool(dask.config.get("daskgraph.compile-process", True))
+    return bool(dask.config.get("daskgraph.compile-process", False))
 
 
 def settle(timeout: float = 120.0) -> None:

@@ -58,10 +58,13 @@ print(json.dumps({"looped": looped, "same": same, **kernel_cache.COUNTS}))
 """
 
 
-def run_program(folder: pathlib.Path, *args: str, read_only: bool = False) -> subprocess.Popen:
+def run_program(
+    folder: pathlib.Path, *args: str, read_only: bool = False, server: bool = False
+) -> subprocess.Popen:
     """Run :data:`PROGRAM` with the cache folder ``folder`` (``read_only``: as a user the
-    permission bits bind, root too)."""
+    permission bits bind, root too; ``server``: compiling in the compile server)."""
     env = dict(os.environ, DASK_DASKGRAPH__CACHE_DIR=str(folder))
+    env["DASK_DASKGRAPH__COMPILE_PROCESS"] = str(server)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     command = [sys.executable, "-c", PROGRAM, *args]
     if read_only and os.getuid() == 0:  # (root writes anywhere, but for these capabilities)
@@ -107,11 +110,12 @@ def cache_files(folder: pathlib.Path, suffix: str) -> list[pathlib.Path]:
     return sorted((folder / "numba" / "__pycache__").glob(f"*{suffix}"))
 
 
-@pytest.mark.parametrize("how", ["now", "run"])
-def test_a_second_process_compiles_nothing(tmp_path, how):
-    first = counted(run_program(tmp_path, how))
-    assert first["compiled"] == 1 and first["loaded"] == (how == "run")
-    second = counted(run_program(tmp_path, how))
+@pytest.mark.parametrize("how, server", [("now", False), ("run", False), ("run", True)])
+def test_a_second_process_compiles_nothing(tmp_path, how, server):
+    first = counted(run_program(tmp_path, how, server=server))
+    assert first["compiled"] == 1 and first["compiled elsewhere"] == server
+    assert first["loaded"] == server  # (what the server compiled, this process loads)
+    second = counted(run_program(tmp_path, how, server=server))
     assert second["compiled"] == 0 and second["loaded"] == 1
 
 
@@ -208,7 +212,7 @@ def test_a_kernel_arrives_under_a_busy_run_loop(tmp_path):
         while not stop.is_set():
             kernel(np, x, Y)
 
-    with dask.config.set({"daskgraph.cache-dir": str(tmp_path)}):
+    with dask.config.set({"daskgraph.cache-dir": str(tmp_path), "daskgraph.compile-process": True}):
         threads = [threading.Thread(target=busy, daemon=True) for _ in range(2)]
         for thread in threads:
             thread.start()
@@ -283,6 +287,7 @@ print(compile_server.SERVER._proc.pid, flush=True)
 
 def test_a_process_ends_with_its_compile_server(tmp_path):
     env = dict(os.environ, DASK_DASKGRAPH__CACHE_DIR=str(tmp_path))
+    env["DASK_DASKGRAPH__COMPILE_PROCESS"] = "true"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, "-c", ENDS_WHILE_COMPILING],
