@@ -39,6 +39,7 @@ __all__ = [
     "default_session_config",
     "set_session_defaults",
     "virtual_gpu_count",
+    "worker_template",
 ]
 
 _defaults = yaml.safe_load((pathlib.Path(__file__).parent / "daskgraph.yaml").read_text())
@@ -206,6 +207,28 @@ def check_timeout_ms(name: str, value: object) -> None:
         )
     if value < 0:
         raise ValueError(f"{name} must be >= 0 milliseconds (0: no deadline); got {value}")
+
+
+def worker_template() -> list[str] | None:
+    """The modules of the template process the embedded cluster's nannies fork their workers
+    from (``daskgraph.local.template-modules``), or None where they spawn fresh interpreters
+    (``daskgraph.local.multiprocessing-method``: ``"spawn"``).
+
+    >>> worker_template()[:2]
+    ['numpy', 'distributed']
+    >>> with dask.config.set({"daskgraph.local.multiprocessing-method": "spawn"}):
+    ...     worker_template() is None
+    True
+    """
+    method = dask.config.get("daskgraph.local.multiprocessing-method", "forkserver")
+    if method not in ("forkserver", "spawn"):
+        raise ValueError(
+            "daskgraph.local.multiprocessing-method (DASK_DASKGRAPH__LOCAL__MULTIPROCESSING_METHOD)"
+            f' must be "forkserver" or "spawn"; got {method!r}'
+        )
+    if method == "spawn":
+        return None
+    return [str(m) for m in dask.config.get("daskgraph.local.template-modules", ())]
 
 
 def virtual_gpu_count() -> int:

@@ -51,7 +51,7 @@ from daskgraph.cluster.protocols import UCXSwitches, cluster_protocol, transport
 from daskgraph.cluster.shutdown import close_workers, quiet_close
 from daskgraph.cluster.tls import https_settings, security_fields
 from daskgraph.cluster.topology import VIRTUAL_GPU_RESOURCE
-from daskgraph.config import GPUOptions, virtual_gpu_count
+from daskgraph.config import GPUOptions, virtual_gpu_count, worker_template
 from daskgraph.framework.device import CPU, GPU, DeviceSpec
 
 __all__ = [
@@ -301,6 +301,7 @@ def gpu_worker_spec(
         protocol=protocol,
     )
     options["cuda_worker"] = worker.to_fields()
+    options["template"] = worker_template()
     options["config"] = {
         **worker_settings(),
         **https_settings(security, "worker"),
@@ -429,6 +430,7 @@ def _worker_spec(
     }
     if security is not None:
         kwargs["security"] = security_fields(security)
+    kwargs["template"] = worker_template()
     return {
         "cls": SubprocessWorker,
         "options": {"worker_class": NANNY, "name": name, "worker_kwargs": kwargs},

@@ -14,6 +14,8 @@ configuration but their spec, as JSON. :class:`DeviceNanny` takes three things f
 * the transport's settings in its ``config`` (``distributed-ucxx.*``, on a UCX cluster:
   :func:`daskgraph.cluster.protocols.transport_settings`), which the nanny's own process
   needs too, before it listens: the worker gets ``config``, the nanny's process nothing;
+* ``template``, the modules of the warm template the nanny forks its worker processes from
+  (:func:`start_template`, ``daskgraph.local.multiprocessing-method``), or None to spawn them;
 * ``cuda_worker``, a GPU worker's dask-cuda options (:meth:`CudaWorker.to_fields
   <daskgraph.cluster.cuda_specs.CudaWorker.to_fields>`), from which it builds dask-cuda's worker
   plugins (RMM pool, CPU affinity: :func:`daskgraph.cluster.cuda_specs.dask_cuda_plugins`), objects
@@ -33,8 +35,10 @@ user's stderr: nothing leaked, yet a warning. :class:`DeviceNanny` has that warn
 
 from __future__ import annotations
 
+import multiprocessing.forkserver
+import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dask.config
@@ -44,7 +48,14 @@ from daskgraph.cluster.cuda_specs import CudaWorker, dask_cuda_plugins
 from daskgraph.cluster.shutdown import quiet_process
 from daskgraph.cluster.tls import security_from_fields
 
-__all__ = ["PRE_SPAWN", "TRACKER_WARNINGS", "DeviceNanny", "pre_spawn_values", "transport_values"]
+__all__ = [
+    "PRE_SPAWN",
+    "TRACKER_WARNINGS",
+    "DeviceNanny",
+    "pre_spawn_values",
+    "start_template",
+    "transport_values",
+]
 
 #: the ``-W`` option that silences the resource tracker's "leaked semaphore" warnings (it
 #: cleans them up: what a killed nanny left is not leaked)
@@ -71,6 +82,24 @@ def transport_values(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if str(k).startswith("distributed-ucxx.")}
 
 
+def start_template(modules: Sequence[str], env: Mapping[str, str]) -> None:
+    """Have this process's worker processes forked from a template process that imported
+    ``modules`` once (multiprocessing's forkserver, through Dask's
+    ``distributed.worker.multiprocessing-method``), and start the template now, with ``env``
+    set: the variables read when a process or a library starts (:data:`PRE_SPAWN`) are the
+    template's, hence every forked worker's. It imports while the nanny connects, so that the
+    worker process, and a restarted one, starts with them imported.
+
+    A forked worker still runs its spec's ``env`` and ``config`` (Dask's nanny applies them in
+    the worker process), and its preloads.
+    """
+    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+    # (Dask's own list, set at its first process, comes after the template has started)
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(modules))
+    os.environ.update(env)
+    multiprocessing.forkserver.ensure_running()
+
+
 class DeviceNanny(Nanny):
     """A ``distributed.Nanny`` started from a JSON spec.
 
@@ -83,6 +112,9 @@ class DeviceNanny(Nanny):
         ``distributed.Nanny``'s.
     security
         A ``distributed.Security``, or its :func:`daskgraph.cluster.tls.security_fields`.
+    template
+        The modules of the template process to fork the worker processes from
+        (:func:`start_template`); None: spawn them as Dask does by default.
     cuda_worker
         For a GPU worker of dask-cuda: the fields of its
         :class:`~daskgraph.cluster.cuda_specs.CudaWorker`. The worker then gets dask-cuda's plugins,
@@ -99,6 +131,7 @@ class DeviceNanny(Nanny):
         *args: Any,
         security: Any = None,
         cuda_worker: Mapping[str, Any] | None = None,
+        template: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(security, Mapping):
@@ -112,6 +145,8 @@ class DeviceNanny(Nanny):
         self.pre_spawn_env.update(pre_spawn_values(self.env))
         if TRACKER_WARNINGS not in sys.warnoptions:  # before the tracker starts, with the worker
             sys.warnoptions.append(TRACKER_WARNINGS)
+        if template is not None:  # (its resource tracker, too, takes the warnings' option)
+            start_template(template, self.pre_spawn_env)
 
     async def close(self, *args: Any, **kwargs: Any) -> Any:
         """``Nanny.close``, printing nothing: this process ends with its nanny, and its stderr

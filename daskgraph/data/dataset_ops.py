@@ -45,7 +45,7 @@ from daskgraph.framework import dtypes, nest
 from daskgraph.framework.casting import cast_exactly
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.op_registry import CPU_ALL, register
-from daskgraph.ops.script_ops import python_error
+from daskgraph.kernels.script_ops import python_error
 from daskgraph.ops.subgraph import Subgraph
 
 __all__ = [

@@ -24,6 +24,15 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import register_gradient
 from daskgraph.framework.graph import Operation, Tensor, name_scope, new_tensor
 from daskgraph.framework.op_registry import register
+from daskgraph.kernels.activations import (
+    SELU_ALPHA,
+    SELU_SCALE,
+    _elu,
+    _leaky_relu,
+    _selu,
+    _softplus,
+    _softsign,
+)
 from daskgraph.ops.array import cast, convert_to_tensor
 from daskgraph.ops.elementwise import sigmoid
 from daskgraph.ops.logic import greater, less, where
@@ -34,32 +43,6 @@ from daskgraph.ops.shape_ops import concat
 __all__ = ["crelu", "elu", "leaky_relu", "selu", "silu", "softplus", "softsign", "swish"]
 
 _FLOAT = dtypes.FLOATING
-
-#: SELU's constants (Klambauer et al., 2017), as TensorFlow's kernel has them
-SELU_ALPHA = 1.6732632423543772848170429916717
-SELU_SCALE = 1.0507009873554804934193349852946
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def _softplus(xp, x):
-    return xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(x, 0)
-
-
-def _softsign(xp, x):
-    return x / (1 + xp.abs(x))
-
-
-def _elu(xp, x):
-    return xp.where(x > 0, x, xp.expm1(xp.minimum(x, 0)))
-
-
-def _selu(xp, x):
-    negative_part = SELU_ALPHA * xp.expm1(xp.minimum(x, 0))
-    return (SELU_SCALE * xp.where(x > 0, x, negative_part)).astype(x.dtype)
-
-
-def _leaky_relu(xp, x, *, alpha):
-    return xp.where(x > 0, x, (x * alpha).astype(x.dtype))
 
 
 register("Softplus", _softplus, cpu=_FLOAT, gpu=_FLOAT)

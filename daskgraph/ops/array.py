@@ -19,13 +19,24 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.errors import InvalidArgumentError, quote
+from daskgraph.errors import quote
 from daskgraph.framework import dtypes
 from daskgraph.framework.casting import cast_exactly
 from daskgraph.framework.graph import Operation, Shape, Tensor, as_operation, get_default_graph
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
 from daskgraph.framework.tensor_conversion import convert_registered
 from daskgraph.framework.tensor_shape import TensorShape, dimension_value
+from daskgraph.kernels.array import (
+    _cast_kernel,
+    _const_kernel,
+    _identity_kernel,
+    _no_op_kernel,
+    _placeholder_kernel,
+    _reshape_kernel,
+    _reshape_to_kernel,
+    _shape_from_parts_kernel,
+    _transpose_kernel,
+)
 
 __all__ = [
     "cast",
@@ -40,60 +51,6 @@ __all__ = [
     "shape_tensor",
     "transpose",
 ]
-
-
-# -- kernels ------------------------------------------------------------------------------------
-def _const_kernel(xp, *, value):
-    return value if xp is np else xp.asarray(value)
-
-
-def _identity_kernel(xp, x):
-    return x
-
-
-def _reshape_kernel(xp, x, *, shape):
-    return xp.reshape(x, shape)
-
-
-def _shape_from_parts_kernel(xp, *parts, template):
-    sizes, given = [], iter(parts)
-    for size in template:
-        sizes.append(int(xp.asarray(next(given)).reshape(()).tolist()) if size is None else size)
-    return xp.asarray(sizes, dtype=xp.int32)
-
-
-def _reshape_to_kernel(xp, x, shape):
-    dims = tuple(int(d) for d in xp.asarray(shape).reshape(-1).tolist())
-    known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
-    size = int(np.prod(x.shape, dtype=np.int64))
-    if dims.count(-1) > 1 or any(d < -1 for d in dims):
-        raise InvalidArgumentError(f"reshape: at most one dimension may be -1, got {list(dims)}")
-    if -1 not in dims and known != size:
-        raise InvalidArgumentError(
-            f"Input to reshape is a tensor with {size} values, but the requested shape has {known}"
-        )
-    if -1 in dims and (known == 0 or size % known):
-        raise InvalidArgumentError(
-            f"Input to reshape is a tensor with {size} values, but the requested shape requires "
-            f"a multiple of {known}"
-        )
-    return xp.reshape(x, dims)
-
-
-def _transpose_kernel(xp, x, *, perm):
-    return xp.transpose(x, perm)
-
-
-def _cast_kernel(xp, x, *, dtype):
-    return xp.asarray(x).astype(dtype)
-
-
-def _no_op_kernel(xp):
-    return None
-
-
-def _placeholder_kernel(xp):  # the executor fills placeholders from feeds; never called
-    raise AssertionError("placeholder kernels are not executed")
 
 
 register("Const", _const_kernel)

@@ -43,8 +43,8 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Operation, Tensor, get_default_graph, name_scope
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.kernels.asserts import _assert_kernel
 from daskgraph.ops.array import convert_to_tensor, no_op, reshape
-from daskgraph.ops.control_flow import _host, summarize_value
 from daskgraph.ops.logic import (
     equal,
     greater,
@@ -80,27 +80,6 @@ __all__ = [
     "is_non_decreasing",
     "is_strictly_increasing",
 ]
-
-
-# -- the kernel -----------------------------------------------------------------------------------
-def _assert_kernel(xp, condition, *data, template, summarize, node):
-    """Nothing when ``condition`` holds; else fail with the data, as TensorFlow's ``Assert``."""
-    if condition.size != 1 or condition.ndim > 1:
-        raise InvalidArgumentError(
-            f"In[0] should be a scalar: {list(condition.shape)}\n\t [[{{{{node {node}}}}}]]",
-            op=node,
-        )
-    if bool(condition.reshape(())):
-        return None
-    values = iter(data)
-    pieces = [
-        summarize_value(_host(next(values)), summarize) if item is None else item
-        for item in template
-    ]
-    text = " ".join(f"[{piece}]" for piece in pieces)
-    raise InvalidArgumentError(
-        f"assertion failed: {text}\n\t [[{{{{node {node}}}}}]]", op=node, data=pieces
-    )
 
 
 register("Assert", _assert_kernel, cpu=CPU_ALL, gpu=GPU_NUMERIC)

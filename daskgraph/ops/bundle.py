@@ -28,15 +28,12 @@ from daskgraph.framework.gradient_registry import register_gradient
 from daskgraph.framework.graph import Operation, Shape, Tensor
 from daskgraph.framework.graph import _name_scope as graph_name_scope
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.kernels.bundle import _bundle_get_kernel
 
 __all__ = ["refuse_gradients", "unbundle"]
 
 #: op types whose results cannot be differentiated here, with why (see :func:`refuse_gradients`)
 _REFUSED: dict[str, str] = {}
-
-
-def _bundle_get_kernel(xp, bundle, *, index):
-    return bundle[index]
 
 
 register(

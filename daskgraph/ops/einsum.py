@@ -26,6 +26,7 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import register_gradient
 from daskgraph.framework.graph import Operation, Shape, Tensor, new_tensor
 from daskgraph.framework.op_registry import register
+from daskgraph.kernels.einsum import _einsum_kernel
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.fill_ops import ones_like
 from daskgraph.ops.gradients import unbroadcast
@@ -34,10 +35,6 @@ from daskgraph.ops.math import broadcast_shape
 __all__ = ["einsum", "parse_equation", "tensordot"]
 
 _LETTERS = frozenset(string.ascii_letters)
-
-
-def _einsum_kernel(xp, *operands, equation):
-    return xp.asarray(xp.einsum(equation, *operands))
 
 
 register("Einsum", _einsum_kernel, cpu=dtypes.NUMERIC, gpu=dtypes.NUMERIC)

@@ -32,7 +32,7 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient, register_gradient
 from daskgraph.framework.graph import Operation, Tensor, get_default_graph
 from daskgraph.framework.op_registry import ArrayFunction, register
-from daskgraph.kernels.fusable import fusable_kernel
+from daskgraph.kernels.elementwise import _rsqrt, _sigmoid, _sigmoid_grad, _squared_difference
 from daskgraph.ops import backprop
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.gradients import unbroadcast
@@ -53,28 +53,6 @@ __all__ = [
 
 _FLOAT = dtypes.FLOATING
 _NUM = dtypes.NUMERIC
-
-
-# -- kernels --------------------------------------------------------------------------------------
-#: the sigmoid of one element in a fused loop: the kernel's own formula, so that ``exp`` never
-#: overflows (``1 / (1 + exp(100))`` would be 0 where the sigmoid of -100 is 3.7e-44)
-_SIGMOID = (
-    "((1 / (1 + np.exp(-abs({0})))) if {0} >= 0"
-    " else (np.exp(-abs({0})) * (1 / (1 + np.exp(-abs({0}))))))"
-)
-
-
-@fusable_kernel("sigmoid", _SIGMOID, relaxed=True)
-def _sigmoid(xp, x):
-    """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees ``-|x|``."""
-    e = xp.exp(-xp.abs(x))
-    r = 1 / (1 + e)
-    return xp.where(x >= 0, r, e * r)
-
-
-@fusable_kernel("sigmoid_grad", "({1} * {0} * (1 - {0}))", relaxed=True)
-def _sigmoid_grad(xp, y, dy):
-    return dy * y * (1 - y)
 
 
 register("Pow", ArrayFunction("power"), cpu=_NUM, gpu=_NUM)
@@ -255,16 +233,6 @@ __all__ += [
 
 _FLOAT = dtypes.FLOATING
 _NUM = dtypes.NUMERIC
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def _rsqrt(xp, x):
-    return 1 / xp.sqrt(x)
-
-
-def _squared_difference(xp, x, y):
-    d = x - y
-    return d * d
 
 
 register("Floor", ArrayFunction("floor"), cpu=_FLOAT, gpu=_FLOAT)

@@ -28,6 +28,12 @@ from daskgraph.framework.gradient_registry import no_gradient, register_gradient
 from daskgraph.framework.graph import Shape, Tensor, get_default_graph
 from daskgraph.framework.graph import _name_scope as graph_name_scope
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.kernels.fill_ops import (
+    _fill_kernel,
+    _one_hot_kernel,
+    _ones_like_kernel,
+    _zeros_like_kernel,
+)
 from daskgraph.ops.array import constant, convert_to_tensor, shape_tensor
 from daskgraph.ops.math import reduce_sum
 from daskgraph.ops.slicing import _static_ints
@@ -36,47 +42,6 @@ __all__ = ["fill", "one_hot", "ones", "ones_like", "zeros", "zeros_like"]
 
 _INDEX = frozenset({dtypes.int32, dtypes.int64})
 _ONE_HOT_INDEX = _INDEX | {dtypes.uint8}
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def runtime_shape(xp: Any, dims: Any, where: str) -> tuple[int, ...]:
-    """A 1-D integer array of sizes (a shape computed by the graph) as a tuple of ints.
-
-    >>> runtime_shape(np, np.array([2, 3]), "fill")
-    (2, 3)
-    """
-    shape = tuple(int(d) for d in xp.asarray(dims).reshape(-1).tolist())
-    if any(d < 0 for d in shape) or xp.asarray(dims).ndim != 1:
-        raise ValueError(f"{where}: the shape must be a 1-D list of sizes >= 0; got {shape}")
-    return shape
-
-
-def _fill_kernel(xp, *inputs, shape):
-    if shape is None:
-        dims, value = inputs
-        shape = runtime_shape(xp, dims, "fill")
-    else:
-        (value,) = inputs
-    value = xp.asarray(value)
-    out = xp.empty(shape, dtype=value.dtype)
-    out[...] = value
-    return out
-
-
-def _zeros_like_kernel(xp, x, *, dtype):
-    return xp.zeros(x.shape, dtype=dtype)
-
-
-def _ones_like_kernel(xp, x, *, dtype):
-    return xp.ones(x.shape, dtype=dtype)
-
-
-def _one_hot_kernel(xp, indices, *, depth, on, off, axis, dtype):
-    indices = xp.asarray(indices)
-    axis = indices.ndim if axis == -1 else axis
-    classes = xp.arange(depth).reshape((depth,) + (1,) * (indices.ndim - axis))
-    hot = xp.expand_dims(indices, axis) == classes
-    return xp.where(hot, xp.asarray(on, dtype=dtype), xp.asarray(off, dtype=dtype))
 
 
 _NO_STRINGS = CPU_ALL - {dtypes.string}

@@ -23,13 +23,25 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
-import numpy as np
-
 from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient, register_gradient
 from daskgraph.framework.graph import Operation, Shape, Tensor, get_default_graph, new_tensor
 from daskgraph.framework.graph import _name_scope as graph_name_scope
 from daskgraph.framework.op_registry import register
+from daskgraph.kernels.linalg import (
+    _cholesky_kernel,
+    _cross_kernel,
+    _determinant_kernel,
+    _eigh_kernel,
+    _inverse_kernel,
+    _matrix_rank_kernel,
+    _pinv_kernel,
+    _qr_kernel,
+    _slogdet_kernel,
+    _solve_kernel,
+    _svd_kernel,
+    _triangular_solve_kernel,
+)
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.elementwise import log, reciprocal
 from daskgraph.ops.fill_ops import zeros_like
@@ -70,92 +82,6 @@ _LINALG = frozenset({dtypes.float32, dtypes.float64})  # LAPACK's and cuSOLVER's
 
 Qr = namedtuple("Qr", ["q", "r"])
 LogMatrixDeterminant = namedtuple("LogMatrixDeterminant", ["sign", "log_abs_determinant"])
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def _t(xp: Any, x: Any) -> Any:
-    return xp.swapaxes(x, -1, -2)
-
-
-def _lapack(fn: Any, message: str) -> Any:
-    """``fn()``, NumPy's ``LinAlgError`` turned into TensorFlow's message."""
-    try:
-        return fn()
-    except np.linalg.LinAlgError:
-        raise ValueError(message) from None
-
-
-def _inverse_kernel(xp, x, *, adjoint):
-    x = _t(xp, x) if adjoint else x
-    return _lapack(lambda: xp.linalg.inv(x), "Input is not invertible.")
-
-
-def _determinant_kernel(xp, x):
-    return xp.asarray(xp.linalg.det(x))
-
-
-def _solve_kernel(xp, matrix, rhs, *, adjoint):
-    matrix = _t(xp, matrix) if adjoint else matrix
-    return _lapack(lambda: xp.linalg.solve(matrix, rhs), "Input matrix is not invertible.")
-
-
-def _triangular_solve_kernel(xp, matrix, rhs, *, lower, adjoint):
-    """Only the ``lower`` (or upper) triangle of ``matrix`` is read, as in TensorFlow."""
-    matrix = xp.tril(matrix) if lower else xp.triu(matrix)
-    matrix = _t(xp, matrix) if adjoint else matrix
-    return _lapack(lambda: xp.linalg.solve(matrix, rhs), "Input matrix is not invertible.")
-
-
-def _cholesky_kernel(xp, x):
-    message = "Cholesky decomposition was not successful. The input might not be valid."
-    return _lapack(lambda: xp.linalg.cholesky(x), message)
-
-
-def _qr_kernel(xp, x, *, full_matrices, part):
-    q, r = xp.linalg.qr(x, mode="complete" if full_matrices else "reduced")
-    return q if part == "q" else r
-
-
-def _svd_kernel(xp, x, *, full_matrices, part):
-    if part == "s":
-        return xp.linalg.svd(x, compute_uv=False)
-    u, _, vh = xp.linalg.svd(x, full_matrices=full_matrices)
-    return u if part == "u" else _t(xp, vh).copy()
-
-
-def _eigh_kernel(xp, x, *, part):
-    e, v = xp.linalg.eigh(x)  # reads the lower triangle, as TensorFlow
-    return e if part == "e" else v
-
-
-def _cross_kernel(xp, a, b):
-    return xp.cross(a, b)
-
-
-def _slogdet_kernel(xp, x, *, part):
-    sign, logdet = xp.linalg.slogdet(x)
-    return xp.asarray(sign if part == "sign" else logdet)
-
-
-def _default_rcond(x: Any) -> float:
-    """TensorFlow's ``pinv`` cutoff: ``10 * max(m, n) * eps`` times the largest singular value."""
-    return 10.0 * max(x.shape[-2:]) * float(np.finfo(x.dtype).eps)
-
-
-def _pinv_kernel(xp, x, *, rcond):
-    u, s, vh = xp.linalg.svd(x, full_matrices=False)
-    rcond = _default_rcond(x) if rcond is None else rcond
-    cutoff = rcond * s.max(axis=-1, keepdims=True) if s.size else s
-    inverse = xp.where(s > cutoff, 1 / xp.where(s > cutoff, s, 1), 0)
-    return xp.matmul(_t(xp, vh) * inverse[..., None, :], _t(xp, u))
-
-
-def _matrix_rank_kernel(xp, x, *, tol):
-    s = xp.linalg.svd(x, compute_uv=False)
-    if tol is None:
-        eps = float(np.finfo(x.dtype).eps)
-        tol = max(x.shape[-2:]) * eps * s.max(axis=-1, keepdims=True) if s.size else 0
-    return (s > tol).sum(axis=-1).astype(np.int32)
 
 
 register("MatrixInverse", _inverse_kernel, cpu=_LINALG, gpu=_LINALG)
@@ -416,6 +342,7 @@ def lstsq(
     fewer rows than columns), with an optional L2 penalty: TensorFlow's fast path, the
     Cholesky solve of the regularised normal equations (matrix sizes known when built).
 
+    >>> import numpy as np
     >>> import daskgraph as dg
     >>> with dg.Graph().as_default():
     ...     a = dg.constant(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))

@@ -23,6 +23,7 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient, register_gradient
 from daskgraph.framework.graph import Operation, Tensor, get_default_graph
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, ArrayFunction, register
+from daskgraph.kernels.logic import _where_indices
 from daskgraph.ops.array import convert_to_tensor, reshape
 from daskgraph.ops.gradients import unbroadcast
 from daskgraph.ops.math import _as_pair, broadcast_shape
@@ -42,11 +43,6 @@ __all__ = [
 ]
 
 _BOOL = frozenset({dtypes.bool_})
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def _where_indices(xp, condition):
-    return xp.argwhere(condition).astype(xp.int64)
 
 
 for _op_type, _function in (

@@ -35,6 +35,7 @@ from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Operation, Shape, Tensor, get_default_graph
 from daskgraph.framework.graph import _name_scope as graph_name_scope
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, mark_unpredictable, register
+from daskgraph.kernels.loops import _loop_kernel, _stateless_loop_kernel
 from daskgraph.ops.array import as_shape, convert_to_tensor
 from daskgraph.ops.bundle import refuse_gradients, unbundle
 from daskgraph.ops.subgraph import Compiled, Subgraph, Tracer
@@ -134,14 +135,6 @@ class ScanPlan:
             stacked = xp.stack([xp.asarray(values[k]) for _, values in rows])
             out.append(stacked.astype(dtype, copy=False))
         return tuple(out)
-
-
-def _loop_kernel(xp, store, *inputs, plan):
-    return plan.run(xp, store, inputs)
-
-
-def _stateless_loop_kernel(xp, *inputs, plan):
-    return plan.run(xp, None, inputs)
 
 
 _LOOP_DTYPES = {"cpu": CPU_ALL | {dtypes.variant}, "gpu": GPU_NUMERIC | {dtypes.variant}}

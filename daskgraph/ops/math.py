@@ -21,9 +21,26 @@ import numpy as np
 
 from daskgraph.framework import dtypes
 from daskgraph.framework.graph import Shape, Tensor, get_default_graph
-from daskgraph.framework.op_registry import ArrayFunction, register
+from daskgraph.framework.op_registry import register
 from daskgraph.framework.tensor_shape import TensorShape
-from daskgraph.kernels import blas_threads
+from daskgraph.kernels.math import (
+    _abs,
+    _add,
+    _add_n,
+    _div,
+    _exp,
+    _matmul,
+    _max,
+    _maximum,
+    _mean,
+    _mul,
+    _neg,
+    _sqrt,
+    _square,
+    _sub,
+    _sum,
+    _tanh,
+)
 from daskgraph.ops.array import cast, convert_to_tensor
 
 __all__ = [
@@ -47,45 +64,6 @@ __all__ = [
 
 _FLOAT = dtypes.FLOATING
 _NUM = dtypes.NUMERIC
-
-
-# -- kernels: one per op, over the array API (xp is numpy or cupy) ---------------------------------
-# elementwise ops are one function of the array module each (the executor calls it directly)
-_add = ArrayFunction("add")
-_sub = ArrayFunction("subtract")
-_mul = ArrayFunction("multiply")
-_div = ArrayFunction("divide")
-_maximum = ArrayFunction("maximum")
-_neg = ArrayFunction("negative")
-_abs = ArrayFunction("abs")
-_square = ArrayFunction("square")
-_sqrt = ArrayFunction("sqrt")
-_exp = ArrayFunction("exp")
-_tanh = ArrayFunction("tanh")
-
-
-def _matmul(xp, a, b, *, transpose_a=False, transpose_b=False):
-    a = xp.swapaxes(a, -1, -2) if transpose_a else a  # the last two axes, as for batches
-    return blas_threads.matmul(xp, a, xp.swapaxes(b, -1, -2) if transpose_b else b)
-
-
-def _add_n(xp, *inputs):
-    total = inputs[0]
-    for x in inputs[1:]:
-        total = xp.add(total, x)
-    return total
-
-
-def _sum(xp, x, *, axis, keepdims, dtype):
-    return xp.asarray(xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype))
-
-
-def _mean(xp, x, *, axis, keepdims, dtype):
-    return xp.asarray(xp.mean(x, axis=axis, keepdims=keepdims, dtype=dtype))
-
-
-def _max(xp, x, *, axis, keepdims, dtype):
-    return xp.asarray(xp.max(x, axis=axis, keepdims=keepdims))
 
 
 register("Add", _add, cpu=_NUM, gpu=_NUM)

@@ -27,6 +27,7 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import register_gradient
 from daskgraph.framework.graph import Operation, Tensor, name_scope, new_tensor
 from daskgraph.framework.op_registry import register
+from daskgraph.kernels.normalization import _lrn, _window_sum
 from daskgraph.ops.array import cast, convert_to_tensor, reshape
 from daskgraph.ops.elementwise import pow, rsqrt, squared_difference
 from daskgraph.ops.math import maximum, multiply, reduce_mean, reduce_sum, square
@@ -47,22 +48,6 @@ _FLOAT = dtypes.FLOATING
 
 #: what ``fused_batch_norm`` returns
 FusedBatchNorm = namedtuple("FusedBatchNorm", ["y", "mean", "variance"])
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def _window_sum(xp, x, *, depth_radius):
-    """The sum of each channel's neighbours ``d - r .. d + r`` along the last axis."""
-    depth = x.shape[-1]
-    out = x.copy()
-    for offset in range(1, min(depth_radius, depth - 1) + 1):
-        out[..., offset:] += x[..., :-offset]
-        out[..., :-offset] += x[..., offset:]
-    return out
-
-
-def _lrn(xp, x, *, depth_radius, bias, alpha, beta):
-    scale = bias + alpha * _window_sum(xp, x * x, depth_radius=depth_radius)
-    return (x * scale ** (-beta)).astype(x.dtype)
 
 
 register("LRN", _lrn, cpu=_FLOAT, gpu=_FLOAT)

@@ -24,30 +24,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph.errors import InvalidArgumentError
 from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import register_gradient
 from daskgraph.framework.graph import Operation, Tensor, get_default_graph, name_scope
 from daskgraph.framework.op_registry import lookup, register
 from daskgraph.framework.scopes import colocate_with, control_dependencies
+from daskgraph.kernels.numerics import _check_numerics
 from daskgraph.ops.array import convert_to_tensor, group, identity
 
 __all__ = ["add_check_numerics_ops", "check_numerics", "verify_tensor_all_finite"]
 
 _FLOAT = dtypes.FLOATING
 _GRADIENT_MESSAGE = "Not a number (NaN) or infinity (Inf) values detected in gradient. "
-
-
-# -- the kernel -----------------------------------------------------------------------------------
-def _check_numerics(xp, x, *, message, node):
-    """``x`` itself when every element is finite; else fail, saying NaN, Inf or both."""
-    if bool(xp.all(xp.isfinite(x))):
-        return x
-    nan, inf = bool(xp.any(xp.isnan(x))), bool(xp.any(xp.isinf(x)))
-    found = "Inf and NaN" if nan and inf else ("Inf" if inf else "NaN")
-    raise InvalidArgumentError(
-        f"{message} : Tensor had {found} values\n\t [[{{{{node {node}}}}}]]", op=node
-    )
 
 
 register("CheckNumerics", _check_numerics, cpu=_FLOAT, gpu=_FLOAT)

@@ -23,48 +23,17 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import register_gradient
 from daskgraph.framework.graph import Operation, Tensor, get_default_graph
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.kernels.padding import (
+    _mirror_pad_grad_kernel,
+    _mirror_pad_kernel,
+    _pad_grad_kernel,
+    _pad_kernel,
+)
 from daskgraph.ops.array import convert_to_tensor
 
 __all__ = ["pad"]
 
 _MODES = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def _pad_kernel(xp, x, value, *, paddings):
-    return xp.pad(x, paddings, mode="constant", constant_values=value)
-
-
-def _mirror_pad_kernel(xp, x, *, paddings, mode):
-    return xp.pad(x, paddings, mode=mode)
-
-
-def _pad_grad_kernel(xp, grad, *, paddings):
-    """The middle of ``grad``: what the padded input contributed."""
-    index = tuple(
-        slice(before, n - after) for (before, after), n in zip(paddings, grad.shape, strict=True)
-    )
-    return grad[index]
-
-
-def _mirror_pad_grad_kernel(xp, grad, *, paddings, mode):
-    """Fold the mirrored borders of ``grad`` back onto the elements they copied, axis by axis
-    (``REFLECT`` leaves the edge out of the mirror, ``SYMMETRIC`` repeats it)."""
-    skip = 1 if mode == "reflect" else 0
-    for axis, (before, after) in enumerate(paddings):
-        n = grad.shape[axis]
-        m = n - before - after
-
-        def at(start, stop, axis=axis):
-            return (slice(None),) * axis + (slice(start, stop),)
-
-        middle = grad[at(before, n - after)].copy()
-        if before:
-            middle[at(skip, skip + before)] += xp.flip(grad[at(0, before)], axis=axis)
-        if after:
-            middle[at(m - skip - after, m - skip)] += xp.flip(grad[at(n - after, n)], axis=axis)
-        grad = middle
-    return grad
 
 
 register("Pad", _pad_kernel, cpu=CPU_ALL, gpu=GPU_NUMERIC)

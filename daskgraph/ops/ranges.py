@@ -22,41 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.errors import InvalidArgumentError
 from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Tensor, get_default_graph
 from daskgraph.framework.graph import _name_scope as graph_name_scope
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.kernels.ranges import _bounds_problem, _range_kernel, _rank_kernel
 from daskgraph.ops.array import cast, constant, convert_to_tensor
 
 __all__ = ["range", "rank"]
 
 #: TensorFlow's order of the dtypes ``range`` infers: the widest of its arguments' wins
 _RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def _range_kernel(xp, start, limit, delta, *, dtype):
-    problem = _bounds_problem(float(start), float(limit), float(delta))
-    if problem:
-        raise InvalidArgumentError(f"range: {problem}", op="Range")
-    return xp.arange(start, limit, delta, dtype=dtype)
-
-
-def _bounds_problem(start: float, limit: float, delta: float) -> str | None:
-    """What TensorFlow refuses in a range's bounds (None: nothing)."""
-    if delta == 0:
-        return "delta must not be 0"
-    if delta > 0 and start > limit:
-        return f"requires start <= limit when delta > 0: {start:g}/{limit:g}"
-    if delta < 0 and start < limit:
-        return f"requires start >= limit when delta < 0: {start:g}/{limit:g}"
-    return None
-
-
-def _rank_kernel(xp, x):
-    return xp.asarray(x.ndim, dtype=np.int32)
 
 
 register("Range", _range_kernel, cpu=dtypes.NUMERIC, gpu=dtypes.NUMERIC)

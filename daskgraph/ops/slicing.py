@@ -27,59 +27,34 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import register_gradient
 from daskgraph.framework.graph import Shape, Tensor, get_default_graph
 from daskgraph.framework.op_registry import CPU_ALL, GPU_NUMERIC, register
+from daskgraph.kernels.slicing import (
+    SLICE_TYPES,
+    Index,
+    _checked_slice_kernel,
+    _expand,
+    _gather_grad_gpu_kernel,
+    _gather_grad_kernel,
+    _gather_kernel,
+    _slice_grad_kernel,
+    _slice_kernel,
+    axis_index,
+)
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.state import Variable
 
 __all__ = ["axis_index", "gather", "piece", "slice", "slice_with_index", "strided_slice"]
-
-_FULL = builtins.slice(None)
 _INDEX_DTYPES = frozenset({dtypes.int32, dtypes.int64})
-
-#: a static basic index: ints, slices, None, Ellipsis, and :func:`piece` entries
-Index = tuple
-
-
-# -- indices --------------------------------------------------------------------------------------
-def axis_index(axis: int, item: Any) -> Index:
-    """The index applying ``item`` to axis ``axis`` only (a negative axis counts from the end).
-
-    >>> axis_index(1, 0)
-    (slice(None, None, None), 0)
-    >>> axis_index(-2, 3)
-    (Ellipsis, 3, slice(None, None, None))
-    """
-    if axis >= 0:
-        return (_FULL,) * axis + (item,)
-    return (Ellipsis, item, *(_FULL,) * (-axis - 1))
 
 
 def piece(i: int, n: int) -> tuple[str, int, int]:
     """An index entry for the ``i``-th of ``n`` equal parts of an axis whose size is only known
     at run time (as ``split`` makes them).
 
+    >>> from daskgraph.kernels.slicing import _resolve
     >>> _resolve((piece(1, 2),), (6,))
     (slice(3, 6, None),)
     """
     return ("piece", i, n)
-
-
-def _consumes(entry: Any) -> bool:
-    return entry is not None and entry is not Ellipsis
-
-
-def _expand(index: Index, rank: int, where: str, name: str) -> list[Any]:
-    """``index`` with its ellipsis (explicit, or implicit at the end) replaced by full slices."""
-    used = sum(1 for e in index if _consumes(e))
-    if used > rank:
-        raise ValueError(
-            f"{where}: too many indices for {name!r}: {used} indexed dimensions, but it has "
-            f"rank {rank}"
-        )
-    fill = [_FULL] * (rank - used)
-    if Ellipsis not in index:
-        return [*index, *fill]
-    at = index.index(Ellipsis)
-    return [*index[:at], *fill, *index[at + 1 :]]
 
 
 def sliced_shape(index: Index, shape: Shape | None, where: str, name: str) -> Shape | None:
@@ -115,80 +90,6 @@ def sliced_shape(index: Index, shape: Shape | None, where: str, name: str) -> Sh
     return tuple(out)
 
 
-def _resolve(index: Index, shape: tuple[int, ...]) -> Index:
-    """``index`` with its :func:`piece` entries turned into slices of the runtime ``shape``."""
-    out = []
-    axis = 0
-    for entry in _expand(index, len(shape), "slice", "input"):
-        if isinstance(entry, tuple):
-            _, i, n = entry
-            size = shape[axis]
-            if size % n:
-                raise ValueError(
-                    f"cannot split dimension {axis} of size {size} into {n} equal pieces"
-                )
-            entry = builtins.slice(i * size // n, (i + 1) * size // n)
-        out.append(entry)
-        axis += _consumes(entry)
-    return tuple(out)
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def _slice_kernel(xp, x, *, index, pieces):
-    return x[_resolve(index, x.shape) if pieces else index]
-
-
-def _checked_slice_kernel(xp, x, *, index, pieces):
-    """``tf.slice``: the slice must lie inside ``x`` (TensorFlow refuses to clip it)."""
-    if len(index) != x.ndim:
-        raise ValueError(
-            f"slice: begin and size have {len(index)} entries; input has rank {x.ndim}"
-        )
-    for axis, (s, dim) in enumerate(zip(index, x.shape, strict=True)):
-        stop = dim if s.stop is None else s.stop
-        if s.start > dim or stop > dim:
-            raise ValueError(
-                f"slice: [{s.start}, {stop}) is out of bounds of dimension {axis}, of size {dim}"
-            )
-    return x[index]
-
-
-def _slice_grad_kernel(xp, grad, x, *, index, pieces):
-    out = xp.zeros(x.shape, dtype=grad.dtype)
-    out[_resolve(index, x.shape) if pieces else index] = grad
-    return out
-
-
-def _check_indices(xp, indices, size, axis):
-    indices = xp.asarray(indices)
-    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= size):
-        bad = int(indices.min()) if int(indices.min()) < 0 else int(indices.max())
-        raise IndexError(f"gather: index {bad} is not in [0, {size}) (axis {axis} of params)")
-
-
-def _gather_kernel(xp, params, indices, *, axis):
-    _check_indices(xp, indices, params.shape[axis], axis)
-    return xp.take(params, indices, axis=axis)
-
-
-def _gather_grad_kernel(xp, grad, params, indices, *, axis):
-    out = xp.zeros(params.shape, dtype=grad.dtype)
-    xp.add.at(out, axis_index(axis, indices), grad)
-    return out
-
-
-def _gather_grad_gpu_kernel(xp, grad, params, indices, *, axis):
-    """On CuPy, ``cupyx.scatter_add`` (atomic adds); NumPy on a virtual GPU."""
-    if xp is np:
-        return _gather_grad_kernel(xp, grad, params, indices, axis=axis)
-    import cupyx
-
-    out = xp.zeros(params.shape, dtype=grad.dtype)
-    cupyx.scatter_add(out, axis_index(axis, xp.asarray(indices)), xp.asarray(grad))
-    return out
-
-
-SLICE_TYPES = ("StridedSlice", "Slice", "Split", "Unpack")
 for _type in SLICE_TYPES:
     register(_type, _checked_slice_kernel if _type == "Slice" else _slice_kernel)
 register("SliceGrad", _slice_grad_kernel)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from daskgraph.errors import InvalidArgumentError
 from daskgraph.framework import dtypes, scopes
 from daskgraph.framework.default_session import run_in_default
 from daskgraph.framework.gradient_registry import no_gradient
@@ -34,6 +33,14 @@ from daskgraph.framework.graph import (
 )
 from daskgraph.framework.graph import _name_scope as graph_name_scope
 from daskgraph.framework.op_registry import register
+from daskgraph.kernels.state import (
+    VariableRef,
+    _assign_add_kernel,
+    _assign_kernel,
+    _assign_sub_kernel,
+    _initialized_value_kernel,
+    _variable_kernel,
+)
 from daskgraph.ops.array import convert_to_tensor
 
 __all__ = [
@@ -49,62 +56,6 @@ __all__ = [
 ]
 
 _GPU_VARIABLE_DTYPES = dtypes.FLOATING  # TensorFlow: no GPU kernel for integer variables
-
-
-class VariableRef:
-    """What a ``VariableV2`` op outputs at run time: the name of the variable in the store."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __reduce__(self):
-        return (VariableRef, (self.name,))
-
-    def __repr__(self) -> str:
-        return f"VariableRef({self.name!r})"
-
-
-# -- kernels: ``store`` is the worker's variable store of the running session -----------------
-def _variable_kernel(xp, store, *, var_name, shape, dtype):
-    return VariableRef(var_name)
-
-
-def _assign_kernel(xp, store, ref, value, *, validate_shape, shape):
-    value = xp.asarray(value)
-    if validate_shape and shape is not None and tuple(value.shape) != shape:
-        raise InvalidArgumentError(
-            f"Assign to {ref.name!r}: value of shape {tuple(value.shape)} does not match the "
-            f"variable's shape {shape}",
-            op=ref.name,
-        )
-    if validate_shape:  # a variable shared by sessions may hold another graph's shape
-        held = store.peek(ref.name)
-        if held is not None and tuple(held.shape) != tuple(value.shape):
-            raise InvalidArgumentError(
-                "Assign requires shapes of both tensors to match. "
-                f"lhs shape= {list(held.shape)} rhs shape= {list(value.shape)}",
-                op=ref.name,
-            )
-    store.assign(ref.name, value)
-    return value
-
-
-def _assign_add_kernel(xp, store, ref, delta):
-    value = xp.add(store.read(ref.name), delta)
-    store.assign(ref.name, value)
-    return value
-
-
-def _assign_sub_kernel(xp, store, ref, delta):
-    value = xp.subtract(store.read(ref.name), delta)
-    store.assign(ref.name, value)
-    return value
-
-
-def _initialized_value_kernel(xp, store, ref, initial):
-    return store.read(ref.name) if ref.name in store.names() else initial
 
 
 _VAR_DTYPES = {"cpu": dtypes.ALL - {dtypes.string}, "gpu": _GPU_VARIABLE_DTYPES}

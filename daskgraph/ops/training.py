@@ -6,6 +6,9 @@ variables (TensorFlow's ``use_locking``), so that concurrent steps (asynchronous
 interleave whole updates and lose none, while updates of other variables go on meanwhile.
 The op outputs the variable's new value. The formulas are TensorFlow's
 (``tensorflow/core/kernels/training_ops.cc``); as there, the ops have float kernels only.
+The kernels are :mod:`daskgraph.kernels.training`'s (a worker loads them without this
+module); Adam, Momentum, RMSProp, Adagrad and gradient descent update the variable and its
+slots in place where nothing else holds them (:mod:`daskgraph.kernels.slot_updates`).
 
 >>> import daskgraph as dg
 >>> with dg.Graph().as_default():
@@ -39,14 +42,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import dask.config
-import numpy as np
-
 from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Tensor, get_default_graph
 from daskgraph.framework.op_registry import register
-from daskgraph.kernels.fused import SMALL_ELEMENTS, FusedKernel
+from daskgraph.kernels import training as kernels
 from daskgraph.ops.array import convert_to_tensor
 from daskgraph.ops.state import Variable
 
@@ -55,85 +55,26 @@ __all__ = ["apply_adam", "apply_gradient_descent", "apply_momentum"]
 _FLOAT = dtypes.FLOATING
 
 
-# -- kernels: ``store`` is the worker's variable store; refs name the variables in it --------------
-def _updated(xp, store, ref, value):
-    old = store.read(ref.name)
-    value = xp.asarray(value).astype(old.dtype, copy=False)
-    store.assign(ref.name, value)
-    return value
-
-
-def _apply_gradient_descent(xp, store, var, alpha, delta):
-    return _updated(xp, store, var, store.read(var.name) - alpha * delta)
-
-
-def _apply_momentum(xp, store, var, accum, lr, grad, momentum, *, use_nesterov):
-    new_accum = store.read(accum.name) * momentum + grad
-    if use_nesterov:
-        step = grad * lr + new_accum * momentum * lr
-    else:
-        step = lr * new_accum
-    _updated(xp, store, accum, new_accum)
-    return _updated(xp, store, var, store.read(var.name) - step)
-
-
-#: Adam's update as fused loops (:mod:`daskgraph.kernels.fused`), NumPy's operations in NumPy's
-#: order: ``m`` from (grad, m, 1 - beta1); ``v`` from (grad, v, 1 - beta2); the variable from
-#: (the new m, lr_t, the new v, epsilon, var) (one pass over every array instead of one per
-#: NumPy call)
-_ADAM_M = FusedKernel(
-    (("d", "subtract", (0, 1)), ("s", "multiply", (3, 2)), ("m", "add", (1, 4))), 3
-)
-_ADAM_V = FusedKernel(
-    (("g2", "multiply", (0, 0)), ("d", "subtract", (3, 1)), ("s", "multiply", (4, 2)),
-     ("v", "add", (1, 5))), 3,
-)  # fmt: skip
-_ADAM_VAR = FusedKernel(
-    (("num", "multiply", (0, 1)), ("root", "sqrt", (2,)), ("den", "add", (6, 3)),
-     ("step", "divide", (5, 7)), ("var", "subtract", (4, 8))), 5,
-)  # fmt: skip
-
-
-def _apply_adam(
-    xp, store, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, *, use_nesterov
-):
-    lr_t = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
-    old_m = store.read(m.name)
-    old_v = store.read(v.name)
-    if (
-        xp is np
-        and not use_nesterov
-        and np.size(grad) >= SMALL_ELEMENTS  # (below: NumPy's 11 calls cost less than 3 loops')
-        and dask.config.get("daskgraph.fusion")
-    ):  # same bits
-        c1, c2 = 1 - beta1, 1 - beta2
-        new_m = _ADAM_M(xp, grad, old_m, c1)
-        new_v = _ADAM_V(xp, grad, old_v, c2)
-        new_var = _ADAM_VAR(xp, new_m, lr_t, new_v, epsilon, store.read(var.name))
-        _updated(xp, store, m, new_m)
-        _updated(xp, store, v, new_v)
-        return _updated(xp, store, var, new_var)
-    new_m = old_m + (grad - old_m) * (1 - beta1)
-    new_v = old_v + (grad * grad - old_v) * (1 - beta2)
-    if use_nesterov:
-        step = (new_m * beta1 + (1 - beta1) * grad) * lr_t / (xp.sqrt(new_v) + epsilon)
-    else:
-        step = new_m * lr_t / (xp.sqrt(new_v) + epsilon)
-    _updated(xp, store, m, new_m)
-    _updated(xp, store, v, new_v)
-    return _updated(xp, store, var, store.read(var.name) - step)
-
-
+# -- kernels (daskgraph.kernels.training): the worker's, registered here by op type ------------
 register(
     "ApplyGradientDescent",
-    _apply_gradient_descent,
+    kernels.apply_gradient_descent,
     cpu=_FLOAT,
     gpu=_FLOAT,
     stateful=True,
     ref_inputs=(0,),
 )
-register("ApplyMomentum", _apply_momentum, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1))
-register("ApplyAdam", _apply_adam, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1, 2))
+register(
+    "ApplyMomentum",
+    kernels.apply_momentum,
+    cpu=_FLOAT,
+    gpu=_FLOAT,
+    stateful=True,
+    ref_inputs=(0, 1),
+)
+register(
+    "ApplyAdam", kernels.apply_adam, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1, 2)
+)
 for _op_type in ("ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"):
     no_gradient(_op_type)  # updates, as Assign: nothing to differentiate
 
@@ -284,81 +225,40 @@ __all__ += [
     "apply_rms_prop",
 ]
 
-_FLOAT = dtypes.FLOATING
 
-
-# -- kernels: ``store`` is the worker's variable store; refs name the variables in it --------------
-def _apply_adagrad(xp, store, var, accum, lr, grad):
-    new_accum = store.read(accum.name) + grad * grad
-    _updated(xp, store, accum, new_accum)
-    return _updated(xp, store, var, store.read(var.name) - grad * lr / xp.sqrt(new_accum))
-
-
-def _apply_rms_prop(xp, store, var, ms, mom, lr, rho, momentum, epsilon, grad):
-    old_ms = store.read(ms.name)
-    new_ms = old_ms + (grad * grad - old_ms) * (1 - rho)
-    new_mom = store.read(mom.name) * momentum + (grad * lr) / xp.sqrt(new_ms + epsilon)
-    _updated(xp, store, ms, new_ms)
-    _updated(xp, store, mom, new_mom)
-    return _updated(xp, store, var, store.read(var.name) - new_mom)
-
-
-def _apply_centered_rms_prop(xp, store, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
-    old_ms, old_mg = store.read(ms.name), store.read(mg.name)
-    new_ms = old_ms + (grad * grad - old_ms) * (1 - rho)
-    new_mg = old_mg + (grad - old_mg) * (1 - rho)
-    denominator = (new_ms - new_mg * new_mg) + epsilon
-    new_mom = store.read(mom.name) * momentum + (grad * lr) / xp.sqrt(denominator)
-    _updated(xp, store, ms, new_ms)
-    _updated(xp, store, mg, new_mg)
-    _updated(xp, store, mom, new_mom)
-    return _updated(xp, store, var, store.read(var.name) - new_mom)
-
-
-def _apply_adadelta(xp, store, var, accum, accum_update, lr, rho, epsilon, grad):
-    new_accum = store.read(accum.name) * rho + grad * grad * (1 - rho)
-    old_update = store.read(accum_update.name)
-    update = xp.sqrt(old_update + epsilon) / xp.sqrt(new_accum + epsilon) * grad
-    _updated(xp, store, accum, new_accum)
-    _updated(xp, store, accum_update, old_update * rho + update * update * (1 - rho))
-    return _updated(xp, store, var, store.read(var.name) - update * lr)
-
-
-def _apply_ftrl(xp, store, var, accum, linear, grad, lr, l1, l2, *rest):
-    """``ApplyFtrl`` (``rest``: ``lr_power``) and ``ApplyFtrlV2`` (``l2_shrinkage, lr_power``)."""
-    *shrinkage, lr_power = rest
-    value = store.read(var.name)
-    shrunk = grad + 2 * shrinkage[0] * value if shrinkage else grad
-    old_accum = store.read(accum.name)
-    new_accum = old_accum + grad * grad
-    if float(lr_power) == -0.5:
-        new_power, old_power = xp.sqrt(new_accum), xp.sqrt(old_accum)
-    else:
-        new_power, old_power = xp.power(new_accum, -lr_power), xp.power(old_accum, -lr_power)
-    new_linear = store.read(linear.name) + shrunk - (new_power - old_power) / lr * value
-    adjusted = xp.maximum(xp.minimum(new_linear, l1), -l1) - new_linear
-    _updated(xp, store, linear, new_linear)
-    _updated(xp, store, accum, new_accum)
-    return _updated(xp, store, var, adjusted / (new_power / lr + 2 * l2))
-
-
-register("ApplyAdagrad", _apply_adagrad, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1))
 register(
-    "ApplyRMSProp", _apply_rms_prop, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1, 2)
+    "ApplyAdagrad", kernels.apply_adagrad, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1)
+)
+register(
+    "ApplyRMSProp",
+    kernels.apply_rms_prop,
+    cpu=_FLOAT,
+    gpu=_FLOAT,
+    stateful=True,
+    ref_inputs=(0, 1, 2),
 )
 register(
     "ApplyCenteredRMSProp",
-    _apply_centered_rms_prop,
+    kernels.apply_centered_rms_prop,
     cpu=_FLOAT,
     gpu=_FLOAT,
     stateful=True,
     ref_inputs=(0, 1, 2, 3),
 )
 register(
-    "ApplyAdadelta", _apply_adadelta, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1, 2)
+    "ApplyAdadelta",
+    kernels.apply_adadelta,
+    cpu=_FLOAT,
+    gpu=_FLOAT,
+    stateful=True,
+    ref_inputs=(0, 1, 2),
 )
-register("ApplyFtrl", _apply_ftrl, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1, 2))
-register("ApplyFtrlV2", _apply_ftrl, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1, 2))
+register(
+    "ApplyFtrl", kernels.apply_ftrl, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1, 2)
+)
+register(
+    "ApplyFtrlV2", kernels.apply_ftrl, cpu=_FLOAT, gpu=_FLOAT, stateful=True, ref_inputs=(0, 1, 2)
+)
 for _op_type in (
     "ApplyAdagrad",
     "ApplyRMSProp",

@@ -25,54 +25,20 @@ from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import Tensor
 from daskgraph.framework.op_registry import register
+from daskgraph.kernels import training as kernels
 from daskgraph.ops.array import convert_to_tensor
-from daskgraph.ops.training import _check_grad, _create, _ref, _updated, _value
+from daskgraph.ops.training import _check_grad, _create, _ref, _value
 
 __all__ = ["apply_adagrad_da", "apply_proximal_adagrad", "apply_proximal_gradient_descent"]
 
 _FLOAT = dtypes.FLOATING
 
 
-# -- kernels: ``store`` is the worker's variable store; refs name the variables in it --------------
-def _shrink(xp, prox, lr, l1, l2):
-    """The proximal step of L1 then L2: soft-threshold by ``lr * l1``, scale by
-    ``1 / (1 + lr * l2)``."""
-    if l1 > 0:
-        prox = xp.sign(prox) * xp.maximum(xp.abs(prox) - lr * l1, 0)
-    return prox / (1 + lr * l2)
-
-
-def _apply_proximal_gradient_descent(xp, store, var, alpha, l1, l2, delta):
-    prox = store.read(var.name) - alpha * delta
-    return _updated(xp, store, var, _shrink(xp, prox, alpha, l1, l2))
-
-
-def _apply_proximal_adagrad(xp, store, var, accum, lr, l1, l2, grad):
-    new_accum = store.read(accum.name) + grad * grad
-    rate = lr / xp.sqrt(new_accum)
-    prox = store.read(var.name) - grad * rate
-    _updated(xp, store, accum, new_accum)
-    return _updated(xp, store, var, _shrink(xp, prox, rate, l1, l2))
-
-
-def _apply_adagrad_da(xp, store, var, g_acc, gg_acc, grad, lr, l1, l2, global_step):
-    new_g = store.read(g_acc.name) + grad
-    new_gg = store.read(gg_acc.name) + grad * grad
-    step = xp.asarray(global_step).astype(new_g.dtype)
-    denominator = l2 * step * lr + xp.sqrt(new_gg)
-    if l1 > 0:
-        value = -lr * xp.sign(new_g) * xp.maximum(xp.abs(new_g) - l1 * step, 0) / denominator
-    else:
-        value = -lr * new_g / denominator
-    _updated(xp, store, g_acc, new_g)
-    _updated(xp, store, gg_acc, new_gg)
-    return _updated(xp, store, var, value)
-
-
+# -- kernels (daskgraph.kernels.training): the worker's, registered here by op type ------------
 _DA_DTYPES = _FLOAT | {dtypes.int64}  # the global step input
 register(
     "ApplyProximalGradientDescent",
-    _apply_proximal_gradient_descent,
+    kernels.apply_proximal_gradient_descent,
     cpu=_FLOAT,
     gpu=_FLOAT,
     stateful=True,
@@ -80,7 +46,7 @@ register(
 )
 register(
     "ApplyProximalAdagrad",
-    _apply_proximal_adagrad,
+    kernels.apply_proximal_adagrad,
     cpu=_FLOAT,
     gpu=_FLOAT,
     stateful=True,
@@ -88,7 +54,7 @@ register(
 )
 register(
     "ApplyAdagradDA",
-    _apply_adagrad_da,
+    kernels.apply_adagrad_da,
     cpu=_DA_DTYPES,
     gpu=_DA_DTYPES,
     stateful=True,

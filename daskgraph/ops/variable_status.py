@@ -32,12 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from daskgraph.errors import OutOfRangeError
 from daskgraph.framework import dtypes
 from daskgraph.framework.gradient_registry import no_gradient
 from daskgraph.framework.graph import GLOBAL_VARIABLES, Operation, Tensor, get_default_graph
 from daskgraph.framework.graph import _name_scope as graph_name_scope
 from daskgraph.framework.op_registry import register
+from daskgraph.kernels.variable_status import (
+    _count_up_to_kernel,
+    _is_initialized_kernel,
+    _report_kernel,
+)
 from daskgraph.ops.array import constant
 from daskgraph.ops.shape_ops import stack
 from daskgraph.ops.state import (
@@ -61,16 +65,6 @@ __all__ = [
 
 #: TensorFlow 1's collection of per-process variables (``tf.GraphKeys.LOCAL_VARIABLES``)
 LOCAL_VARIABLES = "local_variables"
-
-
-# -- kernels --------------------------------------------------------------------------------------
-def _is_initialized_kernel(xp, store, ref):
-    return xp.asarray(ref.name in store.names())
-
-
-def _report_kernel(xp, *flags, names):
-    missing = [n.encode() for n, ok in zip(names, flags, strict=True) if not bool(ok)]
-    return np.array(missing, dtype=object).reshape(len(missing))
 
 
 register(
@@ -160,16 +154,6 @@ no_gradient("ReportUninitialized")
 __all__ += ["assert_variables_initialized", "count_up_to"]
 
 _COUNTER_DTYPES = frozenset({dtypes.int32, dtypes.int64})
-
-
-# -- kernels ---------------------------------------------------------------------------------------
-def _count_up_to_kernel(xp, store, ref, *, limit, node):
-    """The variable's value, which is then incremented; OutOfRangeError at ``limit``."""
-    value = store.read(ref.name)
-    if int(value) >= limit:
-        raise OutOfRangeError(f"Reached limit of {limit}\n\t [[{{{{node {node}}}}}]]", op=node)
-    store.assign(ref.name, xp.asarray(value + 1, dtype=value.dtype))
-    return value
 
 
 # TensorFlow has no GPU kernel for CountUpTo: the counter lives on the CPU

@@ -10,7 +10,7 @@ import pytest
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.compat.gradient_check import check_gradients
-from daskgraph.ops.activations import SELU_ALPHA, SELU_SCALE
+from daskgraph.kernels.activations import SELU_ALPHA, SELU_SCALE
 
 X = np.array([-800.0, -30.0, -2.0, -0.5, 0.0, 0.5, 2.0, 30.0, 800.0])
 

@@ -37,7 +37,7 @@ from daskgraph.cluster.local import worker_options, worker_specs
 from daskgraph.cluster.nanny_setup import DeviceNanny
 from daskgraph.cluster.tls import security_fields, security_from_fields
 from daskgraph.cluster.topology import devices_from_workers
-from daskgraph.config import GPUOptions
+from daskgraph.config import GPUOptions, worker_template
 from daskgraph.errors import InvalidArgumentError
 from daskgraph.runtime.client.connection import cuda_probes
 
@@ -180,6 +180,7 @@ def test_dask_cuda_worker_spec_options_are_cuda_specs(with_dask_cuda) -> None:
     kwargs = dict(spec["options"]["worker_kwargs"])
     assert kwargs.pop("cuda_worker") == worker.to_fields()
     assert kwargs.pop("config") == worker_settings()  # the nanny's Dask settings for its worker
+    assert kwargs.pop("template") == worker_template()  # the warm template it forks from
     expected = cuda_specs.dask_cuda_worker_options(
         worker,
         name=GPU0,

@@ -264,30 +264,6 @@ def test_the_placement_plan_and_the_page_show_a_fused_kernel_and_its_ops():
     assert _entry(fused) == "y (fused: a, y)"  # one entry on the /daskgraph page
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_the_fused_adam_update_gives_the_bits_of_numpy_s(dtype):
-    from daskgraph.ops.training import _ADAM_M, _ADAM_V, _ADAM_VAR
-
-    rng = np.random.default_rng(11)
-    grad, m, v, var = (rng.standard_normal(5000).astype(dtype) for _ in range(4))
-    v = np.abs(v)
-    grad[:3] = [0.0, -0.0, 1e-30]
-    scalar = np.dtype(dtype).type
-    beta1, beta2, lr, eps = scalar(0.9), scalar(0.999), scalar(0.001), scalar(1e-8)
-    lr_t = lr * np.sqrt(1 - scalar(0.999**3)) / (1 - scalar(0.9**3))
-    c1, c2 = 1 - beta1, 1 - beta2
-    expected_m = m + (grad - m) * c1
-    expected_v = v + (grad * grad - v) * c2
-    expected_var = var - expected_m * lr_t / (np.sqrt(expected_v) + eps)
-    for kernel, inputs, expected in (
-        (_ADAM_M, (grad, m, c1), expected_m),
-        (_ADAM_V, (grad, v, c2), expected_v),
-        (_ADAM_VAR, (expected_m, lr_t, expected_v, eps, var), expected_var),
-    ):
-        assert compile_now(kernel, *inputs) is not None
-        assert _same_bits(_looped(kernel, inputs), expected)
-
-
 def test_a_short_chain_over_a_small_array_runs_op_by_op_and_a_large_one_takes_the_loop():
     from daskgraph.kernels.fused import SMALL_ELEMENTS
 

@@ -361,7 +361,7 @@ def test_on_a_virtual_gpu(dg_session):
 def test_scatter_goes_through_the_host_for_what_cupy_cannot_scatter():
     """On CuPy, products and dtypes cupyx cannot scatter are done on the host (here a
     stand-in array module that is not NumPy, so the kernel takes its CuPy branch)."""
-    from daskgraph.ops import segments
+    from daskgraph.kernels import segments
 
     class NotNumPy:
         asnumpy = staticmethod(np.asarray)

@@ -12,7 +12,7 @@ import pytest
 import daskgraph as dg
 import daskgraph.compat.v1 as tf
 from daskgraph.compat.gradient_check import check_gradients
-from daskgraph.ops.indexing import scatter_into
+from daskgraph.kernels.indexing import scatter_into
 
 RNG = np.random.default_rng(5)
 

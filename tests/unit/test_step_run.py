@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from daskgraph.errors import InvalidArgumentError
-from daskgraph.ops.math import _add
+from daskgraph.kernels.math import _add
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep, StepPart, WorkerStep
 from daskgraph.runtime.worker.execution import RunFailure
 from daskgraph.runtime.worker.step_run import StepHost, StepRun

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from daskgraph.ops.math import _add
-from daskgraph.ops.state import _assign_add_kernel, _variable_kernel
+from daskgraph.kernels.math import _add
+from daskgraph.kernels.state import _assign_add_kernel, _variable_kernel
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep, StepPart
 from daskgraph.runtime.worker.execution import run_partition
 from daskgraph.runtime.worker.step_service import StepService

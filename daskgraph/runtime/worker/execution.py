@@ -32,7 +32,7 @@ from daskgraph.errors import (
 )
 from daskgraph.framework.op_registry import ArrayFunction
 from daskgraph.kernels.kernel_threads import threads_for
-from daskgraph.ops.state import VariableRef
+from daskgraph.kernels.state import VariableRef
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep, StagedFeed
 from daskgraph.runtime.worker import variable_steps
 from daskgraph.runtime.worker.codegen import Constant, HotProgram
@@ -264,7 +264,7 @@ def execute_partition(
     Programs are built by :func:`daskgraph.runtime.planner.lowering.lower`; a tiny one by hand:
 
     >>> from daskgraph.runtime.program import Instruction, PartitionProgram
-    >>> from daskgraph.ops.math import _add
+    >>> from daskgraph.kernels.math import _add
     >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 2, (), ((0, 0),),
     ...     (Instruction("add", "Add", _add, {}, (0, 0), 1, False, ()),), ((1, False),))
     >>> execute_partition(prog, RunStep("doc", 1), (np.float32(3.0),), False)
@@ -293,7 +293,7 @@ def run_partition(
     use the worker's threads (``state.threads``: :mod:`daskgraph.kernels.kernel_threads`).
 
     >>> from daskgraph.runtime.program import Instruction, PartitionProgram
-    >>> from daskgraph.ops.math import _add
+    >>> from daskgraph.kernels.math import _add
     >>> prog = PartitionProgram("/device:CPU:0", "CPU", "numpy", 2, (), ((0, 0),),
     ...     (Instruction("add", "Add", _add, {}, (0, 0), 1, False, ()),), ((1, False),))
     >>> run_partition(WorkerState(), "", prog, RunStep("doc", 1), (np.float32(2.0),), False)

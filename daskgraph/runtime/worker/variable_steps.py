@@ -22,7 +22,7 @@ The kernels, their arguments and their order are the generic loop's: results are
 Traced runs keep the generic loop, which times every op.
 
 >>> import numpy as np
->>> from daskgraph.ops.state import _assign_add_kernel, _variable_kernel
+>>> from daskgraph.kernels.state import _assign_add_kernel, _variable_kernel
 >>> from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep
 >>> from daskgraph.runtime.worker.worker_state import SessionState
 >>> attrs = {"var_name": "n", "shape": (), "dtype": None}
@@ -47,8 +47,8 @@ from typing import Any
 
 from daskgraph.errors import OpError
 from daskgraph.framework.op_registry import ArrayFunction, is_blocking
-from daskgraph.ops.array import _const_kernel
-from daskgraph.ops.state import VariableRef, _variable_kernel
+from daskgraph.kernels.array import _const_kernel
+from daskgraph.kernels.state import VariableRef, _variable_kernel
 from daskgraph.runtime.program import Instruction, PartitionProgram, RunStep
 
 __all__ = [
@@ -71,7 +71,7 @@ _Step = tuple[int, Any, int, int, tuple, tuple, int, tuple, str, int]
 
 def updated_variables(op_type: str, args: Any) -> tuple[str, ...] | None:
     """The variables a stateful op of ``op_type`` updates when called with ``args`` (those
-    of its arguments that are :class:`~daskgraph.ops.state.VariableRef`: an ``Assign``'s
+    of its arguments that are :class:`~daskgraph.kernels.state.VariableRef`: an ``Assign``'s
     target, an ``ApplyAdam``'s variable and its slots), whose locks it holds while it applies
     (:meth:`~daskgraph.runtime.worker.worker_state.VariableStore.apply_once`). An op without
     any gives None (it holds a lock of its own: a random op's generator is the op's), or

@@ -24,6 +24,7 @@ in a process-local :class:`WorkerState`.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -78,6 +79,7 @@ class VariableStore:
         self._results: dict[str, tuple[int, Any]] = {}  # op -> (newest run, latest result)
         self._generators: dict[Any, Any] = {}  # random ops' generators, by op and seeds
         self._op_locks = UpdateLocks()  # of stateful ops without variables, by op name
+        self._claims: dict[str, _Claim] = {}  # variables whose buffer an update writes now
 
     def apply_once(
         self,
@@ -187,9 +189,11 @@ class VariableStore:
         return self._locks.variable(name)
 
     def read(self, name: str) -> Any:
-        """The value of variable ``name``; FailedPreconditionError if it was never assigned."""
+        """The value of variable ``name``; FailedPreconditionError if it was never assigned.
+        While an update writes the variable's buffer in place (:meth:`claim`), a read from
+        another thread waits for it to end."""
         try:
-            return self._values[name]
+            value = self._values[name]
         except KeyError:
             raise FailedPreconditionError(
                 f"Attempting to use uninitialized value {name} (variable {name!r} on "
@@ -198,6 +202,16 @@ class VariableStore:
                 op=name,
                 variable=name,
             ) from None
+        if type(value) is _Claim:
+            return self._after_claim(name, value)
+        return value
+
+    def _after_claim(self, name: str, claim: _Claim) -> Any:
+        if claim.owner == threading.get_ident():
+            return claim.value
+        with claim.done:  # (released when the update ends)
+            pass
+        return self.read(name)
 
     def assign(self, name: str, value: Any) -> None:
         """Store ``value``. NumPy values are kept as read-only views, so that no caller (a
@@ -208,9 +222,56 @@ class VariableStore:
         with self._lock:
             self._values[name] = value
 
+    def claim(self, name: str) -> np.ndarray | None:
+        """A writeable array over the buffer of variable ``name``, for an update to write its
+        new value in place, where nothing but the store holds the buffer; else None.
+
+        The store's value must be its read-only view of a C-contiguous array (of the same
+        dtype and size) that owns its memory and is writeable, and neither the view nor that
+        array may be referenced by anything else (CPython's reference counts): not by a fetch,
+        a read a later op still holds, another variable, a value being sent, a NumPy view
+        of the buffer, a feed or a constant the variable was assigned from. Until
+        :meth:`release`, reads of the variable from other threads wait. The caller holds the
+        variable's update lock (:meth:`apply_once`).
+
+        >>> store = VariableStore()
+        >>> store.assign("w", np.zeros(2))
+        >>> buffer = store.claim("w")
+        >>> buffer[:] = 1.0
+        >>> store.release("w"); store.read("w")
+        array([1., 1.])
+        >>> fetched = store.read("w")  # held by someone: not claimed
+        >>> store.claim("w") is None
+        True
+        """
+        with self._lock:
+            held = self._values.get(name)
+            if type(held) is not np.ndarray or held.flags.writeable:
+                return None
+            claim = self._values[name] = _Claim(held)
+            del held
+        buffer = _sole_buffer(claim) if _refs(claim) == _SOLE else None
+        if buffer is None:
+            self._put_back(name, claim)
+            return None
+        self._claims[name] = claim
+        return buffer
+
+    def release(self, name: str) -> None:
+        """End the in-place update of variable ``name`` (:meth:`claim`): its value, updated,
+        is readable again."""
+        self._put_back(name, self._claims.pop(name))
+
+    def _put_back(self, name: str, claim: _Claim) -> None:
+        with self._lock:
+            if self._values.get(name) is claim:  # (unless assigned meanwhile)
+                self._values[name] = claim.value
+        claim.done.release()
+
     def peek(self, name: str) -> Any:
         """The value of variable ``name``, or None when it holds none."""
-        return self._values.get(name)
+        value = self._values.get(name)
+        return value.value if type(value) is _Claim else value
 
     def names(self) -> list[str]:
         """The names of the variables that hold a value."""
@@ -218,6 +279,47 @@ class VariableStore:
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+class _Claim:
+    """A variable's entry in the store while an update writes its buffer in place: the
+    value, the updating thread, and a lock held until the update ends."""
+
+    __slots__ = ("done", "owner", "value")
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+        self.owner = threading.get_ident()
+        self.done = threading.Lock()
+        self.done.acquire()
+
+
+def _refs(claim: _Claim) -> tuple[int, int]:
+    """The reference counts of a claimed value and of its base array, as seen from here."""
+    value = claim.value
+    return sys.getrefcount(value), sys.getrefcount(value.base)
+
+
+#: the counts :func:`_refs` sees where the claim alone holds the value, and the value alone
+#: its base (measured, not assumed: they depend on the interpreter)
+_SOLE = _refs(_Claim(np.empty(1).view()))
+
+
+def _sole_buffer(claim: _Claim) -> np.ndarray | None:
+    """The claimed value's base as an array of its shape, where the base owns its memory, is
+    writeable and C-contiguous and is all of the value; else None."""
+    value, base = claim.value, claim.value.base
+    if (
+        type(base) is not np.ndarray
+        or not base.flags.owndata
+        or not base.flags.writeable
+        or not base.flags.c_contiguous
+        or not value.flags.c_contiguous
+        or base.dtype != value.dtype
+        or base.size != value.size
+    ):
+        return None
+    return base if base.shape == value.shape else base.reshape(value.shape)
 
 
 class UpdateLocks:
