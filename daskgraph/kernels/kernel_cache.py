@@ -58,6 +58,7 @@ __all__ = [
     "configure_cupy_cache",
     "entry_path",
     "fingerprint",
+    "install_locator",
     "is_cached",
     "load_module",
     "trusted",
@@ -329,12 +330,14 @@ def _in_memory(source: str, label: str) -> types.ModuleType:
     return module
 
 
-def _install_locator() -> None:
-    """Have Numba keep the cache files of our modules in their folder's ``__pycache__``
-    (checked by :func:`trusted`) whatever ``NUMBA_CACHE_DIR`` says, ahead of its own
-    locators (Numba's extension point, ``CacheImpl._locator_classes``). Where it can write
-    nothing, what is there still loads; a compile then fails to save, and load_module
-    compiles in memory instead."""
+def install_locator() -> None:
+    """Have Numba keep the cache files of daskgraph's kernels in the cache folder, ahead of
+    its own places (``NUMBA_CACHE_DIR``, ``__pycache__`` beside the source, ``~/.cache``),
+    through its extension point (``CacheImpl._locator_classes``): a generated module's
+    beside it (:func:`load_module`), and those of the ``cache=True`` functions of
+    daskgraph's own modules in ``numba/<module>`` there (where the cache folder is unusable:
+    a folder of this process only, so that no pickle of an unchecked folder is read). A
+    module of daskgraph calls it before its ``njit(cache=True)`` decorators run."""
     from numba.core import caching
 
     with _lock:
@@ -344,29 +347,44 @@ def _install_locator() -> None:
             impl._locator_classes.insert(0, _KernelLocator[0])
 
 
+_install_locator = install_locator
 _KernelLocator: list[Any] = [None]
+_private: list[str] = []  # (the folder of this process's cache files where none is usable)
 
 
 def _make_locator(caching: Any) -> type:
     class KernelCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
-        """Numba's cache files of a daskgraph kernel module: ``__pycache__`` beside it."""
+        """Numba's cache files of a daskgraph kernel: see :func:`install_locator`."""
 
-        def __init__(self, py_func: Any, py_file: str) -> None:
+        def __init__(self, py_func: Any, py_file: str, path: str) -> None:
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
-            self._path = os.path.join(os.path.dirname(py_file), "__pycache__")
+            self._path = path
 
         def get_cache_path(self) -> str:
             return self._path
 
         @classmethod
         def from_function(cls, py_func: Any, py_file: str) -> Any:
-            name = os.path.basename(py_file)
-            if not (name.startswith("k") and name.endswith(".py")):
+            if py_func.__globals__.get("CACHE") is True:  # (a module of load_module's)
+                return cls(py_func, py_file, os.path.join(os.path.dirname(py_file), "__pycache__"))
+            module = getattr(py_func, "__module__", None) or ""
+            if not module.startswith("daskgraph.") or not os.path.exists(py_file):
                 return None
-            if py_func.__globals__.get("CACHE") is not True:  # (set by _import only)
-                return None
-            return cls(py_func, py_file)
+            folder = cache_folder()
+            if folder is not None:
+                self = cls(py_func, py_file, str(folder / "numba" / module))
+                try:
+                    os.makedirs(self._path, mode=0o700, exist_ok=True)
+                    if trusted(self._path):
+                        self.ensure_cache_path()
+                        return self
+                except OSError:
+                    pass
+            with _lock:
+                if not _private:
+                    _private.append(tempfile.mkdtemp(prefix="daskgraph-numba-"))
+            return cls(py_func, py_file, _private[0])
 
     return KernelCacheLocator
 

@@ -297,3 +297,40 @@ def test_a_process_ends_with_its_compile_server(tmp_path):
     pid = int(done.stdout.split()[-1])
     with pytest.raises(ProcessLookupError):  # (killed and reaped by its parent's exit)
         os.kill(pid, 0)
+
+
+#: a program calling one of daskgraph's own ``njit(cache=True)`` functions (the slot loops)
+SLOT_LOOP = """
+import json
+import numpy as np
+from daskgraph.kernels import slot_loops
+
+var, accum = np.ones(3, np.float32), np.zeros(3, np.float32)
+slot_loops.adagrad(var, accum, np.full(3, 2.0, np.float32), np.float32(0.5))
+stats = slot_loops.adagrad.stats
+print(json.dumps({"var": var.tolist(), "path": stats.cache_path,
+                  "hits": sum(stats.cache_hits.values())}))
+"""
+
+
+def run_slot_loop(folder: pathlib.Path) -> dict:
+    env = dict(os.environ, DASK_DASKGRAPH__CACHE_DIR=str(folder))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", SLOT_LOOP], capture_output=True, text=True, env=env, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["var"] == [0.5, 0.5, 0.5]
+    return result
+
+
+def test_daskgraphs_own_cached_functions_keep_their_files_in_the_cache_folder(tmp_path):
+    first = run_slot_loop(tmp_path)
+    assert first["path"] == str(tmp_path / "numba" / "daskgraph.kernels.slot_loops")
+    assert first["hits"] == 0 and run_slot_loop(tmp_path)["hits"] == 1
+    shared = tmp_path / "shared"  # (a folder others may write: its pickles are not read)
+    shared.mkdir()
+    shared.chmod(0o777)
+    result = run_slot_loop(shared)
+    assert result["hits"] == 0 and not result["path"].startswith(str(shared))
