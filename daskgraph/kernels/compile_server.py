@@ -3,8 +3,8 @@
 Its one job is compiling kernel modules where a busy run loop cannot starve the compiler of
 the GIL (``daskgraph.compile-process: true``; off by default, see ``daskgraph.yaml``: on a
 2-core machine a thread of the run's process was as fast, loading needing Numba ready in that
-process anyway). The server is a child process (``python -m
-daskgraph.kernels.compile_server``, started by ``subprocess`` on first need: a daemonic
+process anyway). The server is a child process (:func:`main` of this very daskgraph, started by
+``subprocess`` on first need: a daemonic
 process, as Dask's nanny makes its workers, may not have ``multiprocessing`` children, but
 may start a program) that reads one request a line on its stdin, a kernel module's text
 and the cache folder, compiles it there with :func:`~daskgraph.kernels.kernel_cache.load_module`
@@ -102,15 +102,11 @@ class CompileServer:
         if self.running:
             assert self._proc is not None  # (running says so)
             return self._proc
-        root = str(pathlib.Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "daskgraph.kernels.compile_server"],
+                [sys.executable, "-c", _START, str(pathlib.Path(__file__).resolve().parents[2])],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env=env,
                 text=True,
                 bufsize=1,
             )
@@ -141,6 +137,13 @@ class CompileServer:
             except subprocess.TimeoutExpired:
                 pass
 
+
+#: the server's program: this very daskgraph first on its path (not one the working
+#: folder or the environment would find first), then :func:`main`
+_START = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from daskgraph.kernels.compile_server import main; main()"
+)
 
 SERVER = CompileServer()
 atexit.register(SERVER.close)

@@ -334,3 +334,20 @@ def test_daskgraphs_own_cached_functions_keep_their_files_in_the_cache_folder(tm
     shared.chmod(0o777)
     result = run_slot_loop(shared)
     assert result["hits"] == 0 and not result["path"].startswith(str(shared))
+
+
+def test_the_compile_server_runs_this_daskgraph_whatever_the_working_folder_holds(tmp_path):
+    shadow = tmp_path / "shadow"  # (a working folder with a daskgraph of its own)
+    (shadow / "daskgraph" / "kernels").mkdir(parents=True)
+    (shadow / "daskgraph" / "__init__.py").touch()
+    (shadow / "daskgraph" / "kernels" / "__init__.py").touch()
+    program = tmp_path / "program.py"
+    program.write_text(PROGRAM)
+    env = dict(os.environ, DASK_DASKGRAPH__CACHE_DIR=str(tmp_path / "cache"))
+    env["DASK_DASKGRAPH__COMPILE_PROCESS"] = "true"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen(
+        [sys.executable, str(program), "run"], stdout=subprocess.PIPE, text=True, env=env,
+        cwd=shadow,
+    )  # fmt: skip
+    assert counted(proc)["compiled elsewhere"] == 1
