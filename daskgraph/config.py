@@ -7,7 +7,11 @@ with the field's name before anything runs.
 
 Cluster-wide settings live in Dask's config under ``daskgraph`` (defaults in
 ``daskgraph.yaml``): ``daskgraph.virtual-gpus`` (environment ``DASK_DASKGRAPH__VIRTUAL_GPUS``)
-adds N virtual GPU workers to the embedded cluster.
+adds N virtual GPU workers to the embedded cluster; ``daskgraph.cache-dir`` (environment
+``DASK_DASKGRAPH__CACHE_DIR``; default ``$XDG_CACHE_HOME/daskgraph`` or ``~/.cache/daskgraph``)
+is where compiled kernels are kept between processes
+(:mod:`daskgraph.kernels.kernel_cache`), and ``daskgraph.compile-process`` whether fused
+chains compile in a process of their own (:mod:`daskgraph.kernels.compile_server`).
 
 >>> cfg = SessionConfig(allow_soft_placement=True)
 >>> cfg.gpu_options.allow_growth = True

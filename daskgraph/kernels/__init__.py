@@ -12,7 +12,9 @@ Fused chains
 (:mod:`~daskgraph.kernels.fused`, :mod:`~daskgraph.kernels.fused_cuda`, a fused kernel's
 next call: :mod:`~daskgraph.kernels.fused_again`, what fuses:
 :mod:`~daskgraph.kernels.fusable`), their compiler thread
-(:mod:`~daskgraph.kernels.compile_thread`), BLAS's threads per product
+(:mod:`~daskgraph.kernels.compile_thread`), compile server
+(:mod:`~daskgraph.kernels.compile_server`) and cache on disk
+(:mod:`~daskgraph.kernels.kernel_cache`), BLAS's threads per product
 (:mod:`~daskgraph.kernels.blas_threads`), the threads a kernel may use
 (:mod:`~daskgraph.kernels.kernel_threads`, set by the worker runtime) and loops split over them
 (:mod:`~daskgraph.kernels.split_loops`) live here too, as do the optimizers' updates

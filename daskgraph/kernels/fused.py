@@ -25,8 +25,13 @@ contiguous pieces on as many threads as the worker running it has
 piece, so the bits are the whole loop's, and no second, ``prange`` variant to compile.
 
 **Rent or buy**, as :mod:`daskgraph.runtime.worker.codegen` does for programs: a kernel's
-first call runs the ops one by one; its second starts the compilation on a background thread
-and keeps running them one by one until the loop is there, so a program run twice never
+first call runs the ops one by one, and looks in the kernel cache on a background thread
+(:mod:`~daskgraph.kernels.kernel_cache`: a process compiled that loop before, this one loads
+it in milliseconds, once Numba is ready in the process: about a second, once); its second
+call, where the cache has nothing, has the loop compiled on that thread, into the cache
+(``daskgraph.compile-process: true``: in the compile server,
+:mod:`~daskgraph.kernels.compile_server`, a process whose GIL the run loop does not share)
+and keeps running the ops one by one until the loop is loaded, so a program run twice never
 waits for a compiler. A chain that Numba cannot compile (or a process without Numba) keeps
 running op by op. A kernel called with inputs like its last call's (a program's next run)
 goes straight to the loop that call took, its inputs checked by straight-line code
@@ -73,6 +78,7 @@ from typing import Any
 
 import numpy as np
 
+from daskgraph.kernels import compile_server, kernel_cache
 from daskgraph.kernels.compile_thread import CompileThread
 from daskgraph.kernels.fusable import DTYPES, KERNELS, expression_of, step_dtypes
 from daskgraph.kernels.fused_again import again_for
@@ -280,39 +286,84 @@ def _kind(x: Any) -> tuple[np.dtype, bool, bool]:
     return (x.dtype, False, not x.flags.writeable)
 
 
-def build(kernel: FusedKernel, kinds: tuple[tuple[np.dtype, bool, bool], ...]) -> Any:
-    """Compile ``kernel`` with Numba into one loop for inputs of ``kinds`` (:func:`_kind`:
-    scalars read as such, the others as 1-d arrays of the result's size); None where a dtype
-    is not fused. The loop is called ``loop(out, *inputs)``; on arrays of
-    :data:`PARALLEL_ELEMENTS` or more, piece by piece on the worker's threads."""
+def module_text(
+    kernel: FusedKernel, kinds: tuple[tuple[np.dtype, bool, bool], ...]
+) -> tuple[str, np.dtype] | None:
+    """The module (for :mod:`~daskgraph.kernels.kernel_cache`) of ``kernel``'s loop for
+    inputs of ``kinds`` (:func:`_kind`: scalars read as such, the others as 1-d arrays of the
+    result's size), and the result's dtype; None where a dtype is not fused. Its function
+    ``fused(out, *inputs)`` is compiled for that one signature (at import, not on its first
+    call), ``nogil``: the pieces of a large array run on several threads at once (_Loop)."""
     inputs = [dtype for dtype, _, _ in kinds]
     scalars = [scalar for _, scalar, _ in kinds]
     dtypes = step_dtypes(kernel.steps, list(inputs))
     if dtypes is None or any(d.name not in DTYPES for d in inputs):
         return None
-    import numba  # (imported on the compiling thread, the first time)
-
     fields = {f"d{k}": "np.bool_" if d.kind == "b" else f"np.{d.name}" for k, d in
               enumerate(dtypes)}  # fmt: skip
     fields.update({f"x{i}": f"x{i}" if scalar else f"x{i}[i]" for i, scalar in
                    enumerate(scalars)})  # fmt: skip
-    args = ", ".join(["out", *[f"x{i}" for i in range(kernel.n_inputs)]])
-    text = f"def fused({args}):\n" + kernel.source.format(**fields)
-    namespace: dict[str, Any] = {"np": np, "numba": numba}
-    exec(compile(text, f"<fused {'+'.join(kernel.op_names)}>", "exec"), namespace)
-
-    def array(dtype: np.dtype, readonly: bool = False) -> Any:
-        return numba.types.Array(numba.from_dtype(dtype), 1, "C", readonly=readonly)
-
-    types = [numba.from_dtype(d) if scalar else array(d, readonly) for d, scalar, readonly in
+    types = [_numba_type(d) if scalar else _array_type(d, readonly) for d, scalar, readonly in
              kinds]  # fmt: skip
-    signature = numba.void(array(dtypes[-1]), *types)  # compiled now, not on the first call
+    signature = ", ".join([_array_type(dtypes[-1], False), *types])
+    args = ", ".join(["out", *[f"x{i}" for i in range(kernel.n_inputs)]])
     # no fast math: LLVM would contract x * y + z into one fused multiply-add (NumPy rounds
     # twice); tests/unit/test_fused_chains.py checks the bits
-    # nogil: the pieces of a large array run on several threads at once (see _Loop)
-    jit = numba.njit(signature, nogil=True, error_model="numpy", fastmath=False)
-    loop = jit(namespace["fused"])
-    return _Loop(loop, dtypes[-1])
+    text = (
+        f"{_PREAMBLE}\n\n@numba.njit(types.void({signature}), cache=CACHE, nogil=True,"
+        f' error_model="numpy", fastmath=False)\n'
+        f"def fused({args}):\n{kernel.source.format(**fields)}\n"
+    )
+    return text, dtypes[-1]
+
+
+_PREAMBLE = (
+    '"""A fused chain of daskgraph (daskgraph.kernels.fused): written by daskgraph."""\n\n'
+    "import numba\nimport numpy as np\nfrom numba import types"
+)
+
+
+def _numba_type(dtype: np.dtype) -> str:
+    return "types.boolean" if dtype.kind == "b" else f"types.{dtype.name}"
+
+
+def _array_type(dtype: np.dtype, readonly: bool) -> str:
+    return f'types.Array({_numba_type(dtype)}, 1, "C", readonly={readonly})'
+
+
+def build(
+    kernel: FusedKernel,
+    kinds: tuple[tuple[np.dtype, bool, bool], ...],
+    elsewhere: bool = False,
+) -> Any:
+    """Compile ``kernel`` with Numba into one loop for inputs of ``kinds`` (see
+    :func:`module_text`), or load it from the kernel cache where a process compiled it
+    before; None where a dtype is not fused. The loop is called ``loop(out, *inputs)``; on
+    arrays of :data:`PARALLEL_ELEMENTS` or more, piece by piece on the worker's threads.
+    ``elsewhere``: compile in the compile server
+    (:mod:`~daskgraph.kernels.compile_server`) where it runs, then load here."""
+    made = module_text(kernel, kinds)
+    if made is None:
+        return None
+    text, out_dtype = made
+    if elsewhere and not kernel_cache.is_cached(text):
+        folder = kernel_cache.cache_folder()
+        if folder is not None:
+            try:
+                if not compile_server.compile_elsewhere(text, folder, _ready_to_load):
+                    return None  # (Numba cannot compile it: op by op)
+            except OSError as exc:
+                logger.info("compiling fused chains in this process: %s", exc)
+    module = kernel_cache.load_module(text, "fused")
+    return _Loop(module.fused, out_dtype)
+
+
+def _ready_to_load() -> None:
+    """Have Numba ready to load compiled code (its import and target context: about a
+    second, once a process), as the compile server compiles."""
+    from numba.core.registry import cpu_target
+
+    cpu_target.target_context.refresh()
 
 
 class _Loop:
@@ -335,9 +386,12 @@ class _Loop:
 
 
 class _Compiled:
-    """The process's compiled chains, by (source, input dtypes): rent or buy (see the
-    module). Compilation runs on one background thread, which process exit does not wait
-    for (:class:`~daskgraph.kernels.compile_thread.CompileThread`)."""
+    """The process's compiled chains, by (source, input dtypes). A chain's first call loads
+    its loop where the kernel cache has it (a warm cache: at once); else rent or buy (see the
+    module), its second call having it compiled here or in the compile server
+    (``daskgraph.compile-process``). Loading, compiling and waiting run on one background
+    thread, which process exit does not wait for
+    (:class:`~daskgraph.kernels.compile_thread.CompileThread`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -355,16 +409,45 @@ class _Compiled:
         with self._lock:
             if key in self._loops:
                 return None
-            if key not in self._seen:  # the first call rents
+            if key not in self._seen:  # the first call rents, unless the cache has it
                 self._seen.add(key)
-                return None
-            self._loops[key] = "pending"  # the second buys
-        self._thread.submit(self._build, key, kernel)
+                job: Any = self._load_cached
+            else:
+                self._loops[key] = "pending"  # the second buys
+                job = self._build
+        self._thread.submit(job, key, kernel)
         return None
 
-    def _build(self, key: tuple, kernel: FusedKernel) -> Any:
+    def _load_cached(self, key: tuple, kernel: FusedKernel) -> None:
+        """Load the loop of ``key`` where the kernel cache has it (a warm cache)."""
         try:
-            loop = build(kernel, key[1:])
+            made = module_text(kernel, key[1:])
+            if made is None:
+                return
+            if not kernel_cache.is_cached(made[0]):
+                # a second call will want it: the server and Numba here take a second each
+                # to start, which they do at once
+                if _elsewhere():
+                    compile_server.SERVER.start()
+                _ready_to_load()
+                return
+        except Exception as exc:  # (no Numba): op by op
+            logger.debug("fused chain %r not looked up: %s", kernel, exc)
+            return
+        with self._lock:
+            if key in self._loops:
+                return
+            self._loops[key] = "pending"
+        self._build(key, kernel)
+
+    def _build(self, key: tuple, kernel: FusedKernel, elsewhere: bool | None = None) -> Any:
+        found = self._loops.get(key)
+        if found is not None and not isinstance(found, str):
+            return found
+        if elsewhere is None:
+            elsewhere = _elsewhere()
+        try:
+            loop = build(kernel, key[1:], elsewhere=elsewhere)
         except Exception as exc:  # (no Numba, or a chain it cannot type): op by op
             logger.debug("fused chain %r not compiled: %s", kernel, exc)
             loop = None
@@ -377,7 +460,7 @@ class _Compiled:
         key = (kernel.source, *map(_kind, inputs))
         found = self._loops.get(key, "pending")
         if isinstance(found, str):
-            found = self._build(key, kernel)
+            found = self._build(key, kernel, elsewhere=False)
         return found
 
     def settle(self, timeout: float) -> None:
@@ -386,6 +469,13 @@ class _Compiled:
 
 
 _CACHE = _Compiled()
+
+
+def _elsewhere() -> bool:
+    """Whether chains compile in the compile server (``daskgraph.compile-process``)."""
+    import dask.config
+
+    return bool(dask.config.get("daskgraph.compile-process", False))
 
 
 def settle(timeout: float = 120.0) -> None:

@@ -11,7 +11,10 @@ for bit (the transcendental functions of the JIT switches within ``RELAXED_RTOL`
 
 Rent or buy, as on the CPU: a chain's first call for given input dtypes runs op by op; its
 second builds the kernel (CuPy compiles it at its first launch, and caches it on disk for the
-next processes). A chain CuPy cannot build or run runs op by op from then on, and says why at
+next processes: in the ``cupy`` folder of daskgraph's cache folder, ``daskgraph.cache-dir``,
+where the environment sets no ``CUPY_CACHE_DIR``, which CuPy reads at each compile;
+:func:`~daskgraph.kernels.kernel_cache.configure_cupy_cache`). A chain CuPy cannot build or
+run runs op by op from then on, and says why at
 DEBUG (logger ``daskgraph.kernels.fused``).
 
 >>> steps = (("m", "multiply", (0, 1)), ("a", "add", (2, 0)))
@@ -29,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from daskgraph.kernels import kernel_cache
 from daskgraph.kernels.fusable import expression_of, step_dtypes
 
 __all__ = ["NVRTC_OPTIONS", "call_on_cupy", "operation"]
@@ -118,6 +122,7 @@ class _Kernels:
 def _build(xp: Any, kernel: Any, dtypes: list[np.dtype], steps: list[np.dtype]) -> Any:
     """The ``ElementwiseKernel`` of ``kernel`` for inputs of ``dtypes`` (its steps' results
     of ``steps``), or None where CuPy refuses it."""
+    kernel_cache.configure_cupy_cache()  # (before CuPy compiles its first kernel here)
     body = _body(kernel.steps, kernel.n_inputs, steps)
     out = steps[-1]
     params = ", ".join(f"{d.name} x{i}" for i, d in enumerate(dtypes))

@@ -15,7 +15,9 @@ loop runs in pieces on the worker's threads (:mod:`daskgraph.kernels.split_loops
 hold no GIL), each piece the same bits as the whole loop there. This module imports Numba: only
 :mod:`daskgraph.kernels.slot_updates`' compiler thread imports it, the first time a loop is
 needed. The loops are module-level functions compiled with Numba's on-disk cache
-(``cache=True``): a second process loads them instead of compiling them.
+(``cache=True``), its files in daskgraph's cache folder
+(:func:`~daskgraph.kernels.kernel_cache.install_locator`): a second process loads them instead
+of compiling them.
 
 >>> import numpy as np
 >>> var, accum = np.ones(3, np.float32), np.zeros(3, np.float32)
@@ -30,6 +32,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from daskgraph.kernels.kernel_cache import install_locator
+
 __all__ = [
     "adagrad",
     "adam",
@@ -41,6 +45,7 @@ __all__ = [
     "rms_prop",
 ]
 
+install_locator()  # (Numba's cache files in daskgraph's cache folder: kernel_cache)
 _FLAGS = {"nogil": True, "cache": True, "fastmath": False, "error_model": "numpy"}
 _element = numba.njit(inline="always", **_FLAGS)
 _serial = numba.njit(**_FLAGS)

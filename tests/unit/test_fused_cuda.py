@@ -4,6 +4,8 @@ asked for and runs them with NumPy. tests/gpu/test_fused_gpu.py runs them on a r
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from daskgraph.kernels.fused import FusedKernel
@@ -87,3 +89,23 @@ def test_every_kernel_is_compiled_without_fused_multiply_add_nor_fast_math():
     assert "--fmad=false" in options
     assert {"--ftz=false", "--prec-div=true", "--prec-sqrt=true"} <= set(options)
     assert not any("fast_math" in o or "fast-math" in o for o in options)
+
+
+def test_cupys_kernel_cache_is_in_daskgraphs_cache_folder(tmp_path, monkeypatch):
+    import dask.config
+
+    def build(chain: tuple) -> list:
+        kernel = FusedKernel(chain, 2)
+        fake = FakeCupy(kernel)
+        x, y = np.linspace(-2, 2, 8, dtype=np.float64), np.float64(1.5)
+        with dask.config.set({"daskgraph.cache-dir": str(tmp_path)}):
+            kernel(fake, x, y), kernel(fake, x, y)
+        return fake.built
+
+    monkeypatch.delenv("CUPY_CACHE_DIR", raising=False)
+    assert build((("m", "multiply", (0, 1)), ("s", "subtract", (2, 1))))
+    assert os.environ["CUPY_CACHE_DIR"] == str(tmp_path / "cupy")
+    assert (tmp_path / "cupy").stat().st_mode & 0o777 == 0o700
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "theirs"))  # (the user's: kept)
+    assert build((("m", "multiply", (0, 1)), ("a", "add", (2, 1))))
+    assert os.environ["CUPY_CACHE_DIR"] == str(tmp_path / "theirs")
