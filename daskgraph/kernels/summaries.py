@@ -13,7 +13,8 @@ import numpy as np
 
 from daskgraph.errors import InvalidArgumentError
 
-_DATA_TYPES = {
+#: TensorFlow's DataType enum name of each dtype summaries and event files carry
+DATA_TYPES = {
     "float16": "DT_HALF",
     "float32": "DT_FLOAT",
     "float64": "DT_DOUBLE",
@@ -103,7 +104,7 @@ def _tensor_kernel(xp, tensor, *, tag, dtype_name, plugin_name):
 
     array = np.asarray(tensor)
     shape = TensorShapeProto(dim=[TensorShapeProto.Dim(size=d) for d in array.shape])
-    proto = TensorProto(dtype=DataType.Value(_DATA_TYPES[dtype_name]), tensor_shape=shape)
+    proto = TensorProto(dtype=DataType.Value(DATA_TYPES[dtype_name]), tensor_shape=shape)
     if dtype_name == "string":
         proto.string_val.extend(_as_bytes(s) for s in array.ravel())
     else:

@@ -29,22 +29,11 @@ import time
 from typing import Any
 
 from daskgraph.framework.graph import Graph, Operation
+from daskgraph.kernels.summaries import DATA_TYPES
 
 __all__ = ["FileWriter", "FileWriterCache", "graph_def_proto"]
 
 _DTYPE_ATTRS = {"Const", "Placeholder", "VariableV2"}
-_DATA_TYPES = {
-    "float16": "DT_HALF",
-    "float32": "DT_FLOAT",
-    "float64": "DT_DOUBLE",
-    "int8": "DT_INT8",
-    "int16": "DT_INT16",
-    "int32": "DT_INT32",
-    "int64": "DT_INT64",
-    "uint8": "DT_UINT8",
-    "bool": "DT_BOOL",
-    "string": "DT_STRING",
-}
 
 
 # -- the graph as a GraphDef -------------------------------------------------------------------
@@ -87,7 +76,7 @@ def _attrs(op: Operation) -> dict[str, Any]:
     typed = op.outputs or op.inputs
     if typed:
         key = "dtype" if op.type in _DTYPE_ATTRS else "T"
-        attrs[key] = AttrValue(type=DataType.Value(_DATA_TYPES[typed[0].dtype.name]))
+        attrs[key] = AttrValue(type=DataType.Value(DATA_TYPES[typed[0].dtype.name]))
     if op.outputs:
         shapes = AttrValue.ListValue(shape=[_shape_proto(t.shape) for t in op.outputs])
         attrs["_output_shapes"] = AttrValue(list=shapes)
