@@ -27,6 +27,7 @@ worker's executor (:mod:`~daskgraph.runtime.worker.step_channel`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -118,6 +119,9 @@ class ChannelPool:
                 return self._endpoints[address]
         try:
             endpoint = client.sync(_ask_endpoint, client, address)
+        except TimeoutError:  # gone without a word, or busy: no channel this time, ask again
+            logger.debug("no answer from %s within %s s", address, ENDPOINT_TIMEOUT)
+            return None
         except Exception as exc:  # a worker without the handler, or gone
             logger.debug("no step channel at %s: %s", address, exc)
             endpoint = None
@@ -132,8 +136,16 @@ class ChannelPool:
         return endpoint
 
 
+#: seconds a worker has to say where its channel is: the question is asked from a run's
+#: calling thread, outside its RunWatch, and a worker gone without the client hearing of it
+#: would otherwise hold the run for Dask's connect timeout (30 s)
+ENDPOINT_TIMEOUT = 3.0
+
+
 async def _ask_endpoint(client: Client, address: str) -> dict[str, Any]:
-    return await client.rpc(address).daskgraph_step_channel()
+    return await asyncio.wait_for(
+        client.rpc(address).daskgraph_step_channel(), timeout=ENDPOINT_TIMEOUT
+    )
 
 
 #: the process's channels (sessions share them, as they share the embedded cluster)
