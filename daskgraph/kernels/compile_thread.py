@@ -26,6 +26,7 @@ cache and its third with a cold one (:func:`quick_switches`).
 from __future__ import annotations
 
 import atexit
+import logging
 import queue
 import sys
 import threading
@@ -34,7 +35,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["SWITCH_INTERVAL", "CompileThread", "quick_switches"]
+__all__ = ["SWITCH_INTERVAL", "Builds", "CompileThread", "quick_switches"]
 
 #: the interpreter's switch interval (seconds) while a compile job runs (see the module)
 SWITCH_INTERVAL = 0.0002
@@ -119,3 +120,63 @@ class CompileThread:
                 future.set_exception(exc)
             else:
                 future.set_result(result)
+
+
+logger = logging.getLogger("daskgraph.kernels.compile_thread")
+
+_PENDING = object()  # (a key claimed, its thing not made yet)
+
+
+class Builds:
+    r"""What a :class:`CompileThread` makes, by key: the thing, None where it could not be
+    made, and nothing yet for a key not asked for or being made (rent or buy: who asks
+    first :meth:`claim`\ s a key, and the thread :meth:`make`\ s it).
+
+    >>> builds = Builds(CompileThread("daskgraph-doctest"))
+    >>> builds.claim("k"), builds.claim("k"), builds.known("k"), builds.get("k")
+    (True, False, True, None)
+    >>> builds.thread.submit(builds.make, "k", lambda: 42, "k").result(timeout=30)
+    42
+    >>> builds.get("k"), builds.make("k", lambda: 0, "k")
+    (42, 42)
+    """
+
+    def __init__(self, thread: CompileThread) -> None:
+        self.thread = thread
+        self._made: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def known(self, key: Any) -> bool:
+        """Whether ``key`` was claimed (made or being made)."""
+        return key in self._made
+
+    def get(self, key: Any) -> Any:
+        """What was made for ``key``, or None (not made, not yet or not at all)."""
+        found = self._made.get(key)
+        return None if found is _PENDING else found
+
+    def claim(self, key: Any) -> bool:
+        """Mark ``key`` as being made; False where it was claimed before."""
+        with self._lock:
+            if key in self._made:
+                return False
+            self._made[key] = _PENDING
+            return True
+
+    def make(self, key: Any, make: Callable[[], Any], what: Any) -> Any:
+        """What was made for ``key``, made now by ``make()`` in this thread where it is not
+        yet (None where ``make`` fails: ``what`` names it in the debug log)."""
+        found = self._made.get(key, _PENDING)
+        if found is not _PENDING:
+            return found
+        try:
+            made = make()
+        except Exception as exc:  # (no Numba, or a loop it cannot type): the slow way stays
+            logger.debug("%r not compiled: %s", what, exc)
+            made = None
+        self._made[key] = made
+        return made
+
+    def settle(self, timeout: float) -> None:
+        """Wait until the jobs queued on the thread so far are done."""
+        self.thread.submit(lambda: None).result(timeout)

@@ -79,7 +79,7 @@ from typing import Any
 import numpy as np
 
 from daskgraph.kernels import compile_server, kernel_cache
-from daskgraph.kernels.compile_thread import CompileThread
+from daskgraph.kernels.compile_thread import Builds, CompileThread
 from daskgraph.kernels.fusable import DTYPES, KERNELS, expression_of, step_dtypes
 from daskgraph.kernels.fused_again import again_for
 from daskgraph.kernels.kernel_threads import kernel_threads
@@ -395,27 +395,22 @@ class _Compiled:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._loops: dict[tuple, Any] = {}  # key -> _Loop, None (not fused) or "pending"
         self._seen: set[tuple] = set()
-        self._thread = CompileThread("daskgraph-fusion")
+        self._builds = Builds(CompileThread("daskgraph-fusion"))
 
     def lookup(self, kernel: FusedKernel, kinds: tuple) -> Any:
         """The loop for inputs of ``kinds`` (each one's :func:`_kind`), or None (not
         compiled yet, or not fusable)."""
         key = (kernel.source, *kinds)
-        found = self._loops.get(key, "")
-        if found != "":
-            return None if isinstance(found, str) else found
+        if self._builds.known(key):
+            return self._builds.get(key)
         with self._lock:
-            if key in self._loops:
-                return None
-            if key not in self._seen:  # the first call rents, unless the cache has it
-                self._seen.add(key)
-                job: Any = self._load_cached
-            else:
-                self._loops[key] = "pending"  # the second buys
-                job = self._build
-        self._thread.submit(job, key, kernel)
+            first = key not in self._seen
+            self._seen.add(key)
+        if first:  # the first call rents, unless the cache has it
+            self._builds.thread.submit(self._load_cached, key, kernel)
+        elif self._builds.claim(key):  # the second buys
+            self._builds.thread.submit(self._build, key, kernel)
         return None
 
     def _load_cached(self, key: tuple, kernel: FusedKernel) -> None:
@@ -434,38 +429,22 @@ class _Compiled:
         except Exception as exc:  # (no Numba): op by op
             logger.debug("fused chain %r not looked up: %s", kernel, exc)
             return
-        with self._lock:
-            if key in self._loops:
-                return
-            self._loops[key] = "pending"
-        self._build(key, kernel)
+        if self._builds.claim(key):
+            self._build(key, kernel)
 
     def _build(self, key: tuple, kernel: FusedKernel, elsewhere: bool | None = None) -> Any:
-        found = self._loops.get(key)
-        if found is not None and not isinstance(found, str):
-            return found
         if elsewhere is None:
             elsewhere = _elsewhere()
-        try:
-            loop = build(kernel, key[1:], elsewhere=elsewhere)
-        except Exception as exc:  # (no Numba, or a chain it cannot type): op by op
-            logger.debug("fused chain %r not compiled: %s", kernel, exc)
-            loop = None
-        self._loops[key] = loop
-        return loop
+        return self._builds.make(key, lambda: build(kernel, key[1:], elsewhere=elsewhere), kernel)
 
     def now(self, kernel: FusedKernel, inputs: tuple) -> Any:
         """Compile ``kernel`` for ``inputs`` (their dtypes and which are scalars) in this
         thread (tests, benchmarks' warm-up)."""
-        key = (kernel.source, *map(_kind, inputs))
-        found = self._loops.get(key, "pending")
-        if isinstance(found, str):
-            found = self._build(key, kernel, elsewhere=False)
-        return found
+        return self._build((kernel.source, *map(_kind, inputs)), kernel, elsewhere=False)
 
     def settle(self, timeout: float) -> None:
         """Wait until the compilations queued so far are done."""
-        self._thread.submit(lambda: None).result(timeout)
+        self._builds.settle(timeout)
 
 
 _CACHE = _Compiled()

@@ -53,13 +53,12 @@ dtypes take NumPy's op by op), without fast math: the result is the unfused one'
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from daskgraph.kernels.compile_thread import CompileThread
+from daskgraph.kernels.compile_thread import Builds, CompileThread
 from daskgraph.kernels.fused import PARALLEL_ELEMENTS, SMALL_ELEMENTS
 from daskgraph.kernels.kernel_threads import kernel_threads
 from daskgraph.kernels.split_loops import run_split
@@ -201,38 +200,23 @@ class _Loops:
     the module). Compiled on one background thread, which process exit does not wait for."""
 
     def __init__(self) -> None:
-        self._loops: dict[tuple, Any] = {}  # key -> the loop, None (not compiled) or "pending"
-        self._lock = threading.Lock()
-        self._thread = CompileThread("daskgraph-slot-updates")
+        self._builds = Builds(CompileThread("daskgraph-slot-updates"))
 
     def lookup(self, key: tuple) -> Any:
         """The loop of ``key``, or None (queued for compilation the first time it is asked)."""
-        found = self._loops.get(key, "")
-        if found != "":
-            return None if isinstance(found, str) else found
-        with self._lock:
-            if key in self._loops:
-                return None
-            self._loops[key] = "pending"
-        self._thread.submit(self.build, key)
+        if self._builds.known(key):
+            return self._builds.get(key)
+        if self._builds.claim(key):
+            self._builds.thread.submit(self.build, key)
         return None
 
     def build(self, key: tuple) -> Any:
         """Compile (or load from Numba's cache) the loop of ``key`` in this thread."""
-        found = self._loops.get(key)
-        if found is not None and not isinstance(found, str):
-            return found
-        try:
-            loop = _compiled(*key)
-        except Exception as exc:  # (no Numba): NumPy's ufuncs stay
-            logger.debug("slot update %r not compiled: %s", key, exc)
-            loop = None
-        self._loops[key] = loop
-        return loop
+        return self._builds.make(key, lambda: _compiled(*key), ("slot update", *key))
 
     def settle(self, timeout: float) -> None:
         """Wait until the compilations queued so far are done."""
-        self._thread.submit(lambda: None).result(timeout)
+        self._builds.settle(timeout)
 
 
 def _compiled(kind: str, dtype: np.dtype, grad_readonly: bool) -> Any:
