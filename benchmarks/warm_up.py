@@ -65,15 +65,55 @@ def _daskgraph_loop(chains: int, length: int, seconds: float) -> dict[str, Any]:
     """Set-up times, then every step of a ``seconds``-long ``sess.run`` loop."""
     start = time.perf_counter()
     import daskgraph as dg
-    from benchmarks.fine_grained import SIZE, build_daskgraph, numpy_loop
+    from benchmarks.fine_grained import build_daskgraph
 
-    setup = {"import_s": time.perf_counter() - start}
+    import_s = time.perf_counter() - start
+    return _timed_loop(
+        import_s,
+        lambda: build_daskgraph(chains, length),
+        lambda graph: dg.Session(graph=graph),
+        chains,
+        length,
+        seconds,
+    )
+
+
+def _tensorflow_loop(chains: int, length: int, seconds: float) -> dict[str, Any]:
+    """As :func:`_daskgraph_loop`, in TensorFlow 1 graph mode (``{"missing": why}`` without it)."""
+    from benchmarks.common import load_tensorflow, tf_session
+    from benchmarks.fine_grained import build_tensorflow
+
+    start = time.perf_counter()
+    tf, missing = load_tensorflow()
+    if tf is None:
+        return {"missing": missing}
+    import_s = time.perf_counter() - start
+    record = _timed_loop(
+        import_s,
+        lambda: build_tensorflow(tf, chains, length),
+        lambda graph: tf_session(tf, graph, os.cpu_count() or 1),
+        chains,
+        length,
+        seconds,
+    )
+    return {**record, "version": tf.__version__}
+
+
+def _timed_loop(
+    import_s: float, build: Any, open_session: Any, chains: int, length: int, seconds: float
+) -> dict[str, Any]:
+    """Build the graph (``build()``: graph, placeholder, result), open its session
+    (``open_session(graph)``) and run it for ``seconds``, checked against NumPy's result:
+    the set-up times and every step."""
+    from benchmarks.fine_grained import SIZE, numpy_loop
+
+    setup = {"import_s": import_s}
     x_value = np.random.default_rng(0).standard_normal((SIZE, SIZE)).astype(np.float32)
     start = time.perf_counter()
-    graph, x, total = build_daskgraph(chains, length)
+    graph, x, total = build()
     setup["build_s"] = time.perf_counter() - start
     start = time.perf_counter()
-    sess = dg.Session(graph=graph)
+    sess = open_session(graph)
     setup["session_s"] = time.perf_counter() - start
     try:
         steps, value = _loop(lambda: sess.run(total, {x: x_value}), seconds)
@@ -81,31 +121,6 @@ def _daskgraph_loop(chains: int, length: int, seconds: float) -> dict[str, Any]:
         sess.close()
     np.testing.assert_allclose(value, numpy_loop(x_value, chains, length), rtol=1e-5, atol=1e-5)
     return {"setup": setup, "steps": steps}
-
-
-def _tensorflow_loop(chains: int, length: int, seconds: float) -> dict[str, Any]:
-    """As :func:`_daskgraph_loop`, in TensorFlow 1 graph mode (``{"missing": why}`` without it)."""
-    from benchmarks.common import load_tensorflow, tf_session
-    from benchmarks.fine_grained import SIZE, build_tensorflow, numpy_loop
-
-    start = time.perf_counter()
-    tf, missing = load_tensorflow()
-    if tf is None:
-        return {"missing": missing}
-    setup = {"import_s": time.perf_counter() - start}
-    x_value = np.random.default_rng(0).standard_normal((SIZE, SIZE)).astype(np.float32)
-    start = time.perf_counter()
-    graph, x, total = build_tensorflow(tf, chains, length)
-    setup["build_s"] = time.perf_counter() - start
-    start = time.perf_counter()
-    sess = tf_session(tf, graph, os.cpu_count() or 1)
-    setup["session_s"] = time.perf_counter() - start
-    try:
-        steps, value = _loop(lambda: sess.run(total, {x: x_value}), seconds)
-    finally:
-        sess.close()
-    np.testing.assert_allclose(value, numpy_loop(x_value, chains, length), rtol=1e-5, atol=1e-5)
-    return {"setup": setup, "steps": steps, "version": tf.__version__}
 
 
 def _loop(step, seconds: float) -> tuple[list[list[float]], Any]:
